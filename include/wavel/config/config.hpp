@@ -1,0 +1,70 @@
+// The validated run configuration: wafer, workload sweep axes, search and output settings.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "wavel/wafer/wafer.hpp"
+#include "wavel/workload/model.hpp"
+#include "wavel/workload/workload.hpp"
+
+namespace wavel::config {
+
+/// A model as the config names it, resolved to its shape.
+struct ModelChoice {
+  std::string given;            ///< the text in the config (preset name or path)
+  workload::ModelSpec spec;
+};
+
+/// Sweep axes; the settings are their cartesian product (see sweep.hpp).
+struct WorkloadAxes {
+  std::vector<ModelChoice> models;
+  std::vector<workload::Phase> phases;
+  std::vector<std::int64_t> concurrent_requests;
+  std::vector<std::int64_t> input_tokens;
+  std::vector<std::int64_t> output_tokens;
+};
+
+/// CUT/TUNE search settings (validated now; used by the search).
+struct SearchConfig {
+  bool exhaustive = false;                      ///< disable bound and dominance pruning
+  std::vector<double> cut_ratios{0.25, 0.5, 0.75};  ///< split positions as fractions of a side
+  std::int64_t max_cut_depth = 8;
+  std::vector<std::string> objectives{"throughput", "latency", "pes"};
+  double time_limit_s = 0;                      ///< 0: no limit
+  std::int64_t seed = 1;                        ///< seeds the counter-based sampler
+  double checkpoint_interval_s = 0;             ///< 0: only on signals
+  std::int64_t eval_batch = 4096;               ///< candidates per parallel evaluation batch
+};
+
+/// Where and what to write.
+struct OutputConfig {
+  std::string dir;              ///< default: results/runs/<config stem> (relative to the working dir)
+  bool hdf5 = true;             ///< write results.h5
+  bool csv = true;              ///< write summary.csv
+  std::string progress = "auto";  ///< auto (only on a terminal), always, never
+};
+
+/// A fully validated configuration.
+struct Config {
+  std::string file;             ///< path as given, used in messages
+  std::string text;             ///< the file's bytes
+  std::vector<std::string> overrides;  ///< --set arguments, in order
+  wafer::WaferParams wafer;
+  WorkloadAxes workloads;
+  SearchConfig search;
+  OutputConfig output;
+};
+
+/// Validates config text (read from `file`) with `overrides` applied on top. Relative model paths
+/// are resolved against the directory of `file`. Throws wavel::ConfigError listing every problem.
+Config parse_config(const std::string& text, const std::string& file, const std::vector<std::string>& overrides);
+
+/// The resolved configuration as YAML: every default filled in, presets expanded.
+std::string to_yaml(const Config& config);
+
+/// Shortest decimal text that reads back as exactly `value`.
+std::string format_double(double value);
+
+}  // namespace wavel::config

@@ -1,0 +1,26 @@
+// Expansion of the workload axes into numbered settings.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "wavel/config/config.hpp"
+
+namespace wavel::config {
+
+/// One point of the sweep: (model, phase, concurrent requests, input tokens, output tokens) on the wafer.
+struct Setting {
+  std::int64_t id = 0;            ///< position in the sweep, 0-based; keys all per-setting work
+  std::size_t model_index = 0;    ///< into Config::workloads.models
+  workload::WorkloadShape shape;
+};
+
+/// Cartesian product of the axes, numbered with the last axis varying fastest:
+/// models, phases, concurrent_requests, input_tokens, output_tokens.
+std::vector<Setting> expand_sweep(const Config& config);
+
+/// Human-readable label, e.g. "llama3-8b decode r4 in2048 out128".
+std::string setting_label(const Config& config, const Setting& setting);
+
+}  // namespace wavel::config

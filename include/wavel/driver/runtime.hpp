@@ -1,0 +1,32 @@
+// The parallel environment of a run (MPI, Kokkos, Slurm) and rank-agreed helpers.
+#pragma once
+
+#include <mpi.h>
+
+#include <functional>
+#include <string>
+
+namespace wavel::driver {
+
+/// Facts about the parallel environment, recorded as provenance.
+struct RunContext {
+  MPI_Comm comm = MPI_COMM_WORLD;
+  int rank = 0;
+  int ranks = 1;
+  std::string kokkos_backend;  ///< name of Kokkos' default execution space
+  int kokkos_threads = 1;      ///< its concurrency on this rank
+  std::string slurm_job_id;    ///< SLURM_JOB_ID, or "" outside Slurm
+};
+
+/// Reads the context; Kokkos must be initialised.
+RunContext make_run_context(MPI_Comm comm);
+
+/// Rank `root` reads the whole file and broadcasts the bytes, so every rank validates the same text.
+/// Throws wavel::InputMissingError on every rank if it cannot be read.
+std::string read_file_on_root(const std::string& path, MPI_Comm comm, int root = 0);
+
+/// Runs `action` on `root` only and makes its outcome collective: if it throws a wavel::Error,
+/// every rank throws an error with the same exit code and message.
+void on_root_agreed(MPI_Comm comm, int root, const std::function<void()>& action);
+
+}  // namespace wavel::driver

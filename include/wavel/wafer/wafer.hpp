@@ -1,0 +1,53 @@
+// Wafer hardware parameters (WSE-2/WSE-3 presets, every number overridable) and derived figures.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace wavel::wafer {
+
+/// A processing element's coordinates in the kernel grid (0-based, x across, y down).
+struct PeCoord {
+  std::int64_t x = 0;
+  std::int64_t y = 0;
+};
+
+/// Physical parameters of one wafer. Sources and uncertainty: docs in README and domain.md §2.
+struct WaferParams {
+  std::string preset;                       ///< "wse2" or "wse3"
+  std::int64_t fabric_w_pes = 0;            ///< full PE fabric, including the host-I/O border
+  std::int64_t fabric_h_pes = 0;
+  std::int64_t io_border_cols = 0;          ///< fabric columns taken by host I/O
+  std::int64_t io_border_rows = 0;          ///< fabric rows taken by host I/O
+  std::int64_t grid_w_pes = 0;              ///< kernel rectangle the tool may use
+  std::int64_t grid_h_pes = 0;
+  std::int64_t sram_per_pe_bytes = 0;
+  double clock_hz = 0;
+  std::int64_t simd_fp16_lanes = 0;         ///< FP16 FMACs per cycle per PE
+  std::int64_t link_bytes_per_cycle = 0;    ///< one 32-bit wavelet per cycle per direction
+  double alpha_cycles_per_hop = 0;          ///< pre-routed hop latency
+  double beta_cycles_per_stage = 0;         ///< software routing stage (receive + re-send); fit it
+  std::int64_t routable_colours = 0;        ///< virtual channels per router
+  std::vector<PeCoord> defective_pes;       ///< PEs inside the grid that must not be used
+
+  /// Largest kernel rectangle: the fabric less its I/O border.
+  [[nodiscard]] std::int64_t max_grid_w_pes() const { return fabric_w_pes - io_border_cols; }
+  [[nodiscard]] std::int64_t max_grid_h_pes() const { return fabric_h_pes - io_border_rows; }
+  /// Grid PEs minus distinct defective PEs.
+  [[nodiscard]] std::int64_t usable_pes() const;
+  /// Dense FP16 peak of the usable PEs: PEs x SIMD x 2 x clock.
+  [[nodiscard]] double peak_flops_per_s() const;
+  /// SRAM of the usable PEs.
+  [[nodiscard]] std::int64_t total_sram_bytes() const;
+};
+
+/// Names of the presets, in a stable order.
+std::vector<std::string> wafer_preset_names();
+
+/// The preset with this name, or std::nullopt.
+std::optional<WaferParams> find_wafer_preset(std::string_view name);
+
+}  // namespace wavel::wafer

@@ -1,0 +1,89 @@
+// Per-layer operator graphs of one inference setting, with shapes, FLOPs and bytes.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "wavel/workload/model.hpp"
+
+namespace wavel::workload {
+
+/// Inference phase of a setting.
+enum class Phase { prefill, decode };
+
+/// "prefill" or "decode".
+std::string_view to_string(Phase phase);
+
+/// What an operator computes; the cost model maps each kind to a mesh kernel.
+enum class OpKind {
+  embedding,      ///< token lookup
+  norm,           ///< RMSNorm: scalar allreduce over the hidden dimension
+  matmul,         ///< activation x weight (GEMM in prefill, GEMV in decode)
+  rope,           ///< rotary position embedding, elementwise
+  attn_scores,    ///< Q.K^T against the KV cache
+  softmax,        ///< max and sum allreduces plus elementwise exp
+  attn_values,    ///< scores.V against the KV cache
+  kv_append,      ///< write this step's K/V into the (shift-based) cache
+  activation,     ///< SiLU(gate) * up, elementwise
+  residual,       ///< elementwise add
+  router,         ///< MoE gate: hidden x experts, then top-k
+  moe_dispatch,   ///< all-to-all: tokens to their experts
+  expert_matmul,  ///< routed expert GEMMs (weights of all experts resident)
+  moe_combine,    ///< all-to-all: expert outputs back, weighted sum
+  lm_head,        ///< hidden x vocab logits
+};
+
+/// Stable lower-case name of an op kind.
+std::string_view to_string(OpKind kind);
+
+/// One operator. Matmul-like ops fill m/k/n (output m x n, reduction k, `batch` independent products).
+struct Op {
+  std::string name;                    ///< e.g. "q_proj", "attn_scores"
+  OpKind kind = OpKind::residual;
+  std::int64_t batch = 1;              ///< independent products (heads x requests for attention)
+  std::int64_t m = 0, k = 0, n = 0;    ///< matmul dims; elementwise ops use m x n
+  std::int64_t flops = 0;              ///< floating-point operations (an FMA counts 2)
+  std::int64_t weight_bytes = 0;       ///< resident parameters read by this op
+  std::int64_t input_bytes = 0;        ///< activations read (excluding weights and KV cache)
+  std::int64_t output_bytes = 0;       ///< activations written
+  std::int64_t kv_cache_bytes = 0;     ///< resident KV cache this op reads (capacity, all requests)
+  std::vector<int> inputs;             ///< indices of producer ops in the same layer (-1: layer input)
+};
+
+/// One layer (embedding, decoder block, or head) with its ops in execution order.
+struct Layer {
+  std::string name;                    ///< "embed", "layer.0", ..., "head"
+  bool is_moe = false;
+  std::vector<Op> ops;
+  std::int64_t param_bytes = 0;        ///< parameters resident for this layer
+  std::int64_t kv_cache_bytes = 0;     ///< KV cache capacity resident for this layer
+  std::int64_t flops = 0;              ///< sum over ops
+};
+
+/// The shape of a setting that determines the op graph.
+struct WorkloadShape {
+  Phase phase = Phase::decode;
+  std::int64_t concurrent_requests = 1;
+  std::int64_t input_tokens = 0;
+  std::int64_t output_tokens = 0;
+};
+
+/// All layers of one setting plus totals.
+struct Workload {
+  ModelSpec model;
+  WorkloadShape shape;
+  std::int64_t tokens_per_step = 0;    ///< rows of the activation matrix: requests (decode) or requests x input (prefill)
+  std::int64_t context_tokens = 0;     ///< attention context of the modelled step (decode: mean over the generation)
+  std::int64_t kv_capacity_tokens = 0; ///< KV cache length that must stay resident per request
+  std::vector<Layer> layers;
+  std::int64_t flops = 0;              ///< one step: one decode token for every request, or the whole prompt
+  std::int64_t param_bytes = 0;
+  std::int64_t kv_cache_bytes = 0;
+};
+
+/// Builds the op graph of every layer for one setting (domain.md §3).
+/// Throws wavel::DataError for shapes it cannot build (e.g. zero tokens).
+Workload build_workload(const ModelSpec& model, const WorkloadShape& shape);
+
+}  // namespace wavel::workload

@@ -1,0 +1,171 @@
+// Command-line parsing with Boost.Program_options; --help and --version are answered before Kokkos starts.
+#include "wavel/cli/cli.hpp"
+
+#include <Kokkos_Core.hpp>
+#include <algorithm>
+#include <boost/program_options.hpp>
+#include <memory>
+#include <sstream>
+
+#include "wavel/common/error.hpp"
+#include "wavel/config/config.hpp"
+#include "wavel/driver/run.hpp"
+#include "wavel/driver/runtime.hpp"
+#include "wavel/version_info.hpp"
+
+namespace wavel::cli {
+
+namespace po = boost::program_options;
+
+namespace {
+
+// Subcommands that later work adds; naming them now keeps `wavel-dse NAME` from being read as a config path.
+const std::vector<std::string> kPlannedSubcommands{"validate", "calibrate", "show", "check", "simulate"};
+
+struct Options {
+  std::string subcommand = "run";
+  std::string config_path;
+  bool help = false;
+  bool version = false;
+  bool dry_run = false;
+  std::vector<std::string> overrides;
+  std::string output_dir;
+  std::vector<std::string> kokkos_args;  ///< --kokkos-* arguments, handed to Kokkos untouched
+};
+
+po::options_description visible_options() {
+  po::options_description d("Options");
+  d.add_options()                                                           //
+      ("help,h", "print this help and exit")                               //
+      ("version", "print the version and git hash and exit")               //
+      ("dry-run", "validate the config, print it resolved with the settings, write nothing")  //
+      ("set", po::value<std::vector<std::string>>()->composing()->value_name("KEY.PATH=VALUE"),
+       "override a config key (repeatable), validated like the file")  //
+      ("output,o", po::value<std::string>()->value_name("DIR"),
+       "output directory (default: output.dir, or results/runs/<config stem>)");
+  return d;
+}
+
+std::string usage_text() {
+  std::ostringstream out;
+  out << "Usage: wavel-dse [run] CONFIG.yaml [options]\n"
+         "\n"
+         "Explores wafer-scale schedules for every setting of the sweep in CONFIG.yaml and writes\n"
+         "results.h5 and summary.csv. Run it under mpirun/srun to spread the work over ranks.\n"
+         "\n"
+      << visible_options()
+      << "  --kokkos-*                   passed to Kokkos (e.g. --kokkos-threads=N)\n"
+         "\n"
+         "Subcommands planned for later versions: validate, calibrate, show, check, simulate.\n"
+         "\n"
+         "Exit codes: 0 ok, 64 usage, 65 bad data, 66 missing input, 70 internal error,\n"
+         "73 cannot write output, 75 checkpointed (requeue), 78 invalid config.\n"
+         "Config keys and output format: see README.md.\n";
+  return out.str();
+}
+
+Options parse(const std::vector<std::string>& args) {
+  Options o;
+  std::vector<std::string> rest;
+  for (const auto& a : args) {
+    if (a.rfind("--kokkos-", 0) == 0) {
+      o.kokkos_args.push_back(a);
+    } else {
+      rest.push_back(a);
+    }
+  }
+  if (!rest.empty() && (rest[0] == "run" || std::find(kPlannedSubcommands.begin(), kPlannedSubcommands.end(),
+                                                      rest[0]) != kPlannedSubcommands.end())) {
+    o.subcommand = rest[0];
+    rest.erase(rest.begin());
+  }
+  po::options_description all = visible_options();
+  all.add_options()("config", po::value<std::vector<std::string>>(), "config file");
+  po::positional_options_description positional;
+  positional.add("config", -1);
+  po::variables_map vm;
+  try {
+    const int style = po::command_line_style::default_style & ~po::command_line_style::allow_guessing;
+    po::store(po::command_line_parser(rest).options(all).positional(positional).style(style).run(), vm);
+    po::notify(vm);
+  } catch (const po::error& e) {
+    throw UsageError(e.what());
+  }
+  o.help = vm.count("help") > 0;
+  o.version = vm.count("version") > 0;
+  if (o.help || o.version) return o;
+  o.dry_run = vm.count("dry-run") > 0;
+  if (vm.count("set")) o.overrides = vm["set"].as<std::vector<std::string>>();
+  if (vm.count("output")) o.output_dir = vm["output"].as<std::string>();
+  if (o.subcommand != "run") {
+    throw UsageError("subcommand '" + o.subcommand + "' is not available in this version (" + version_string() + ")");
+  }
+  if (!vm.count("config")) throw UsageError("missing CONFIG.yaml");
+  const auto configs = vm["config"].as<std::vector<std::string>>();
+  if (configs.size() > 1) throw UsageError("expected one CONFIG.yaml, got " + std::to_string(configs.size()));
+  o.config_path = configs[0];
+  return o;
+}
+
+void execute(const Options& o, std::ostream& out, MPI_Comm comm) {
+  const driver::RunContext context = driver::make_run_context(comm);
+  const std::string text = driver::read_file_on_root(o.config_path, comm);
+  config::Config config = config::parse_config(text, o.config_path, o.overrides);
+  if (!o.output_dir.empty()) config.output.dir = o.output_dir;
+  if (o.dry_run) {
+    driver::dry_run(config, context, out);
+  } else {
+    driver::run(config, context, out);
+  }
+}
+
+}  // namespace
+
+std::string version_string() {
+  return std::string("wavel-dse ") + WAVEL_VERSION + " (git " + WAVEL_GIT_HASH + ")";
+}
+
+int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostream& err, MPI_Comm comm) {
+  int rank = 0;
+  MPI_Comm_rank(comm, &rank);
+  try {
+    const Options o = parse(args);
+    if (o.help) {
+      if (rank == 0) out << usage_text();
+      return 0;
+    }
+    if (o.version) {
+      if (rank == 0) out << version_string() << '\n';
+      return 0;
+    }
+    std::unique_ptr<Kokkos::ScopeGuard> kokkos;
+    if (!Kokkos::is_initialized()) {
+      std::vector<std::string> kokkos_argv_text{"wavel-dse"};
+      kokkos_argv_text.insert(kokkos_argv_text.end(), o.kokkos_args.begin(), o.kokkos_args.end());
+      std::vector<char*> kokkos_argv;
+      for (auto& a : kokkos_argv_text) kokkos_argv.push_back(a.data());
+      int kokkos_argc = static_cast<int>(kokkos_argv.size());
+      kokkos = std::make_unique<Kokkos::ScopeGuard>(kokkos_argc, kokkos_argv.data());
+    }
+    execute(o, out, comm);
+    return 0;
+  } catch (const UsageError& e) {
+    if (rank == 0) err << "wavel-dse: error: " << e.what() << "\nTry 'wavel-dse --help'.\n";
+    return static_cast<int>(e.code());
+  } catch (const DiagnosticError& e) {
+    if (rank == 0) {
+      err << e.what() << '\n';
+      err << "wavel-dse: " << e.diagnostics().size() << " error" << (e.diagnostics().size() == 1 ? "" : "s")
+          << "; nothing was written\n";
+    }
+    return static_cast<int>(e.code());
+  } catch (const Error& e) {
+    if (rank == 0) err << "wavel-dse: error: " << e.what() << '\n';
+    return static_cast<int>(e.code());
+  } catch (const std::exception& e) {
+    err << "wavel-dse: internal error on rank " << rank << ": " << e.what() << '\n';
+    return static_cast<int>(ExitCode::internal);
+  }
+}
+
+}  // namespace wavel::cli

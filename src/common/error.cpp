@@ -1,0 +1,35 @@
+// Formatting of located diagnostics.
+#include "wavel/common/error.hpp"
+
+#include <sstream>
+
+namespace wavel {
+
+std::string Diagnostic::format() const {
+  std::ostringstream out;
+  out << file;
+  if (line > 0) {
+    out << ':' << line;
+    if (column > 0) out << ':' << column;
+  }
+  out << ": error: ";
+  if (!key_path.empty()) out << key_path << ": ";
+  out << message;
+  return out.str();
+}
+
+namespace {
+std::string join_diagnostics(const std::vector<Diagnostic>& diagnostics) {
+  std::string text;
+  for (const auto& d : diagnostics) {
+    if (!text.empty()) text += '\n';
+    text += d.format();
+  }
+  return text;
+}
+}  // namespace
+
+DiagnosticError::DiagnosticError(ExitCode code, std::vector<Diagnostic> diagnostics)
+    : Error(code, join_diagnostics(diagnostics)), diagnostics_(std::move(diagnostics)) {}
+
+}  // namespace wavel

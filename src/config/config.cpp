@@ -1,0 +1,365 @@
+// The config schema: wafer, workloads, search and output sections, validated in one pass.
+#include "wavel/config/config.hpp"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cstdlib>
+#include <filesystem>
+#include <limits>
+#include <set>
+
+#include "wavel/config/schema.hpp"
+#include "wavel/config/source_tree.hpp"
+
+namespace wavel::config {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr std::int64_t kMaxMeshSidePes = 100000;
+
+const Node& child_or_null(const Node& map, const std::string& key) {
+  static const Node null_node;
+  const Node* found = map.kind == Node::Kind::map ? map.find(key) : nullptr;
+  return found != nullptr ? *found : null_node;
+}
+
+bool present(const Node& map, const std::string& key) {
+  return map.kind == Node::Kind::map && map.find(key) != nullptr;
+}
+
+// Reads an optional integer key into `target`; leaves the default when the key is absent.
+void read_int(Validator& v, const Node& map, const std::string& path, const std::string& key, std::int64_t& target,
+              std::int64_t min, std::int64_t max) {
+  if (!present(map, key)) return;
+  if (auto value = v.integer(child_or_null(map, key), join_key(path, key), min, max)) target = *value;
+}
+
+void read_double(Validator& v, const Node& map, const std::string& path, const std::string& key, double& target,
+                 double min, double max, bool min_exclusive = false) {
+  if (!present(map, key)) return;
+  if (auto value = v.number(child_or_null(map, key), join_key(path, key), min, max, min_exclusive)) target = *value;
+}
+
+void read_bool(Validator& v, const Node& map, const std::string& path, const std::string& key, bool& target) {
+  if (!present(map, key)) return;
+  if (auto value = v.boolean(child_or_null(map, key), join_key(path, key))) target = *value;
+}
+
+void read_wafer(Validator& v, const Node& node, wafer::WaferParams& w) {
+  const std::string path = "wafer";
+  v.check_map(node, path,
+              {"preset", "fabric_w_pes", "fabric_h_pes", "io_border_cols", "io_border_rows", "grid_w_pes",
+               "grid_h_pes", "sram_per_pe_bytes", "clock_hz", "simd_fp16_lanes", "link_bytes_per_cycle",
+               "alpha_cycles_per_hop", "beta_cycles_per_stage", "routable_colours", "defective_pes"});
+  std::string preset = "wse3";
+  if (present(node, "preset")) {
+    if (auto p = v.choice(child_or_null(node, "preset"), "wafer.preset", wafer::wafer_preset_names())) preset = *p;
+  }
+  w = *wafer::find_wafer_preset(preset);
+
+  read_int(v, node, path, "fabric_w_pes", w.fabric_w_pes, 1, kMaxMeshSidePes);
+  read_int(v, node, path, "fabric_h_pes", w.fabric_h_pes, 1, kMaxMeshSidePes);
+  read_int(v, node, path, "io_border_cols", w.io_border_cols, 0, kMaxMeshSidePes);
+  read_int(v, node, path, "io_border_rows", w.io_border_rows, 0, kMaxMeshSidePes);
+  w.grid_w_pes = w.max_grid_w_pes();
+  w.grid_h_pes = w.max_grid_h_pes();
+  for (const char* border : {"io_border_cols", "io_border_rows"}) {
+    if (present(node, border) && (w.max_grid_w_pes() < 1 || w.max_grid_h_pes() < 1)) {
+      v.error(child_or_null(node, border).where, join_key(path, border), "leaves no usable PEs on the fabric");
+    }
+  }
+  const struct {
+    const char* key;
+    std::int64_t& value;
+    std::int64_t max;
+  } grid_sides[] = {{"grid_w_pes", w.grid_w_pes, w.max_grid_w_pes()}, {"grid_h_pes", w.grid_h_pes, w.max_grid_h_pes()}};
+  for (const auto& side : grid_sides) {
+    if (!present(node, side.key)) continue;
+    const Node& n = child_or_null(node, side.key);
+    if (auto value = v.integer(n, join_key(path, side.key), 1)) {
+      if (*value > side.max) {
+        v.error(n.where, join_key(path, side.key),
+                "grid larger than the wafer: " + std::to_string(*value) + " PEs, but the " + preset +
+                    " fabric leaves at most " + std::to_string(side.max));
+      } else {
+        side.value = *value;
+      }
+    }
+  }
+  read_int(v, node, path, "sram_per_pe_bytes", w.sram_per_pe_bytes, 1, std::int64_t{1} << 30);
+  read_double(v, node, path, "clock_hz", w.clock_hz, 0.0, 1e12, true);
+  read_int(v, node, path, "simd_fp16_lanes", w.simd_fp16_lanes, 1, 1024);
+  read_int(v, node, path, "link_bytes_per_cycle", w.link_bytes_per_cycle, 1, 1024);
+  read_double(v, node, path, "alpha_cycles_per_hop", w.alpha_cycles_per_hop, 0.0, 1e6);
+  read_double(v, node, path, "beta_cycles_per_stage", w.beta_cycles_per_stage, 0.0, 1e6);
+  read_int(v, node, path, "routable_colours", w.routable_colours, 1, 1024);
+
+  if (present(node, "defective_pes")) {
+    const Node& list = child_or_null(node, "defective_pes");
+    const std::string list_path = "wafer.defective_pes";
+    if (list.kind != Node::Kind::sequence) {
+      if (list.kind != Node::Kind::null) v.error(list.where, list_path, "expected a list of [x, y] pairs");
+    } else {
+      std::set<std::pair<std::int64_t, std::int64_t>> seen;
+      for (std::size_t i = 0; i < list.items.size(); ++i) {
+        const Node& item = list.items[i];
+        const std::string item_path = list_path + "[" + std::to_string(i) + "]";
+        if (item.kind != Node::Kind::sequence || item.items.size() != 2) {
+          v.error(item.where, item_path, "expected an [x, y] pair");
+          continue;
+        }
+        auto x = v.integer(item.items[0], item_path + ".x", 0, w.grid_w_pes - 1);
+        auto y = v.integer(item.items[1], item_path + ".y", 0, w.grid_h_pes - 1);
+        if (!x || !y) continue;
+        if (!seen.emplace(*x, *y).second) {
+          v.error(item.where, item_path, "PE listed twice");
+          continue;
+        }
+        w.defective_pes.push_back(wafer::PeCoord{*x, *y});
+      }
+    }
+  }
+}
+
+std::optional<ModelChoice> read_model(Validator& v, const Node& node, const std::string& path,
+                                      const std::string& config_file) {
+  auto given = v.string(node, path);
+  if (!given) return std::nullopt;
+  if (auto preset = workload::find_model_preset(*given)) return ModelChoice{*given, *preset};
+
+  const bool looks_like_path = given->find('/') != std::string::npos ||
+                               (given->size() > 5 && given->compare(given->size() - 5, 5, ".json") == 0);
+  if (!looks_like_path) {
+    const std::string suggestion = did_you_mean(*given, workload::model_preset_names());
+    std::string names;
+    for (const auto& n : workload::model_preset_names()) names += (names.empty() ? "" : ", ") + n;
+    v.error(node.where, path,
+            "unknown model '" + *given + "'" +
+                (suggestion.empty() ? "" : "; did you mean '" + suggestion + "'?") +
+                " (presets: " + names + "; or give a path to a HF config.json)");
+    return std::nullopt;
+  }
+  // Paths from the file are relative to the file; paths from --set to the working directory.
+  fs::path resolved = *given;
+  if (resolved.is_relative() && node.where.file.rfind("--set", 0) != 0) {
+    resolved = fs::path(config_file).parent_path() / resolved;
+  }
+  std::error_code ec;
+  if (fs::is_directory(resolved, ec)) resolved /= "config.json";
+  if (!fs::is_regular_file(resolved, ec)) {
+    v.error(node.where, path, "model file not found: " + resolved.string());
+    return std::nullopt;
+  }
+  try {
+    return ModelChoice{*given, workload::load_hf_config(resolved.string())};
+  } catch (const DiagnosticError& e) {
+    v.error(node.where, path, "invalid HF config " + resolved.string() + ":");
+    for (const auto& d : e.diagnostics()) {
+      v.error(Source{d.file, d.line, d.column}, d.key_path, d.message);
+    }
+  } catch (const Error& e) {
+    v.error(node.where, path, e.what());
+  }
+  return std::nullopt;
+}
+
+void read_workloads(Validator& v, const Node& root, const Node& node, WorkloadAxes& axes, const std::string& file) {
+  const std::string path = "workloads";
+  if (!present(root, "workloads")) {
+    v.error(root.where, path, "missing required section (it lists the models and shapes to sweep)");
+    return;
+  }
+  if (!v.check_map(node, path, {"models", "phases", "concurrent_requests", "input_tokens", "output_tokens"})) return;
+  if (!present(node, "models")) {
+    v.error(node.where, "workloads.models", "missing required key (a preset name or a HF config.json path)");
+  } else {
+    axes.models = v.axis(child_or_null(node, "models"), "workloads.models",
+                         [&](const Node& n, const std::string& p) { return read_model(v, n, p, file); });
+  }
+  if (present(node, "phases")) {
+    axes.phases = v.axis(child_or_null(node, "phases"), "workloads.phases",
+                         [&](const Node& n, const std::string& p) -> std::optional<workload::Phase> {
+                           auto s = v.choice(n, p, {"prefill", "decode"});
+                           if (!s) return std::nullopt;
+                           return *s == "prefill" ? workload::Phase::prefill : workload::Phase::decode;
+                         });
+  } else {
+    axes.phases = {workload::Phase::prefill, workload::Phase::decode};
+  }
+  const struct {
+    const char* key;
+    std::vector<std::int64_t>& values;
+    std::int64_t default_value;
+    std::int64_t max;
+  } int_axes[] = {{"concurrent_requests", axes.concurrent_requests, 1, 1 << 20},
+                  {"input_tokens", axes.input_tokens, 2048, 1 << 24},
+                  {"output_tokens", axes.output_tokens, 128, 1 << 24}};
+  for (const auto& a : int_axes) {
+    if (!present(node, a.key)) {
+      a.values = {a.default_value};
+      continue;
+    }
+    a.values = v.axis(child_or_null(node, a.key), join_key(path, a.key),
+                      [&](const Node& n, const std::string& p) { return v.integer(n, p, 1, a.max); });
+  }
+}
+
+void read_search(Validator& v, const Node& node, SearchConfig& s) {
+  const std::string path = "search";
+  v.check_map(node, path,
+              {"exhaustive", "cut_ratios", "max_cut_depth", "objectives", "time_limit_s", "seed",
+               "checkpoint_interval_s", "eval_batch"});
+  read_bool(v, node, path, "exhaustive", s.exhaustive);
+  if (present(node, "cut_ratios")) {
+    s.cut_ratios = v.axis(child_or_null(node, "cut_ratios"), "search.cut_ratios",
+                          [&](const Node& n, const std::string& p) {
+                            auto r = v.number(n, p, 0.0, 1.0, true);
+                            if (r && *r >= 1.0) {
+                              v.error(n.where, p, "must be < 1, got " + n.scalar);
+                              r.reset();
+                            }
+                            return r;
+                          });
+  }
+  read_int(v, node, path, "max_cut_depth", s.max_cut_depth, 0, 64);
+  if (present(node, "objectives")) {
+    s.objectives = v.axis(child_or_null(node, "objectives"), "search.objectives",
+                          [&](const Node& n, const std::string& p) {
+                            return v.choice(n, p, {"throughput", "latency", "pes"});
+                          });
+    std::set<std::string> distinct(s.objectives.begin(), s.objectives.end());
+    if (distinct.size() != s.objectives.size()) {
+      v.error(child_or_null(node, "objectives").where, "search.objectives", "an objective is listed twice");
+    }
+  }
+  read_double(v, node, path, "time_limit_s", s.time_limit_s, 0.0, 1e9);
+  read_int(v, node, path, "seed", s.seed, 0, std::numeric_limits<std::int64_t>::max());
+  read_double(v, node, path, "checkpoint_interval_s", s.checkpoint_interval_s, 0.0, 1e9);
+  read_int(v, node, path, "eval_batch", s.eval_batch, 1, 1 << 26);
+}
+
+void read_output(Validator& v, const Node& node, OutputConfig& o, const std::string& file) {
+  const std::string path = "output";
+  v.check_map(node, path, {"dir", "hdf5", "csv", "progress"});
+  o.dir = "results/runs/" + fs::path(file).stem().string();
+  if (present(node, "dir")) {
+    if (auto d = v.string(child_or_null(node, "dir"), "output.dir")) {
+      if (d->empty()) {
+        v.error(child_or_null(node, "dir").where, "output.dir", "must not be empty");
+      } else {
+        o.dir = *d;
+      }
+    }
+  }
+  read_bool(v, node, path, "hdf5", o.hdf5);
+  read_bool(v, node, path, "csv", o.csv);
+  if (present(node, "progress")) {
+    if (auto p = v.choice(child_or_null(node, "progress"), "output.progress", {"auto", "always", "never"})) {
+      o.progress = *p;
+    }
+  }
+}
+
+}  // namespace
+
+Config parse_config(const std::string& text, const std::string& file, const std::vector<std::string>& overrides) {
+  Validator v;
+  Node root = parse_yaml(text, file);  // a syntax error leaves nothing to validate
+  for (std::size_t i = 0; i < overrides.size(); ++i) {
+    try {
+      apply_override(root, overrides[i], static_cast<int>(i) + 1);
+    } catch (const ConfigError& e) {
+      for (const auto& d : e.diagnostics()) v.error(Source{d.file, d.line, d.column}, d.key_path, d.message);
+    }
+  }
+  Config config;
+  config.file = file;
+  config.text = text;
+  config.overrides = overrides;
+  if (root.kind != Node::Kind::map) {
+    v.error(root.where, "", root.kind == Node::Kind::null ? "the config is empty" : "the config must be a map");
+    v.throw_if_errors();
+  }
+  v.check_map(root, "", {"wafer", "workloads", "search", "output"});
+  read_wafer(v, child_or_null(root, "wafer"), config.wafer);
+  read_workloads(v, root, child_or_null(root, "workloads"), config.workloads, file);
+  read_search(v, child_or_null(root, "search"), config.search);
+  read_output(v, child_or_null(root, "output"), config.output, file);
+  v.throw_if_errors();
+  return config;
+}
+
+std::string format_double(double value) {
+  char text[64];
+  const auto result = std::to_chars(text, text + sizeof text, value);  // shortest exact form
+  return std::string(text, result.ptr);
+}
+
+std::string to_yaml(const Config& c) {
+  YAML::Emitter out;
+  const auto num = [](double x) { return format_double(x); };
+  out << YAML::BeginMap;
+  out << YAML::Key << "wafer" << YAML::Value << YAML::BeginMap;
+  const auto& w = c.wafer;
+  out << YAML::Key << "preset" << YAML::Value << w.preset;
+  out << YAML::Key << "fabric_w_pes" << YAML::Value << w.fabric_w_pes;
+  out << YAML::Key << "fabric_h_pes" << YAML::Value << w.fabric_h_pes;
+  out << YAML::Key << "io_border_cols" << YAML::Value << w.io_border_cols;
+  out << YAML::Key << "io_border_rows" << YAML::Value << w.io_border_rows;
+  out << YAML::Key << "grid_w_pes" << YAML::Value << w.grid_w_pes;
+  out << YAML::Key << "grid_h_pes" << YAML::Value << w.grid_h_pes;
+  out << YAML::Key << "sram_per_pe_bytes" << YAML::Value << w.sram_per_pe_bytes;
+  out << YAML::Key << "clock_hz" << YAML::Value << num(w.clock_hz);
+  out << YAML::Key << "simd_fp16_lanes" << YAML::Value << w.simd_fp16_lanes;
+  out << YAML::Key << "link_bytes_per_cycle" << YAML::Value << w.link_bytes_per_cycle;
+  out << YAML::Key << "alpha_cycles_per_hop" << YAML::Value << num(w.alpha_cycles_per_hop);
+  out << YAML::Key << "beta_cycles_per_stage" << YAML::Value << num(w.beta_cycles_per_stage);
+  out << YAML::Key << "routable_colours" << YAML::Value << w.routable_colours;
+  out << YAML::Key << "defective_pes" << YAML::Value << YAML::Flow << YAML::BeginSeq;
+  for (const auto& pe : w.defective_pes) out << YAML::Flow << YAML::BeginSeq << pe.x << pe.y << YAML::EndSeq;
+  out << YAML::EndSeq;
+  out << YAML::EndMap;
+
+  const auto& a = c.workloads;
+  out << YAML::Key << "workloads" << YAML::Value << YAML::BeginMap;
+  out << YAML::Key << "models" << YAML::Value << YAML::Flow << YAML::BeginSeq;
+  for (const auto& m : a.models) out << m.given;
+  out << YAML::EndSeq;
+  out << YAML::Key << "phases" << YAML::Value << YAML::Flow << YAML::BeginSeq;
+  for (auto p : a.phases) out << std::string(workload::to_string(p));
+  out << YAML::EndSeq;
+  out << YAML::Key << "concurrent_requests" << YAML::Value << YAML::Flow << a.concurrent_requests;
+  out << YAML::Key << "input_tokens" << YAML::Value << YAML::Flow << a.input_tokens;
+  out << YAML::Key << "output_tokens" << YAML::Value << YAML::Flow << a.output_tokens;
+  out << YAML::EndMap;
+
+  const auto& s = c.search;
+  out << YAML::Key << "search" << YAML::Value << YAML::BeginMap;
+  out << YAML::Key << "exhaustive" << YAML::Value << s.exhaustive;
+  out << YAML::Key << "cut_ratios" << YAML::Value << YAML::Flow << YAML::BeginSeq;
+  for (double r : s.cut_ratios) out << num(r);
+  out << YAML::EndSeq;
+  out << YAML::Key << "max_cut_depth" << YAML::Value << s.max_cut_depth;
+  out << YAML::Key << "objectives" << YAML::Value << YAML::Flow << s.objectives;
+  out << YAML::Key << "time_limit_s" << YAML::Value << num(s.time_limit_s);
+  out << YAML::Key << "seed" << YAML::Value << s.seed;
+  out << YAML::Key << "checkpoint_interval_s" << YAML::Value << num(s.checkpoint_interval_s);
+  out << YAML::Key << "eval_batch" << YAML::Value << s.eval_batch;
+  out << YAML::EndMap;
+
+  const auto& o = c.output;
+  out << YAML::Key << "output" << YAML::Value << YAML::BeginMap;
+  out << YAML::Key << "dir" << YAML::Value << o.dir;
+  out << YAML::Key << "hdf5" << YAML::Value << o.hdf5;
+  out << YAML::Key << "csv" << YAML::Value << o.csv;
+  out << YAML::Key << "progress" << YAML::Value << o.progress;
+  out << YAML::EndMap;
+  out << YAML::EndMap;
+  return std::string(out.c_str()) + "\n";
+}
+
+}  // namespace wavel::config

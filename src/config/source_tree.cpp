@@ -1,0 +1,131 @@
+// Converts yaml-cpp nodes into located Nodes and applies --set overrides.
+#include "wavel/config/source_tree.hpp"
+
+#include <yaml-cpp/yaml.h>
+
+namespace wavel::config {
+
+const Node* Node::find(const std::string& key) const {
+  const Node* found = nullptr;
+  for (const auto& [k, v] : entries) {
+    if (k == key) found = &v;
+  }
+  return found;
+}
+
+namespace {
+
+Source source_of(const YAML::Mark& mark, const std::string& file, int line_offset, int column_offset) {
+  // yaml-cpp marks are 0-based; a mark of -1 means unknown.
+  if (mark.line < 0) return Source{file, 0, 0};
+  return Source{file, mark.line + 1 + line_offset, mark.column + 1 + column_offset};
+}
+
+Node convert(const YAML::Node& yaml, const std::string& file, const Source& fallback, int column_offset) {
+  Node node;
+  node.where = fallback;
+  switch (yaml.Type()) {
+    case YAML::NodeType::Undefined:
+    case YAML::NodeType::Null:
+      node.kind = Node::Kind::null;
+      return node;  // yaml-cpp places empty values on the next line; keep the key's position
+    default:
+      break;
+  }
+  node.where = source_of(yaml.Mark(), file, 0, column_offset);
+  switch (yaml.Type()) {
+    case YAML::NodeType::Scalar:
+      node.kind = Node::Kind::scalar;
+      node.scalar = yaml.Scalar();
+      node.quoted = yaml.Tag() == "!";
+      break;
+    case YAML::NodeType::Sequence:
+      node.kind = Node::Kind::sequence;
+      for (const auto& item : yaml) node.items.push_back(convert(item, file, node.where, column_offset));
+      break;
+    case YAML::NodeType::Map:
+      node.kind = Node::Kind::map;
+      for (auto it = yaml.begin(); it != yaml.end(); ++it) {
+        Source key_where = source_of(it->first.Mark(), file, 0, column_offset);
+        std::string key = it->first.IsScalar() ? it->first.Scalar() : std::string("<complex key>");
+        node.entries.emplace_back(key, convert(it->second, file, key_where, column_offset));
+        node.key_sources.push_back(key_where);
+      }
+      break;
+    default:
+      break;
+  }
+  return node;
+}
+
+Node parse_located(const std::string& text, const std::string& file, int column_offset) {
+  YAML::Node yaml;
+  try {
+    yaml = YAML::Load(text);
+  } catch (const YAML::ParserException& e) {
+    throw ConfigError({Diagnostic{file, e.mark.line + 1, e.mark.column + 1 + column_offset, "",
+                                  "invalid YAML: " + e.msg}});
+  }
+  return convert(yaml, file, Source{file, 1, 1 + column_offset}, column_offset);
+}
+
+}  // namespace
+
+Node parse_yaml(const std::string& text, const std::string& file_label) {
+  return parse_located(text, file_label, 0);
+}
+
+void apply_override(Node& root, const std::string& assignment, int index) {
+  const std::string label = "--set[" + std::to_string(index) + "]";
+  const auto eq = assignment.find('=');
+  if (eq == std::string::npos || eq == 0) {
+    throw ConfigError({Diagnostic{label, 1, 1, "", "expected key.path=value, got '" + assignment + "'"}});
+  }
+  const std::string path = assignment.substr(0, eq);
+  std::vector<std::string> keys;
+  for (std::size_t start = 0;;) {
+    const auto dot = path.find('.', start);
+    keys.push_back(path.substr(start, dot - start));
+    if (dot == std::string::npos) break;
+    start = dot + 1;
+  }
+  for (const auto& key : keys) {
+    if (key.empty()) throw ConfigError({Diagnostic{label, 1, 1, path, "empty key in key path"}});
+  }
+  Node value = parse_located(assignment.substr(eq + 1), label, static_cast<int>(eq) + 1);
+  if (value.kind == Node::Kind::null) value.where = Source{label, 1, static_cast<int>(eq) + 2};
+
+  if (root.kind == Node::Kind::null) root.kind = Node::Kind::map;
+  Node* cursor = &root;
+  std::string walked;
+  for (std::size_t i = 0; i < keys.size(); ++i) {
+    if (cursor->kind != Node::Kind::map) {
+      throw ConfigError({Diagnostic{label, 1, 1, walked, "cannot set '" + keys[i] + "' inside a value that is not a map"}});
+    }
+    walked += (walked.empty() ? "" : ".") + keys[i];
+    Node* next = nullptr;
+    for (auto& [k, v] : cursor->entries) {
+      if (k == keys[i]) next = &v;  // the last duplicate wins, as in find()
+    }
+    if (i + 1 == keys.size()) {
+      if (next != nullptr) {
+        *next = value;
+      } else {
+        cursor->entries.emplace_back(keys[i], value);
+        cursor->key_sources.push_back(Source{label, 1, 1});
+      }
+      return;
+    }
+    if (next == nullptr) {
+      Node map;
+      map.kind = Node::Kind::map;
+      map.where = Source{label, 1, 1};
+      cursor->entries.emplace_back(keys[i], map);
+      cursor->key_sources.push_back(Source{label, 1, 1});
+      next = &cursor->entries.back().second;
+    }
+    cursor = next;
+  }
+}
+
+}  // namespace wavel::config

@@ -1,0 +1,35 @@
+// Sweep expansion: a fixed axis order keeps setting ids stable for a given config.
+#include "wavel/config/sweep.hpp"
+
+namespace wavel::config {
+
+std::vector<Setting> expand_sweep(const Config& config) {
+  const auto& a = config.workloads;
+  std::vector<Setting> settings;
+  settings.reserve(a.models.size() * a.phases.size() * a.concurrent_requests.size() * a.input_tokens.size() *
+                   a.output_tokens.size());
+  for (std::size_t m = 0; m < a.models.size(); ++m) {
+    for (auto phase : a.phases) {
+      for (auto requests : a.concurrent_requests) {
+        for (auto input : a.input_tokens) {
+          for (auto output : a.output_tokens) {
+            Setting s;
+            s.id = static_cast<std::int64_t>(settings.size());
+            s.model_index = m;
+            s.shape = workload::WorkloadShape{phase, requests, input, output};
+            settings.push_back(s);
+          }
+        }
+      }
+    }
+  }
+  return settings;
+}
+
+std::string setting_label(const Config& config, const Setting& s) {
+  return config.workloads.models.at(s.model_index).spec.name + " " + std::string(workload::to_string(s.shape.phase)) +
+         " r" + std::to_string(s.shape.concurrent_requests) + " in" + std::to_string(s.shape.input_tokens) + " out" +
+         std::to_string(s.shape.output_tokens);
+}
+
+}  // namespace wavel::config

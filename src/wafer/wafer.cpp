@@ -1,0 +1,74 @@
+// WSE-2/WSE-3 presets from domain.md §2 and the figures derived from them.
+#include "wavel/wafer/wafer.hpp"
+
+#include <set>
+#include <utility>
+
+namespace wavel::wafer {
+
+namespace {
+
+// Shared by both generations: 48 KiB SRAM per PE, 1.1 GHz, one 32-bit wavelet per link per cycle,
+// 24 colours. alpha is about one cycle per hop; beta is "tens of cycles" and meant to be calibrated,
+// so 30 is only a starting point.
+WaferParams common_params() {
+  WaferParams p;
+  p.sram_per_pe_bytes = 48 * 1024;
+  p.clock_hz = 1.1e9;
+  p.link_bytes_per_cycle = 4;
+  p.alpha_cycles_per_hop = 1.0;
+  p.beta_cycles_per_stage = 30.0;
+  p.routable_colours = 24;
+  p.io_border_cols = 7;  // the host-I/O border takes 7 columns and 2 rows of the fabric
+  p.io_border_rows = 2;
+  return p;
+}
+
+
+WaferParams wse2() {
+  WaferParams p = common_params();
+  p.preset = "wse2";
+  p.fabric_w_pes = 757;
+  p.fabric_h_pes = 996;
+  p.simd_fp16_lanes = 4;
+  p.grid_w_pes = p.max_grid_w_pes();
+  p.grid_h_pes = p.max_grid_h_pes();
+  return p;
+}
+
+WaferParams wse3() {
+  WaferParams p = common_params();
+  p.preset = "wse3";
+  p.fabric_w_pes = 762;
+  p.fabric_h_pes = 1176;
+  p.simd_fp16_lanes = 8;
+  p.grid_w_pes = p.max_grid_w_pes();
+  p.grid_h_pes = p.max_grid_h_pes();
+  return p;
+}
+
+}  // namespace
+
+std::int64_t WaferParams::usable_pes() const {
+  std::set<std::pair<std::int64_t, std::int64_t>> distinct;
+  for (const auto& pe : defective_pes) {
+    if (pe.x >= 0 && pe.x < grid_w_pes && pe.y >= 0 && pe.y < grid_h_pes) distinct.emplace(pe.x, pe.y);
+  }
+  return grid_w_pes * grid_h_pes - static_cast<std::int64_t>(distinct.size());
+}
+
+double WaferParams::peak_flops_per_s() const {
+  return static_cast<double>(usable_pes()) * static_cast<double>(simd_fp16_lanes) * 2.0 * clock_hz;
+}
+
+std::int64_t WaferParams::total_sram_bytes() const { return usable_pes() * sram_per_pe_bytes; }
+
+std::vector<std::string> wafer_preset_names() { return {"wse2", "wse3"}; }
+
+std::optional<WaferParams> find_wafer_preset(std::string_view name) {
+  if (name == "wse2") return wse2();
+  if (name == "wse3") return wse3();
+  return std::nullopt;
+}
+
+}  // namespace wavel::wafer

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# End-to-end checks of the real executable: exit codes and the first line of each message.
+set -u
+exe=$1; src=$2; tmp=$3
+rm -rf "$tmp"; mkdir -p "$tmp"
+fail=0
+expect() {  # expect CODE PATTERN -- ARGS...
+  local want=$1 pattern=$2; shift 3
+  "$exe" "$@" >"$tmp/out" 2>"$tmp/err"; local got=$?
+  if [ "$got" != "$want" ]; then echo "FAIL: wavel-dse $* exited $got, expected $want"; cat "$tmp/err"; fail=1; return; fi
+  if [ -n "$pattern" ] && ! grep -qF -- "$pattern" "$tmp/out" "$tmp/err"; then
+    echo "FAIL: wavel-dse $*: output lacks '$pattern'"; cat "$tmp/out" "$tmp/err"; fail=1; return; fi
+  echo "ok: wavel-dse $* -> $got"
+}
+expect 0 "Usage: wavel-dse" -- --help
+expect 0 "wavel-dse 0.1.0 (git " -- --version
+expect 64 "unrecognised option" -- --bogus "$src/configs/quickstart.yaml"
+expect 66 "cannot read config file" -- "$tmp/none.yaml"
+expect 78 "many_errors.yaml:9:23: error: workloads.models[1]: unknown model 'lama3-8b'" -- "$src/tests/data/configs/many_errors.yaml"
+expect 0 "# 8 settings" -- --dry-run "$src/configs/quickstart.yaml" --output "$tmp/dry"
+[ -e "$tmp/dry" ] && { echo "FAIL: --dry-run created $tmp/dry"; fail=1; }
+expect 0 "results: $tmp/run/results.h5" -- "$src/configs/quickstart.yaml" --output "$tmp/run"
+h5dump -a /config_hash_fnv1a64 "$tmp/run/results.h5" >/dev/null || { echo "FAIL: no provenance attribute"; fail=1; }
+/usr/bin/python3 "$src/scripts/read_results.py" "$tmp/run/results.h5" >"$tmp/read.txt" || { echo "FAIL: read_results.py"; fail=1; }
+grep -q "llama2-13b" "$tmp/read.txt" || { echo "FAIL: read_results.py printed no rows"; fail=1; }
+exit $fail

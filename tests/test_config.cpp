@@ -1,0 +1,142 @@
+// Config validation: every kind of bad input is reported with file, line, column and key path.
+#include <doctest/doctest.h>
+
+#include <string>
+
+#include "test_support.hpp"
+#include "wavel/common/error.hpp"
+#include "wavel/config/config.hpp"
+
+using wavel::config::parse_config;
+
+namespace {
+
+// Runs the parser and returns every formatted diagnostic, one per line.
+std::string errors_of(const std::string& text, const std::vector<std::string>& overrides = {},
+                      const std::string& file = "test.yaml") {
+  try {
+    parse_config(text, file, overrides);
+  } catch (const wavel::ConfigError& e) {
+    CHECK(e.code() == wavel::ExitCode::config);
+    return e.what();
+  }
+  return "";
+}
+
+const char* kMinimal = "workloads:\n  models: [llama3-8b]\n";
+
+}  // namespace
+
+TEST_CASE("a minimal config gets the documented defaults") {
+  const auto c = parse_config(kMinimal, "configs/x.yaml", {});
+  CHECK(c.wafer.preset == "wse3");
+  CHECK(c.wafer.grid_w_pes == 755);
+  CHECK(c.wafer.grid_h_pes == 1174);
+  CHECK(c.workloads.phases.size() == 2);
+  CHECK(c.workloads.concurrent_requests == std::vector<std::int64_t>{1});
+  CHECK(c.workloads.input_tokens == std::vector<std::int64_t>{2048});
+  CHECK(c.output.dir == "results/runs/x");
+  CHECK(c.search.cut_ratios == std::vector<double>{0.25, 0.5, 0.75});
+}
+
+TEST_CASE("every error in a file is reported at once, in order, with 1-based positions") {
+  const auto path = wavel::test::source_path("tests/data/configs/many_errors.yaml");
+  const std::string text = wavel::test::read_text(path);
+  const std::string f = path.string();
+  const std::string errors = errors_of(text, {}, f);
+  const std::vector<std::string> expected{
+      f + ":3:15: error: wafer.grid_w_pes: must be >= 1, got 0",
+      f + ":4:15: error: wafer.grid_h_pes: grid larger than the wafer: 5000 PEs, but the wse3 fabric leaves at most 1174",
+      f + ":5:13: error: wafer.clock_hz: expected a number, got 'fast'",
+      f + ":7:3: error: wafer.alpha_cycles_per_hop: duplicate key (first given at line 6)",
+      f + ":9:23: error: workloads.models[1]: unknown model 'lama3-8b'; did you mean 'llama3-8b'?",
+      f + ":9:33: error: workloads.models[2]: model file not found: ",
+      f + ":10:20: error: workloads.phases[1]: unknown value 'prefil'; did you mean 'prefill'?",
+      f + ":11:25: error: workloads.concurrent_requests[0]: must be >= 1, got -4",
+      f + ":13:3: error: workloads.output_tokns: unknown key; did you mean 'output_tokens'?",
+      f + ":15:15: error: search.exhaustive: expected true or false, got 'maybe'",
+      f + ":17:13: error: output.progress: unknown value 'sometimes'; did you mean",
+  };
+  std::size_t position = 0;
+  for (const auto& line : expected) {
+    const auto found = errors.find(line, position);
+    CHECK_MESSAGE(found != std::string::npos, "missing or out of order: " << line << "\nin:\n" << errors);
+    if (found != std::string::npos) position = found;
+  }
+  // Exactly one line per problem.
+  CHECK(std::count(errors.begin(), errors.end(), '\n') + 1 == static_cast<long>(expected.size()));
+}
+
+TEST_CASE("wrong types and shapes") {
+  CHECK(errors_of("wafer: [1, 2]\nworkloads: {models: [llama3-8b]}\n") ==
+        "test.yaml:1:8: error: wafer: expected a map, got a list");
+  CHECK(errors_of("workloads: {models: [llama3-8b], input_tokens: \"2048\"}\n") ==
+        "test.yaml:1:48: error: workloads.input_tokens: expected an integer, got the string \"2048\"");
+  CHECK(errors_of("workloads: {models: [llama3-8b], input_tokens: []}\n") ==
+        "test.yaml:1:48: error: workloads.input_tokens: expected at least one value");
+  CHECK(errors_of("wafer: {defective_pes: [[1, 2], [3], [1, 2], [900, 1]]}\nworkloads: {models: [llama3-8b]}\n")
+            .find("wafer.defective_pes[1]: expected an [x, y] pair") != std::string::npos);
+  CHECK(errors_of("search: {cut_ratios: [0.5, 1.0, 0]}\nworkloads: {models: [llama3-8b]}\n") ==
+        "test.yaml:1:28: error: search.cut_ratios[1]: must be < 1, got 1.0\n"
+        "test.yaml:1:33: error: search.cut_ratios[2]: must be > 0, got 0");
+}
+
+TEST_CASE("missing sections, empty files and syntax errors") {
+  CHECK(errors_of("") == "test.yaml:1:1: error: the config is empty");
+  CHECK(errors_of("wafer: {preset: wse2}\n") ==
+        "test.yaml:1:1: error: workloads: missing required section (it lists the models and shapes to sweep)");
+  CHECK(errors_of("workloads: {models: [llama3-8b}\n").rfind("test.yaml:1:", 0) == 0);
+  CHECK(errors_of("wokloads: {models: [llama3-8b]}\n").find("test.yaml:1:1: error: wokloads: unknown key; did you "
+                                                           "mean 'workloads'?") != std::string::npos);
+}
+
+TEST_CASE("--set overrides are validated exactly like the file") {
+  const auto c = parse_config(kMinimal, "x.yaml", {"wafer.preset=wse2", "workloads.concurrent_requests=[2, 4]",
+                                                   "search.exhaustive=true", "wafer.beta_cycles_per_stage=55.5"});
+  CHECK(c.wafer.preset == "wse2");
+  CHECK(c.wafer.simd_fp16_lanes == 4);
+  CHECK(c.workloads.concurrent_requests == std::vector<std::int64_t>{2, 4});
+  CHECK(c.search.exhaustive);
+  CHECK(c.wafer.beta_cycles_per_stage == 55.5);
+
+  CHECK(errors_of(kMinimal, {"wafer.grid_w_pes=-3"}) ==
+        "--set[1]:1:18: error: wafer.grid_w_pes: must be >= 1, got -3");
+  CHECK(errors_of(kMinimal, {"search.exhastive=true"}) ==
+        "--set[1]:1:1: error: search.exhastive: unknown key; did you mean 'exhaustive'?");
+  CHECK(errors_of(kMinimal, {"novalue"}) == "--set[1]:1:1: error: expected key.path=value, got 'novalue'");
+  CHECK(errors_of(kMinimal, {"workloads.models.x=1"}) ==
+        "--set[1]:1:1: error: workloads.models: cannot set 'x' inside a value that is not a map");
+}
+
+TEST_CASE("wafer overrides and derived figures") {
+  const auto c = parse_config(
+      "wafer: {preset: wse3, grid_w_pes: 64, grid_h_pes: 32, defective_pes: [[0, 0], [63, 31]]}\n"
+      "workloads: {models: [llama3-8b]}\n",
+      "x.yaml", {});
+  CHECK(c.wafer.usable_pes() == 64 * 32 - 2);
+  CHECK(c.wafer.total_sram_bytes() == (64 * 32 - 2) * 49152);
+  CHECK(c.wafer.peak_flops_per_s() == doctest::Approx((64 * 32 - 2) * 8 * 2 * 1.1e9));
+}
+
+TEST_CASE("the resolved config reads back to the same config") {
+  const auto c = parse_config(
+      "wafer: {preset: wse2, beta_cycles_per_stage: 27.25, defective_pes: [[3, 4]]}\n"
+      "workloads: {models: [llama3-8b, mixtral-8x7b], phases: decode, concurrent_requests: [1, 8]}\n"
+      "search: {cut_ratios: [0.1, 0.5], seed: 42}\n",
+      "x.yaml", {});
+  const std::string resolved = wavel::config::to_yaml(c);
+  const auto again = parse_config(resolved, "resolved.yaml", {});
+  CHECK(wavel::config::to_yaml(again) == resolved);
+  CHECK(again.wafer.beta_cycles_per_stage == 27.25);
+  CHECK(again.search.cut_ratios == std::vector<double>{0.1, 0.5});
+  CHECK(again.wafer.defective_pes.size() == 1);
+}
+
+TEST_CASE("models by HF config.json path, relative to the config file") {
+  const auto dir = wavel::test::source_path("tests/data");
+  const auto c = parse_config("workloads: {models: [hf/llama3-8b/config.json, hf/llama3-8b]}\n",
+                              (dir / "sweep.yaml").string(), {});
+  REQUIRE(c.workloads.models.size() == 2);
+  CHECK(c.workloads.models[0].spec.hidden == 4096);
+  CHECK(c.workloads.models[1].spec.num_layers == 32);
+}
