@@ -1,6 +1,7 @@
 // The command line end to end through run_cli: exit codes, messages, and what gets written.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <sstream>
 

@@ -1,6 +1,7 @@
 // Config validation: every kind of bad input is reported with file, line, column and key path.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <string>
 
 #include "test_support.hpp"
@@ -55,7 +56,7 @@ TEST_CASE("every error in a file is reported at once, in order, with 1-based pos
       f + ":11:25: error: workloads.concurrent_requests[0]: must be >= 1, got -4",
       f + ":13:3: error: workloads.output_tokns: unknown key; did you mean 'output_tokens'?",
       f + ":15:15: error: search.exhaustive: expected true or false, got 'maybe'",
-      f + ":17:13: error: output.progress: unknown value 'sometimes'; did you mean",
+      f + ":17:13: error: output.progress: unknown value 'sometimes'; expected one of: auto, always, never",
   };
   std::size_t position = 0;
   for (const auto& line : expected) {

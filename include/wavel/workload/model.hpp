@@ -36,7 +36,7 @@ struct ModelSpec {
   std::int64_t hidden = 0;
   std::int64_t num_heads = 0;
   std::int64_t num_kv_heads = 0;
-  std::int64_t head_dim = 0;
+  std::int64_t head_dim = 0;       ///< query/key width per head (MLA: qk_nope + qk_rope)
   std::int64_t ffn = 0;            ///< dense MLP intermediate width
   std::int64_t vocab = 0;
   bool tie_embeddings = false;     ///< LM head shares the embedding matrix

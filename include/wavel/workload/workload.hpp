@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "wavel/workload/model.hpp"
@@ -38,6 +39,7 @@ enum class OpKind {
 std::string_view to_string(OpKind kind);
 
 /// One operator. Matmul-like ops fill m/k/n (output m x n, reduction k, `batch` independent products).
+/// Elementwise ops fold requests into m; `batch` is used only by attention-shaped ops (incl. softmax).
 struct Op {
   std::string name;                    ///< e.g. "q_proj", "attn_scores"
   OpKind kind = OpKind::residual;

@@ -1,0 +1,410 @@
+// Builds the per-layer op graph of one setting (domain.md §3) with FLOPs, weight, activation and KV bytes.
+#include "wavel/workload/workload.hpp"
+
+#include <utility>
+
+#include "wavel/common/error.hpp"
+
+namespace wavel::workload {
+
+namespace {
+
+// Elementwise FLOP constants: rough operation counts, kept tiny next to the matmuls they sit between.
+constexpr std::int64_t kNormFlopsPerElement = 4;        // square, accumulate, rsqrt scale, weight scale
+constexpr std::int64_t kRopeFlopsPerPair = 6;           // (x1, x2) -> (x1 c - x2 s, x1 s + x2 c): 4 mul + 2 add
+constexpr std::int64_t kSoftmaxFlopsPerElement = 5;     // max, subtract, exp, sum, divide
+constexpr std::int64_t kActivationFlopsPerElement = 5;  // SiLU(g) = g / (1 + exp(-g)) is 4, times up is 1
+constexpr std::int64_t kResidualFlopsPerElement = 1;    // one add per addend after the first
+constexpr std::int64_t kCombineFlopsPerElement = 2;     // scale by the router weight, accumulate
+constexpr std::int64_t kTokenIdBytes = 4;               // int32 token ids into the embedding
+
+constexpr int kLayerInput = -1;
+
+/// Appends ops to one layer and hands back their indices for later `inputs`.
+class LayerBuilder {
+ public:
+  explicit LayerBuilder(std::int64_t dtype_bytes) : dt_(dtype_bytes) {}
+
+  /// output (batch x m x n) = input (batch x m x k) . weight (k x n); weight_params counts biases too.
+  int matmul(std::string name, OpKind kind, std::int64_t batch, std::int64_t m, std::int64_t k, std::int64_t n,
+             std::int64_t weight_params, std::vector<int> inputs) {
+    Op op = base(std::move(name), kind, std::move(inputs));
+    op.batch = batch;
+    op.m = m;
+    op.k = k;
+    op.n = n;
+    op.flops = 2 * batch * m * k * n;
+    op.weight_bytes = weight_params * dt_;
+    op.input_bytes = batch * m * k * dt_;
+    op.output_bytes = batch * m * n * dt_;
+    return push(std::move(op));
+  }
+
+  /// An m x n elementwise (or row-reduction) op reading `operands` such tensors.
+  int elementwise(std::string name, OpKind kind, std::int64_t m, std::int64_t n, std::int64_t flops,
+                  std::int64_t weight_params, std::int64_t operands, std::vector<int> inputs) {
+    Op op = base(std::move(name), kind, std::move(inputs));
+    op.m = m;
+    op.n = n;
+    op.flops = flops;
+    op.weight_bytes = weight_params * dt_;
+    op.input_bytes = operands * m * n * dt_;
+    op.output_bytes = m * n * dt_;
+    return push(std::move(op));
+  }
+
+  /// RMSNorm over rows of width n, with an n-wide weight.
+  int norm(std::string name, std::int64_t rows, std::int64_t n, std::vector<int> inputs) {
+    return elementwise(std::move(name), OpKind::norm, rows, n, kNormFlopsPerElement * rows * n, n, 1,
+                       std::move(inputs));
+  }
+
+  Op& op(int index) { return ops_[static_cast<std::size_t>(index)]; }
+
+  Layer finish(std::string name, bool is_moe) {
+    Layer layer;
+    layer.name = std::move(name);
+    layer.is_moe = is_moe;
+    for (const Op& o : ops_) {
+      layer.param_bytes += o.weight_bytes;
+      layer.kv_cache_bytes += o.kv_cache_bytes;
+      layer.flops += o.flops;
+    }
+    layer.ops = std::move(ops_);
+    return layer;
+  }
+
+ private:
+  static Op base(std::string name, OpKind kind, std::vector<int> inputs) {
+    Op op;
+    op.name = std::move(name);
+    op.kind = kind;
+    op.inputs = std::move(inputs);
+    return op;
+  }
+
+  int push(Op op) {
+    ops_.push_back(std::move(op));
+    return static_cast<int>(ops_.size()) - 1;
+  }
+
+  std::int64_t dt_;
+  std::vector<Op> ops_;
+};
+
+/// Dimensions shared by every decoder layer of one setting.
+struct StepDims {
+  std::int64_t requests = 0;
+  std::int64_t tokens = 0;       // M: activation rows this step
+  std::int64_t query_rows = 0;   // attention rows per request and head: 1 (decode) or the prompt (prefill)
+  std::int64_t context = 0;      // keys each query row attends to
+  std::int64_t kv_capacity = 0;  // cached tokens resident per request
+};
+
+/// Attention core shared by standard and latent attention: scores, softmax, values.
+/// Prefill counts the full S x S product: the dense mesh kernel computes it and masks afterwards.
+/// `key_inputs` produce the queries and keys, `value_inputs` the values. Returns the index of attn_values.
+int attention_core(LayerBuilder& b, const ModelSpec& model, const StepDims& d, std::int64_t qk_width,
+                   std::int64_t v_width, std::int64_t k_cache_bytes, std::int64_t v_cache_bytes,
+                   std::vector<int> key_inputs, std::vector<int> value_inputs) {
+  const std::int64_t batch = d.requests * model.num_heads;
+  const int scores = b.matmul("attn_scores", OpKind::attn_scores, batch, d.query_rows, qk_width, d.context, 0,
+                              std::move(key_inputs));
+  b.op(scores).kv_cache_bytes = k_cache_bytes;
+  const std::int64_t probs = d.query_rows * d.context;
+  const int softmax = b.elementwise("softmax", OpKind::softmax, d.query_rows, d.context,
+                                    kSoftmaxFlopsPerElement * batch * probs, 0, 1, {scores});
+  // Softmax runs once per (request, head) like the products around it; the helper is unbatched.
+  Op& sm = b.op(softmax);
+  sm.batch = batch;
+  sm.input_bytes *= batch;
+  sm.output_bytes *= batch;
+  value_inputs.insert(value_inputs.begin(), softmax);
+  const int values = b.matmul("attn_values", OpKind::attn_values, batch, d.query_rows, d.context, v_width, 0,
+                              std::move(value_inputs));
+  b.op(values).kv_cache_bytes = v_cache_bytes;
+  return values;
+}
+
+/// attn_norm through attn_residual for grouped-query (or multi-head) attention. Returns attn_residual.
+int standard_attention(LayerBuilder& b, const ModelSpec& model, const StepDims& d) {
+  const std::int64_t h = model.hidden;
+  const std::int64_t hd = model.head_dim;
+  const std::int64_t q_width = model.num_heads * hd;
+  const std::int64_t kv_width = model.num_kv_heads * hd;
+  const std::int64_t q_bias = model.qkv_bias ? q_width : 0;
+  const std::int64_t kv_bias = model.qkv_bias ? kv_width : 0;
+  const std::int64_t M = d.tokens;
+
+  const int norm = b.norm("attn_norm", M, h, {kLayerInput});
+  const int q = b.matmul("q_proj", OpKind::matmul, 1, M, h, q_width, h * q_width + q_bias, {norm});
+  const int k = b.matmul("k_proj", OpKind::matmul, 1, M, h, kv_width, h * kv_width + kv_bias, {norm});
+  const int v = b.matmul("v_proj", OpKind::matmul, 1, M, h, kv_width, h * kv_width + kv_bias, {norm});
+  std::vector<int> rope_inputs{q, k};
+  if (model.qk_norm) {
+    // Qwen3: per-head RMSNorm of Q and K (one head_dim-wide weight each) before RoPE.
+    const std::int64_t rows = M * (model.num_heads + model.num_kv_heads);
+    const int qk = b.elementwise("qk_norm", OpKind::norm, rows, hd, kNormFlopsPerElement * rows * hd, 2 * hd, 1,
+                                 {q, k});
+    rope_inputs = {qk};
+  }
+  const std::int64_t rope_rows = M * (model.num_heads + model.num_kv_heads);
+  const int rope = b.elementwise("rope", OpKind::rope, rope_rows, hd, kRopeFlopsPerPair * rope_rows * hd / 2, 0, 1,
+                                 rope_inputs);
+  const int append = b.elementwise("kv_append", OpKind::kv_append, M, 2 * kv_width, 0, 0, 1, {rope, v});
+
+  // GQA: K and V are cached per KV head; the query heads of a group share them.
+  const std::int64_t per_token_bytes = kv_width * model.dtype_bytes;
+  const std::int64_t cache_bytes = d.requests * d.kv_capacity * per_token_bytes;
+  const int values = attention_core(b, model, d, hd, hd, cache_bytes, cache_bytes, {rope, append}, {append});
+  const int o = b.matmul("o_proj", OpKind::matmul, 1, M, q_width, h, q_width * h, {values});
+  return b.elementwise("attn_residual", OpKind::residual, M, h, kResidualFlopsPerElement * M * h, 0, 2,
+                       {kLayerInput, o});
+}
+
+/// attn_norm through attn_residual for DeepSeek multi-head latent attention. Returns attn_residual.
+/// Only the latent (kv_lora_rank + qk_rope) is cached; kv_b_proj expands this step's tokens, and attention
+/// is counted at the expanded widths (qk_nope + qk_rope, v_head_dim), as if expanded K/V were at hand.
+int latent_attention(LayerBuilder& b, const ModelSpec& model, const StepDims& d) {
+  const MlaSpec& a = *model.mla;
+  const std::int64_t h = model.hidden;
+  const std::int64_t heads = model.num_heads;
+  const std::int64_t qk_width = a.qk_nope_head_dim + a.qk_rope_head_dim;
+  const std::int64_t latent = a.kv_lora_rank + a.qk_rope_head_dim;
+  const std::int64_t M = d.tokens;
+
+  const int norm = b.norm("attn_norm", M, h, {kLayerInput});
+  int q = 0;
+  if (a.q_lora_rank > 0) {
+    const int q_a = b.matmul("q_a_proj", OpKind::matmul, 1, M, h, a.q_lora_rank, h * a.q_lora_rank, {norm});
+    const int q_a_norm = b.norm("q_a_norm", M, a.q_lora_rank, {q_a});
+    q = b.matmul("q_b_proj", OpKind::matmul, 1, M, a.q_lora_rank, heads * qk_width,
+                 a.q_lora_rank * heads * qk_width, {q_a_norm});
+  } else {
+    q = b.matmul("q_proj", OpKind::matmul, 1, M, h, heads * qk_width, h * heads * qk_width, {norm});
+  }
+  const int kv_a = b.matmul("kv_a_proj", OpKind::matmul, 1, M, h, latent, h * latent, {norm});
+  const int kv_a_norm = b.norm("kv_a_norm", M, a.kv_lora_rank, {kv_a});
+  const std::int64_t kv_b_width = heads * (a.qk_nope_head_dim + a.v_head_dim);
+  const int kv_b = b.matmul("kv_b_proj", OpKind::matmul, 1, M, a.kv_lora_rank, kv_b_width,
+                            a.kv_lora_rank * kv_b_width, {kv_a_norm});
+  // RoPE rotates each head's query rope part and the one key rope part shared by all heads.
+  const std::int64_t rope_rows = M * (heads + 1);
+  const int rope = b.elementwise("rope", OpKind::rope, rope_rows, a.qk_rope_head_dim,
+                                 kRopeFlopsPerPair * rope_rows * a.qk_rope_head_dim / 2, 0, 1, {q, kv_a});
+  const int append = b.elementwise("kv_append", OpKind::kv_append, M, latent, 0, 0, 1, {kv_a_norm, rope});
+
+  // One latent cache serves both keys and values; charge it once, to the scores.
+  const std::int64_t cache_bytes = d.requests * d.kv_capacity * latent * model.dtype_bytes;
+  const int values =
+      attention_core(b, model, d, qk_width, a.v_head_dim, cache_bytes, 0, {rope, kv_b, append}, {kv_b, append});
+  const int o = b.matmul("o_proj", OpKind::matmul, 1, M, heads * a.v_head_dim, h, heads * a.v_head_dim * h,
+                         {values});
+  return b.elementwise("attn_residual", OpKind::residual, M, h, kResidualFlopsPerElement * M * h, 0, 2,
+                       {kLayerInput, o});
+}
+
+void dense_mlp(LayerBuilder& b, const ModelSpec& model, std::int64_t M, int residual) {
+  const std::int64_t h = model.hidden;
+  const std::int64_t f = model.ffn;
+  const int norm = b.norm("mlp_norm", M, h, {residual});
+  const int gate = b.matmul("gate_proj", OpKind::matmul, 1, M, h, f, h * f, {norm});
+  const int up = b.matmul("up_proj", OpKind::matmul, 1, M, h, f, h * f, {norm});
+  const int act = b.elementwise("act", OpKind::activation, M, f, kActivationFlopsPerElement * M * f, 0, 2,
+                                {gate, up});
+  const int down = b.matmul("down_proj", OpKind::matmul, 1, M, f, h, f * h, {act});
+  b.elementwise("mlp_residual", OpKind::residual, M, h, kResidualFlopsPerElement * M * h, 0, 2, {residual, down});
+}
+
+/// Routed experts count FLOPs for the M x top_k routed rows only; their weights count all experts.
+void moe_mlp(LayerBuilder& b, const ModelSpec& model, std::int64_t M, int residual) {
+  const MoeSpec& e = *model.moe;
+  const std::int64_t h = model.hidden;
+  const std::int64_t routed = M * e.experts_per_token;
+  const int norm = b.norm("mlp_norm", M, h, {residual});
+  const int router = b.matmul("router", OpKind::router, 1, M, h, e.num_experts, h * e.num_experts, {norm});
+  const int dispatch = b.elementwise("moe_dispatch", OpKind::moe_dispatch, routed, h, 0, 0, 1, {norm, router});
+  // gate and up of each expert run as one GEMM of width 2 x expert_ffn.
+  const int gate_up = b.matmul("expert_gate_up", OpKind::expert_matmul, 1, routed, h, 2 * e.expert_ffn,
+                               e.num_experts * h * 2 * e.expert_ffn, {dispatch});
+  const int act = b.elementwise("expert_act", OpKind::activation, routed, e.expert_ffn,
+                                kActivationFlopsPerElement * routed * e.expert_ffn, 0, 2, {gate_up});
+  const int down = b.matmul("expert_down", OpKind::expert_matmul, 1, routed, e.expert_ffn, h,
+                            e.num_experts * e.expert_ffn * h, {act});
+  const int combine = b.elementwise("moe_combine", OpKind::moe_combine, routed, h,
+                                    kCombineFlopsPerElement * routed * h, 0, 1, {down, router});
+  b.op(combine).output_bytes = M * h * model.dtype_bytes;
+
+  std::vector<int> addends{residual, combine};
+  if (e.shared_expert_ffn > 0) {
+    const std::int64_t sf = e.shared_expert_ffn;
+    const int s_gate_up = b.matmul("shared_gate_up", OpKind::matmul, 1, M, h, 2 * sf, h * 2 * sf, {norm});
+    const int s_act = b.elementwise("shared_act", OpKind::activation, M, sf, kActivationFlopsPerElement * M * sf,
+                                    0, 2, {s_gate_up});
+    const int s_down = b.matmul("shared_down", OpKind::matmul, 1, M, sf, h, sf * h, {s_act});
+    addends.push_back(s_down);
+  }
+  const auto n_addends = static_cast<std::int64_t>(addends.size());
+  b.elementwise("mlp_residual", OpKind::residual, M, h, kResidualFlopsPerElement * (n_addends - 1) * M * h, 0,
+                n_addends, addends);
+}
+
+void check_buildable(const ModelSpec& model, const WorkloadShape& shape) {
+  std::vector<Diagnostic> problems;
+  auto report = [&problems](const std::string& key_path, const std::string& message) {
+    problems.push_back(Diagnostic{"", 0, 0, key_path, message});
+  };
+  if (shape.concurrent_requests < 1) {
+    report("workloads", "concurrent_requests must be at least 1, got " + std::to_string(shape.concurrent_requests));
+  }
+  if (shape.input_tokens < 1) {
+    report("workloads", "input_tokens must be at least 1, got " + std::to_string(shape.input_tokens));
+  }
+  if (shape.phase == Phase::decode && shape.output_tokens < 1) {
+    report("workloads", "decode needs output_tokens of at least 1, got " + std::to_string(shape.output_tokens));
+  }
+  if (shape.phase == Phase::prefill && shape.output_tokens < 0) {
+    report("workloads", "output_tokens must not be negative, got " + std::to_string(shape.output_tokens));
+  }
+  const std::pair<const char*, std::int64_t> sizes[] = {
+      {"num_layers", model.num_layers}, {"hidden", model.hidden},     {"num_heads", model.num_heads},
+      {"num_kv_heads", model.num_kv_heads}, {"head_dim", model.head_dim}, {"vocab", model.vocab},
+      {"dtype_bytes", model.dtype_bytes}};
+  for (const auto& [field, value] : sizes) {
+    if (value < 1) {
+      report("model", model.name + ": " + field + " must be positive, got " + std::to_string(value));
+    }
+  }
+  const bool has_dense_layers = !model.moe || model.moe->first_dense_layers > 0;
+  if (has_dense_layers && model.ffn < 1) {
+    report("model", model.name + ": ffn must be positive, got " + std::to_string(model.ffn));
+  }
+  if (model.num_kv_heads > 0 && model.num_heads % model.num_kv_heads != 0) {
+    report("model", model.name + ": num_heads must be a multiple of num_kv_heads");
+  }
+  if (model.moe && (model.moe->num_experts < 1 || model.moe->experts_per_token < 1 ||
+                    model.moe->experts_per_token > model.moe->num_experts || model.moe->expert_ffn < 1)) {
+    report("model", model.name + ": MoE needs 1 <= experts_per_token <= num_experts and a positive expert_ffn");
+  }
+  if (model.mla && (model.mla->kv_lora_rank < 1 || model.mla->qk_rope_head_dim < 1 ||
+                    model.mla->qk_nope_head_dim < 1 || model.mla->v_head_dim < 1)) {
+    report("model", model.name + ": MLA needs positive kv_lora_rank and head widths");
+  }
+  if (!problems.empty()) throw DataError(std::move(problems));
+}
+
+}  // namespace
+
+std::string_view to_string(Phase phase) {
+  switch (phase) {
+    case Phase::prefill:
+      return "prefill";
+    case Phase::decode:
+      return "decode";
+  }
+  return "unknown";
+}
+
+std::string_view to_string(OpKind kind) {
+  switch (kind) {
+    case OpKind::embedding:
+      return "embedding";
+    case OpKind::norm:
+      return "norm";
+    case OpKind::matmul:
+      return "matmul";
+    case OpKind::rope:
+      return "rope";
+    case OpKind::attn_scores:
+      return "attn_scores";
+    case OpKind::softmax:
+      return "softmax";
+    case OpKind::attn_values:
+      return "attn_values";
+    case OpKind::kv_append:
+      return "kv_append";
+    case OpKind::activation:
+      return "activation";
+    case OpKind::residual:
+      return "residual";
+    case OpKind::router:
+      return "router";
+    case OpKind::moe_dispatch:
+      return "moe_dispatch";
+    case OpKind::expert_matmul:
+      return "expert_matmul";
+    case OpKind::moe_combine:
+      return "moe_combine";
+    case OpKind::lm_head:
+      return "lm_head";
+  }
+  return "unknown";
+}
+
+Workload build_workload(const ModelSpec& model, const WorkloadShape& shape) {
+  check_buildable(model, shape);
+
+  Workload w;
+  w.model = model;
+  w.shape = shape;
+  const std::int64_t R = shape.concurrent_requests;
+  const std::int64_t dt = model.dtype_bytes;
+  StepDims d;
+  d.requests = R;
+  if (shape.phase == Phase::prefill) {
+    d.tokens = R * shape.input_tokens;
+    d.query_rows = shape.input_tokens;
+    d.context = shape.input_tokens;
+    d.kv_capacity = shape.input_tokens;
+  } else {
+    d.tokens = R;
+    d.query_rows = 1;
+    d.context = shape.input_tokens + shape.output_tokens / 2;  // mean context over the generation
+    d.kv_capacity = shape.input_tokens + shape.output_tokens;
+  }
+  w.tokens_per_step = d.tokens;
+  w.context_tokens = d.context;
+  w.kv_capacity_tokens = d.kv_capacity;
+  const std::int64_t M = d.tokens;
+  const std::int64_t h = model.hidden;
+
+  {
+    LayerBuilder b(dt);
+    Op& embed = b.op(b.elementwise("embedding", OpKind::embedding, M, h, 0, model.vocab * h, 1, {kLayerInput}));
+    embed.input_bytes = M * kTokenIdBytes;
+    w.layers.push_back(b.finish("embed", false));
+  }
+
+  for (std::int64_t i = 0; i < model.num_layers; ++i) {
+    LayerBuilder b(dt);
+    const int residual = model.mla ? latent_attention(b, model, d) : standard_attention(b, model, d);
+    const bool is_moe = model.moe && i >= model.moe->first_dense_layers;
+    if (is_moe) {
+      moe_mlp(b, model, M, residual);
+    } else {
+      dense_mlp(b, model, M, residual);
+    }
+    w.layers.push_back(b.finish("layer." + std::to_string(i), is_moe));
+  }
+
+  {
+    LayerBuilder b(dt);
+    const int norm = b.norm("final_norm", M, h, {kLayerInput});
+    // Prefill needs logits only for each request's last prompt token.
+    const std::int64_t logit_rows = shape.phase == Phase::prefill ? R : M;
+    b.matmul("lm_head", OpKind::lm_head, 1, logit_rows, h, model.vocab, model.vocab * h, {norm});
+    Layer head = b.finish("head", false);
+    // A tied LM head reads the embedding matrix, which the embed layer already holds.
+    if (model.tie_embeddings) head.param_bytes -= model.vocab * h * dt;
+    w.layers.push_back(std::move(head));
+  }
+
+  for (const Layer& layer : w.layers) {
+    w.flops += layer.flops;
+    w.param_bytes += layer.param_bytes;
+    w.kv_cache_bytes += layer.kv_cache_bytes;
+  }
+  return w;
+}
+
+}  // namespace wavel::workload
