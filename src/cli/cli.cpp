@@ -3,12 +3,14 @@
 
 #include <Kokkos_Core.hpp>
 #include <algorithm>
+#include <map>
 #include <boost/program_options.hpp>
 #include <memory>
 #include <sstream>
 
 #include "wavel/common/error.hpp"
 #include "wavel/config/config.hpp"
+#include "wavel/driver/commands.hpp"
 #include "wavel/driver/run.hpp"
 #include "wavel/driver/runtime.hpp"
 #include "wavel/version_info.hpp"
@@ -19,8 +21,9 @@ namespace po = boost::program_options;
 
 namespace {
 
-// Subcommands that later work adds; naming them now keeps `wavel-dse NAME` from being read as a config path.
-const std::vector<std::string> kPlannedSubcommands{"validate", "calibrate", "show", "check", "simulate"};
+const std::vector<std::string> kSubcommands{"run", "validate", "calibrate", "show", "check"};
+// Named now so that `wavel-dse simulate` is not read as a config path.
+const std::vector<std::string> kPlannedSubcommands{"simulate"};
 
 struct Options {
   std::string subcommand = "run";
@@ -30,6 +33,11 @@ struct Options {
   bool dry_run = false;
   std::vector<std::string> overrides;
   std::string output_dir;
+  std::string params_path;
+  std::vector<std::string> fit_names;
+  std::int64_t setting = -1;
+  std::string schedule;
+  std::string wafer = "wse3";
   std::vector<std::string> kokkos_args;  ///< --kokkos-* arguments, handed to Kokkos untouched
 };
 
@@ -42,21 +50,34 @@ po::options_description visible_options() {
       ("set", po::value<std::vector<std::string>>()->composing()->value_name("KEY.PATH=VALUE"),
        "override a config key (repeatable), validated like the file")  //
       ("output,o", po::value<std::string>()->value_name("DIR"),
-       "output directory (default: output.dir, or results/runs/<config stem>)");
+       "output directory (default: output.dir, or results/runs/<config stem>)")  //
+      ("params", po::value<std::string>()->value_name("FILE"),
+       "cost-model parameters file (run: same as --set cost.params_file=FILE)")  //
+      ("fit", po::value<std::string>()->value_name("A,B,..."),
+       "calibrate: parameters to fit (default: beta_cycles_per_stage,gemm_efficiency,step_overhead_cycles)")  //
+      ("setting", po::value<std::int64_t>()->value_name("N"), "show: setting id")  //
+      ("schedule", po::value<std::string>()->value_name("NAME"), "show: schedule name (fullchip, waferllm)")  //
+      ("wafer", po::value<std::string>()->value_name("PRESET"), "check: wafer preset for clock, SIMD and links (default wse3)");
   return d;
 }
 
 std::string usage_text() {
   std::ostringstream out;
-  out << "Usage: wavel-dse [run] CONFIG.yaml [options]\n"
+  out << "Usage: wavel-dse [run] CONFIG.yaml [--dry-run] [--set KEY=VALUE]... [--params FILE] [-o DIR]\n"
+         "       wavel-dse validate REFERENCE.yaml [--params FILE] [-o DIR]\n"
+         "       wavel-dse calibrate REFERENCE.yaml [--params START] [--fit A,B,...] [-o DIR]\n"
+         "       wavel-dse show RESULTS.h5 [--setting N] [--schedule NAME]\n"
+         "       wavel-dse check FILE.meshir [--wafer PRESET] [--params FILE]\n"
          "\n"
-         "Explores wafer-scale schedules for every setting of the sweep in CONFIG.yaml and writes\n"
-         "results.h5 and summary.csv. Run it under mpirun/srun to spread the work over ranks.\n"
+         "run: builds and scores the Full-Chip and WaferLLM schedules of every setting of the sweep in\n"
+         "CONFIG.yaml and writes results.h5 and summary.csv; run it under mpirun/srun to spread settings\n"
+         "over ranks. validate/calibrate compare the cost model with published measurements; show prints a\n"
+         "stored schedule; check verifies and scores a MeshIR file.\n"
          "\n"
       << visible_options()
       << "  --kokkos-*                   passed to Kokkos (e.g. --kokkos-threads=N)\n"
          "\n"
-         "Subcommands planned for later versions: validate, calibrate, show, check, simulate.\n"
+         "Subcommand planned for a later version: simulate.\n"
          "\n"
          "Exit codes: 0 ok, 64 usage, 65 bad data, 66 missing input, 70 internal error,\n"
          "73 cannot write output, 75 checkpointed (requeue), 78 invalid config.\n"
@@ -74,8 +95,10 @@ Options parse(const std::vector<std::string>& args) {
       rest.push_back(a);
     }
   }
-  if (!rest.empty() && (rest[0] == "run" || std::find(kPlannedSubcommands.begin(), kPlannedSubcommands.end(),
-                                                      rest[0]) != kPlannedSubcommands.end())) {
+  auto listed = [](const std::vector<std::string>& names, const std::string& word) {
+    return std::find(names.begin(), names.end(), word) != names.end();
+  };
+  if (!rest.empty() && (listed(kSubcommands, rest[0]) || listed(kPlannedSubcommands, rest[0]))) {
     o.subcommand = rest[0];
     rest.erase(rest.begin());
   }
@@ -97,20 +120,54 @@ Options parse(const std::vector<std::string>& args) {
   o.dry_run = vm.count("dry-run") > 0;
   if (vm.count("set")) o.overrides = vm["set"].as<std::vector<std::string>>();
   if (vm.count("output")) o.output_dir = vm["output"].as<std::string>();
-  if (o.subcommand != "run") {
+  if (vm.count("params")) o.params_path = vm["params"].as<std::string>();
+  if (vm.count("setting")) o.setting = vm["setting"].as<std::int64_t>();
+  if (vm.count("schedule")) o.schedule = vm["schedule"].as<std::string>();
+  if (vm.count("wafer")) o.wafer = vm["wafer"].as<std::string>();
+  if (vm.count("fit")) {
+    std::stringstream list(vm["fit"].as<std::string>());
+    for (std::string name; std::getline(list, name, ',');) {
+      if (!name.empty()) o.fit_names.push_back(name);
+    }
+  }
+  if (listed(kPlannedSubcommands, o.subcommand)) {
     throw UsageError("subcommand '" + o.subcommand + "' is not available in this version (" + version_string() + ")");
   }
-  if (!vm.count("config")) throw UsageError("missing CONFIG.yaml");
-  const auto configs = vm["config"].as<std::vector<std::string>>();
-  if (configs.size() > 1) throw UsageError("expected one CONFIG.yaml, got " + std::to_string(configs.size()));
-  o.config_path = configs[0];
+  // Options that mean nothing to a subcommand are mistakes, not no-ops.
+  const std::map<std::string, std::vector<std::string>> allowed{
+      {"run", {"dry-run", "set", "output", "params"}},
+      {"validate", {"params", "output"}},
+      {"calibrate", {"params", "fit", "output"}},
+      {"show", {"setting", "schedule"}},
+      {"check", {"wafer", "params"}}};
+  for (const char* option : {"dry-run", "set", "output", "params", "fit", "setting", "schedule", "wafer"}) {
+    if (vm.count(option) && !listed(allowed.at(o.subcommand), option)) {
+      throw UsageError("option --" + std::string(option) + " does not apply to '" + o.subcommand + "'");
+    }
+  }
+  const char* input_name = o.subcommand == "run"         ? "CONFIG.yaml"
+                           : o.subcommand == "show"      ? "RESULTS.h5"
+                           : o.subcommand == "check"     ? "FILE.meshir"
+                                                         : "REFERENCE.yaml";
+  if (!vm.count("config")) throw UsageError(std::string("missing ") + input_name);
+  const auto inputs = vm["config"].as<std::vector<std::string>>();
+  if (inputs.size() > 1) throw UsageError(std::string("expected one ") + input_name + ", got " + std::to_string(inputs.size()));
+  o.config_path = inputs[0];
   return o;
 }
 
 void execute(const Options& o, std::ostream& out, MPI_Comm comm) {
   const driver::RunContext context = driver::make_run_context(comm);
+  if (o.subcommand == "validate") return driver::validate_command(o.config_path, o.params_path, o.output_dir, context, out);
+  if (o.subcommand == "calibrate") {
+    return driver::calibrate_command(o.config_path, o.params_path, o.fit_names, o.output_dir, context, out);
+  }
+  if (o.subcommand == "show") return driver::show_command(o.config_path, o.setting, o.schedule, context, out);
+  if (o.subcommand == "check") return driver::check_command(o.config_path, o.wafer, o.params_path, context, out);
   const std::string text = driver::read_file_on_root(o.config_path, comm);
-  config::Config config = config::parse_config(text, o.config_path, o.overrides);
+  std::vector<std::string> overrides = o.overrides;
+  if (!o.params_path.empty()) overrides.push_back("cost.params_file=" + o.params_path);
+  config::Config config = config::parse_config(text, o.config_path, overrides);
   if (!o.output_dir.empty()) config.output.dir = o.output_dir;
   if (o.dry_run) {
     driver::dry_run(config, context, out);

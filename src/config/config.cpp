@@ -125,6 +125,15 @@ void read_wafer(Validator& v, const Node& node, wafer::WaferParams& w) {
   }
 }
 
+// Paths in the file are relative to the file; paths from --set to the working directory.
+fs::path resolve_input_path(const std::string& given, const Node& node, const std::string& config_file) {
+  fs::path resolved = given;
+  if (resolved.is_relative() && node.where.file.rfind("--set", 0) != 0) {
+    resolved = fs::path(config_file).parent_path() / resolved;
+  }
+  return resolved;
+}
+
 std::optional<ModelChoice> read_model(Validator& v, const Node& node, const std::string& path,
                                       const std::string& config_file) {
   auto given = v.string(node, path);
@@ -143,11 +152,7 @@ std::optional<ModelChoice> read_model(Validator& v, const Node& node, const std:
                 " (presets: " + names + "; or give a path to a HF config.json)");
     return std::nullopt;
   }
-  // Paths from the file are relative to the file; paths from --set to the working directory.
-  fs::path resolved = *given;
-  if (resolved.is_relative() && node.where.file.rfind("--set", 0) != 0) {
-    resolved = fs::path(config_file).parent_path() / resolved;
-  }
+  fs::path resolved = resolve_input_path(*given, node, config_file);
   std::error_code ec;
   if (fs::is_directory(resolved, ec)) resolved /= "config.json";
   if (!fs::is_regular_file(resolved, ec)) {
@@ -205,6 +210,37 @@ void read_workloads(Validator& v, const Node& root, const Node& node, WorkloadAx
     }
     a.values = v.axis(child_or_null(node, a.key), join_key(path, a.key),
                       [&](const Node& n, const std::string& p) { return v.integer(n, p, 1, a.max); });
+  }
+}
+
+void read_cost(Validator& v, const Node& node, const wafer::WaferParams& wafer, CostConfig& c,
+               const std::string& file) {
+  const std::string path = "cost";
+  std::vector<std::string> allowed{"params_file"};
+  for (const auto& info : cost::param_registry()) allowed.push_back(info.name);
+  v.check_map(node, path, allowed);
+  c.params = cost::default_params(wafer);
+  if (present(node, "params_file")) {
+    const Node& n = child_or_null(node, "params_file");
+    if (auto given = v.string(n, "cost.params_file")) {
+      c.params_file = *given;
+      const fs::path resolved = resolve_input_path(*given, n, file);
+      std::error_code ec;
+      if (!fs::is_regular_file(resolved, ec)) {
+        v.error(n.where, "cost.params_file", "params file not found: " + resolved.string());
+      } else {
+        try {
+          c.params = cost::load_params(resolved.string(), c.params);
+        } catch (const DiagnosticError& e) {
+          for (const auto& d : e.diagnostics()) v.error(Source{d.file, d.line, d.column}, d.key_path, d.message);
+        } catch (const Error& e) {
+          v.error(n.where, "cost.params_file", e.what());
+        }
+      }
+    }
+  }
+  for (const auto& info : cost::param_registry()) {
+    read_double(v, node, path, info.name, c.params.*(info.field), info.min_value, info.max_value);
   }
 }
 
@@ -284,8 +320,9 @@ Config parse_config(const std::string& text, const std::string& file, const std:
     v.error(root.where, "", root.kind == Node::Kind::null ? "the config is empty" : "the config must be a map");
     v.throw_if_errors();
   }
-  v.check_map(root, "", {"wafer", "workloads", "search", "output"});
+  v.check_map(root, "", {"wafer", "workloads", "cost", "search", "output"});
   read_wafer(v, child_or_null(root, "wafer"), config.wafer);
+  read_cost(v, child_or_null(root, "cost"), config.wafer, config.cost, file);
   read_workloads(v, root, child_or_null(root, "workloads"), config.workloads, file);
   read_search(v, child_or_null(root, "search"), config.search);
   read_output(v, child_or_null(root, "output"), config.output, file);
@@ -335,6 +372,13 @@ std::string to_yaml(const Config& c) {
   out << YAML::Key << "concurrent_requests" << YAML::Value << YAML::Flow << a.concurrent_requests;
   out << YAML::Key << "input_tokens" << YAML::Value << YAML::Flow << a.input_tokens;
   out << YAML::Key << "output_tokens" << YAML::Value << YAML::Flow << a.output_tokens;
+  out << YAML::EndMap;
+
+ out << YAML::Key << "cost" << YAML::Value << YAML::BeginMap;
+  if (!c.cost.params_file.empty()) out << YAML::Key << "params_file" << YAML::Value << c.cost.params_file;
+  for (const auto& info : cost::param_registry()) {
+    out << YAML::Key << info.name << YAML::Value << num(c.cost.params.*(info.field));
+  }
   out << YAML::EndMap;
 
   const auto& s = c.search;

@@ -3,14 +3,19 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstdio>
+#include <cmath>
+#include <cstring>
 #include <ctime>
 #include <filesystem>
 #include <iomanip>
+#include <limits>
 #include <sstream>
 
+#include "wavel/baselines/baselines.hpp"
 #include "wavel/common/error.hpp"
 #include "wavel/common/hash.hpp"
+#include "wavel/cost/model.hpp"
+#include "wavel/meshir/text.hpp"
 #include "wavel/version_info.hpp"
 #include "wavel/workload/workload.hpp"
 
@@ -21,33 +26,115 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr const char* kFormatVersion = "wavel-results/1";
+const char* const kScheduleNames[] = {"fullchip", "waferllm"};
 
-// Integer and double fields travel in two flat arrays; keep these lists in step with SettingSummary.
-constexpr int kIntFields = 10;
-constexpr int kDoubleFields = 2;
+// Flat byte encoding of results for the gather; memcpy keeps doubles bit-exact.
+class Packer {
+ public:
+  template <class T>
+  void put(const T& value) {
+    static_assert(std::is_trivially_copyable_v<T>);
+    bytes_.append(reinterpret_cast<const char*>(&value), sizeof value);
+  }
+  void put(const std::string& s) {
+    put(static_cast<std::uint64_t>(s.size()));
+    bytes_ += s;
+  }
+  [[nodiscard]] const std::string& bytes() const { return bytes_; }
 
-void pack(const SettingSummary& s, std::vector<std::int64_t>& ints, std::vector<double>& doubles) {
-  ints.insert(ints.end(), {s.setting_id, s.tokens_per_step, s.context_tokens, s.flops_per_step, s.param_bytes,
-                           s.kv_cache_bytes, s.activation_peak_bytes, s.sram_required_bytes, s.wafer_sram_bytes,
-                           s.fits_sram});
-  doubles.insert(doubles.end(), {s.roofline_step_s, s.roofline_tokens_per_s});
+ private:
+  std::string bytes_;
+};
+
+class Unpacker {
+ public:
+  explicit Unpacker(const std::string& bytes) : bytes_(bytes) {}
+  template <class T>
+  void get(T& value) {
+    static_assert(std::is_trivially_copyable_v<T>);
+    need(sizeof value);
+    std::memcpy(&value, bytes_.data() + pos_, sizeof value);
+    pos_ += sizeof value;
+  }
+  void get(std::string& s) {
+    std::uint64_t size = 0;
+    get(size);
+    need(size);
+    s.assign(bytes_.data() + pos_, size);
+    pos_ += size;
+  }
+  [[nodiscard]] bool done() const { return pos_ == bytes_.size(); }
+
+ private:
+  void need(std::size_t n) const {
+    if (pos_ + n > bytes_.size()) throw InternalError("truncated result record in gather");
+  }
+  const std::string& bytes_;
+  std::size_t pos_ = 0;
+};
+
+void pack(const SettingResult& r, Packer& p) {
+  p.put(r.setting_id);
+  p.put(r.tokens_per_step);
+  p.put(r.context_tokens);
+  p.put(r.flops_per_step);
+  p.put(r.param_bytes);
+  p.put(r.kv_cache_bytes);
+  p.put(r.activation_peak_bytes);
+  p.put(r.sram_required_bytes);
+  p.put(r.wafer_sram_bytes);
+  p.put(r.fits_sram);
+  p.put(r.roofline_step_s);
+  p.put(r.roofline_tokens_per_s);
+  p.put(static_cast<std::uint64_t>(r.schedules.size()));
+  for (const auto& s : r.schedules) {
+    p.put(s.name);
+    p.put(static_cast<std::uint8_t>(s.placed));
+    p.put(s.tokens_per_s);
+    p.put(s.latency_s);
+    p.put(s.tpr_tokens_per_s);
+    p.put(s.pes_used);
+    p.put(s.sram_headroom);
+    p.put(s.region_side_pes);
+    p.put(s.regions);
+    p.put(s.microbatches);
+    p.put(s.meshir);
+  }
 }
 
-SettingSummary unpack(const std::int64_t* i, const double* d) {
-  SettingSummary s;
-  s.setting_id = i[0];
-  s.tokens_per_step = i[1];
-  s.context_tokens = i[2];
-  s.flops_per_step = i[3];
-  s.param_bytes = i[4];
-  s.kv_cache_bytes = i[5];
-  s.activation_peak_bytes = i[6];
-  s.sram_required_bytes = i[7];
-  s.wafer_sram_bytes = i[8];
-  s.fits_sram = i[9];
-  s.roofline_step_s = d[0];
-  s.roofline_tokens_per_s = d[1];
-  return s;
+SettingResult unpack(Unpacker& u) {
+  SettingResult r;
+  u.get(r.setting_id);
+  u.get(r.tokens_per_step);
+  u.get(r.context_tokens);
+  u.get(r.flops_per_step);
+  u.get(r.param_bytes);
+  u.get(r.kv_cache_bytes);
+  u.get(r.activation_peak_bytes);
+  u.get(r.sram_required_bytes);
+  u.get(r.wafer_sram_bytes);
+  u.get(r.fits_sram);
+  u.get(r.roofline_step_s);
+  u.get(r.roofline_tokens_per_s);
+  std::uint64_t n = 0;
+  u.get(n);
+  r.schedules.resize(n);
+  for (auto& s : r.schedules) {
+    std::uint8_t placed = 0;
+    u.get(s.name);
+    u.get(placed);
+    s.placed = placed != 0;
+    u.get(s.tokens_per_s);
+    u.get(s.latency_s);
+    u.get(s.tpr_tokens_per_s);
+    u.get(s.pes_used);
+    u.get(s.sram_headroom);
+    u.get(s.region_side_pes);
+    u.get(s.regions);
+    u.get(s.microbatches);
+    u.get(s.meshir);
+  }
+  return r;
 }
 
 std::string utc_now() {
@@ -72,6 +159,7 @@ std::vector<io::Attribute> provenance(const config::Config& config, const RunCon
       {"config_overrides", overrides},
       {"config_resolved", resolved},
       {"config_hash_fnv1a64", to_hex(fnv1a64(resolved))},
+      {"params_file", config.cost.params_file},
       {"mpi_ranks", std::int64_t{context.ranks}},
       {"kokkos_backend", context.kokkos_backend},
       {"kokkos_threads", std::int64_t{context.kokkos_threads}},
@@ -82,23 +170,52 @@ std::vector<io::Attribute> provenance(const config::Config& config, const RunCon
 }
 
 std::string human(double value, const char* unit) {
+  if (!std::isfinite(value)) return "-";
   static const char* prefixes[] = {"", "k", "M", "G", "T", "P", "E"};
+  static const char* small[] = {"", "m", "u", "n"};
+  std::ostringstream out;
+  if (value != 0.0 && std::abs(value) < 1.0) {
+    int p = 0;
+    while (std::abs(value) < 1.0 && p < 3) {
+      value *= 1000.0;
+      ++p;
+    }
+    out << std::setprecision(value < 10 ? 3 : value < 100 ? 4 : 5) << value << ' ' << small[p] << unit;
+    return out.str();
+  }
   int p = 0;
   while (std::abs(value) >= 1000.0 && p < 6) {
     value /= 1000.0;
     ++p;
   }
-  std::ostringstream out;
   out << std::setprecision(value < 10 ? 3 : value < 100 ? 4 : 5) << value << ' ' << prefixes[p] << unit;
   return out.str();
 }
 
-}  // namespace
+ScheduleResult score(const std::string& name, const std::optional<meshir::Schedule>& schedule,
+                     const config::Config& config, const workload::Workload& w) {
+  ScheduleResult r;
+  r.name = name;
+  if (!schedule) return r;
+  const bool decode = w.shape.phase == workload::Phase::decode;
+  const auto cost = cost::evaluate(*schedule, config.wafer, config.cost.params, decode, w.shape.input_tokens);
+  r.placed = true;
+  r.tokens_per_s = cost.tokens_per_s;
+  r.latency_s = cost.latency_s;
+  r.tpr_tokens_per_s = cost.tpr_tokens_per_s;
+  r.pes_used = cost.pes_used;
+  r.sram_headroom = cost.sram_headroom;
+  r.region_side_pes = schedule->regions.empty() ? 0 : schedule->regions.front().w;
+  r.regions = static_cast<std::int64_t>(schedule->regions.size());
+  r.microbatches = schedule->microbatches;
+  r.meshir = meshir::print(*schedule);
+  return r;
+}
 
-SettingSummary summarize_setting(const config::Config& config, const config::Setting& setting) {
+SettingResult evaluate(const config::Config& config, const config::Setting& setting, bool with_schedules) {
   const auto& model = config.workloads.models.at(setting.model_index).spec;
   const workload::Workload w = workload::build_workload(model, setting.shape);
-  SettingSummary s;
+  SettingResult s;
   s.setting_id = setting.id;
   s.tokens_per_step = w.tokens_per_step;
   s.context_tokens = w.context_tokens;
@@ -119,19 +236,23 @@ SettingSummary summarize_setting(const config::Config& config, const config::Set
                             ? static_cast<double>(setting.shape.concurrent_requests)
                             : static_cast<double>(w.tokens_per_step);
   s.roofline_tokens_per_s = s.roofline_step_s > 0 ? tokens / s.roofline_step_s : 0.0;
+  if (with_schedules) {
+    s.schedules.push_back(score("fullchip", baselines::build_fullchip(w, config.wafer), config, w));
+    s.schedules.push_back(
+        score("waferllm", baselines::build_waferllm_tuned(w, config.wafer, config.cost.params), config, w));
+  }
   return s;
 }
 
-std::vector<SettingSummary> summarize_sweep(const config::Config& config, const std::vector<config::Setting>& settings,
-                                            const RunContext& context) {
-  std::vector<std::int64_t> ints;
-  std::vector<double> doubles;
+std::vector<SettingResult> gather(const config::Config& config, const std::vector<config::Setting>& settings,
+                                  const RunContext& context, bool with_schedules) {
+  Packer mine;
   int local_error = 0;
   std::string message;
   try {
     for (const auto& setting : settings) {
       if (setting.id % context.ranks != context.rank) continue;
-      pack(summarize_setting(config, setting), ints, doubles);
+      pack(evaluate(config, setting, with_schedules), mine);
     }
   } catch (const Error& e) {
     local_error = static_cast<int>(e.code());
@@ -140,112 +261,179 @@ std::vector<SettingSummary> summarize_sweep(const config::Config& config, const 
   int any_error = 0;
   MPI_Allreduce(&local_error, &any_error, 1, MPI_INT, MPI_MAX, context.comm);
   if (any_error != 0) {
-    throw Error(static_cast<ExitCode>(any_error),
-                message.empty() ? "a setting failed on another rank" : message);
+    throw Error(static_cast<ExitCode>(any_error), message.empty() ? "a setting failed on another rank" : message);
   }
-
-  const int local_rows = static_cast<int>(ints.size() / kIntFields);
-  std::vector<int> rows(context.ranks);
-  MPI_Allgather(&local_rows, 1, MPI_INT, rows.data(), 1, MPI_INT, context.comm);
-  std::vector<int> int_counts(context.ranks), int_offsets(context.ranks), dbl_counts(context.ranks),
-      dbl_offsets(context.ranks);
-  int total = 0;
+  const int size = static_cast<int>(mine.bytes().size());
+  std::vector<int> sizes(context.ranks), offsets(context.ranks);
+  MPI_Allgather(&size, 1, MPI_INT, sizes.data(), 1, MPI_INT, context.comm);
+  long long total = 0;
   for (int r = 0; r < context.ranks; ++r) {
-    int_counts[r] = rows[r] * kIntFields;
-    dbl_counts[r] = rows[r] * kDoubleFields;
-    int_offsets[r] = total * kIntFields;
-    dbl_offsets[r] = total * kDoubleFields;
-    total += rows[r];
+    offsets[r] = static_cast<int>(total);
+    total += sizes[r];
   }
-  std::vector<std::int64_t> all_ints(static_cast<std::size_t>(total) * kIntFields);
-  std::vector<double> all_doubles(static_cast<std::size_t>(total) * kDoubleFields);
-  MPI_Allgatherv(ints.data(), static_cast<int>(ints.size()), MPI_INT64_T, all_ints.data(), int_counts.data(),
-                 int_offsets.data(), MPI_INT64_T, context.comm);
-  MPI_Allgatherv(doubles.data(), static_cast<int>(doubles.size()), MPI_DOUBLE, all_doubles.data(),
-                 dbl_counts.data(), dbl_offsets.data(), MPI_DOUBLE, context.comm);
+  if (total > std::numeric_limits<int>::max()) throw InternalError("gathered results exceed 2 GiB");
+  std::string all(static_cast<std::size_t>(total), '\0');
+  MPI_Allgatherv(mine.bytes().data(), size, MPI_CHAR, all.data(), sizes.data(), offsets.data(), MPI_CHAR,
+                 context.comm);
+  std::vector<SettingResult> results;
+  Unpacker u(all);
+  while (!u.done()) results.push_back(unpack(u));
+  std::sort(results.begin(), results.end(),
+            [](const SettingResult& a, const SettingResult& b) { return a.setting_id < b.setting_id; });
+  if (results.size() != settings.size()) {
+    throw InternalError("gathered " + std::to_string(results.size()) + " settings, expected " +
+                        std::to_string(settings.size()));
+  }
+  return results;
+}
 
-  std::vector<SettingSummary> summaries;
-  for (int i = 0; i < total; ++i) {
-    summaries.push_back(unpack(&all_ints[static_cast<std::size_t>(i) * kIntFields],
-                               &all_doubles[static_cast<std::size_t>(i) * kDoubleFields]));
-  }
-  std::sort(summaries.begin(), summaries.end(),
-            [](const SettingSummary& a, const SettingSummary& b) { return a.setting_id < b.setting_id; });
-  if (summaries.size() != settings.size()) throw InternalError("gathered " + std::to_string(summaries.size()) +
-                                                               " settings, expected " + std::to_string(settings.size()));
-  return summaries;
+}  // namespace
+
+SettingResult evaluate_setting(const config::Config& config, const config::Setting& setting) {
+  return evaluate(config, setting, true);
+}
+
+std::vector<SettingResult> evaluate_sweep(const config::Config& config, const std::vector<config::Setting>& settings,
+                                          const RunContext& context) {
+  return gather(config, settings, context, true);
 }
 
 io::Table settings_table(const config::Config& config, const std::vector<config::Setting>& settings,
-                         const std::vector<SettingSummary>& summaries) {
+                         const std::vector<SettingResult>& results) {
   using I = std::vector<std::int64_t>;
   using D = std::vector<double>;
   using S = std::vector<std::string>;
   I id, requests, input, output, tokens, context, flops, params, kv, act, sram, wafer_sram, fits;
   D roofline_s, roofline_tps;
   S model, phase;
-  for (std::size_t i = 0; i < summaries.size(); ++i) {
+  for (std::size_t i = 0; i < results.size(); ++i) {
     const auto& st = settings.at(i);
-    const auto& su = summaries[i];
-    id.push_back(su.setting_id);
+    const auto& r = results[i];
+    id.push_back(r.setting_id);
     model.push_back(config.workloads.models.at(st.model_index).spec.name);
     phase.emplace_back(workload::to_string(st.shape.phase));
     requests.push_back(st.shape.concurrent_requests);
     input.push_back(st.shape.input_tokens);
     output.push_back(st.shape.output_tokens);
-    tokens.push_back(su.tokens_per_step);
-    context.push_back(su.context_tokens);
-    flops.push_back(su.flops_per_step);
-    params.push_back(su.param_bytes);
-    kv.push_back(su.kv_cache_bytes);
-    act.push_back(su.activation_peak_bytes);
-    sram.push_back(su.sram_required_bytes);
-    wafer_sram.push_back(su.wafer_sram_bytes);
-    fits.push_back(su.fits_sram);
-    roofline_s.push_back(su.roofline_step_s);
-    roofline_tps.push_back(su.roofline_tokens_per_s);
+    tokens.push_back(r.tokens_per_step);
+    context.push_back(r.context_tokens);
+    flops.push_back(r.flops_per_step);
+    params.push_back(r.param_bytes);
+    kv.push_back(r.kv_cache_bytes);
+    act.push_back(r.activation_peak_bytes);
+    sram.push_back(r.sram_required_bytes);
+    wafer_sram.push_back(r.wafer_sram_bytes);
+    fits.push_back(r.fits_sram);
+    roofline_s.push_back(r.roofline_step_s);
+    roofline_tps.push_back(r.roofline_tokens_per_s);
   }
-  return io::Table{"settings",
-                   {{"setting_id", "1", id},
-                    {"model", "", model},
-                    {"phase", "", phase},
-                    {"concurrent_requests", "requests", requests},
-                    {"input_tokens", "tokens", input},
-                    {"output_tokens", "tokens", output},
-                    {"tokens_per_step", "tokens", tokens},
-                    {"context_tokens", "tokens", context},
-                    {"flops_per_step", "FLOP", flops},
-                    {"param_bytes", "bytes", params},
-                    {"kv_cache_bytes", "bytes", kv},
-                    {"activation_peak_bytes", "bytes", act},
-                    {"sram_required_bytes", "bytes", sram},
-                    {"wafer_sram_bytes", "bytes", wafer_sram},
-                    {"fits_sram", "bool", fits},
-                    {"roofline_step_s", "s", roofline_s},
-                    {"roofline_tokens_per_s", "tokens/s", roofline_tps}}};
+  io::Table table{"settings",
+                  {{"setting_id", "1", id},
+                   {"model", "", model},
+                   {"phase", "", phase},
+                   {"concurrent_requests", "requests", requests},
+                   {"input_tokens", "tokens", input},
+                   {"output_tokens", "tokens", output},
+                   {"tokens_per_step", "tokens", tokens},
+                   {"context_tokens", "tokens", context},
+                   {"flops_per_step", "FLOP", flops},
+                   {"param_bytes", "bytes", params},
+                   {"kv_cache_bytes", "bytes", kv},
+                   {"activation_peak_bytes", "bytes", act},
+                   {"sram_required_bytes", "bytes", sram},
+                   {"wafer_sram_bytes", "bytes", wafer_sram},
+                   {"fits_sram", "bool", fits},
+                   {"roofline_step_s", "s", roofline_s},
+                   {"roofline_tokens_per_s", "tokens/s", roofline_tps}}};
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  for (std::size_t k = 0; k < std::size(kScheduleNames); ++k) {
+    const std::string n = kScheduleNames[k];
+    D tps, latency, tpr, headroom;
+    I pes, side, regions, mb, placed;
+    for (const auto& r : results) {
+      if (k >= r.schedules.size()) continue;
+      const auto& s = r.schedules[k];
+      placed.push_back(s.placed ? 1 : 0);
+      tps.push_back(s.placed ? s.tokens_per_s : nan);
+      latency.push_back(s.placed ? s.latency_s : nan);
+      tpr.push_back(s.placed ? s.tpr_tokens_per_s : nan);
+      headroom.push_back(s.placed ? s.sram_headroom : nan);
+      pes.push_back(s.pes_used);
+      side.push_back(s.region_side_pes);
+      regions.push_back(s.regions);
+      mb.push_back(s.microbatches);
+    }
+    if (placed.size() != results.size()) continue;  // dry run: no schedules
+    table.columns.push_back({n + "_placed", "bool", placed});
+    table.columns.push_back({n + "_tokens_per_s", "tokens/s", tps});
+    table.columns.push_back({n + "_latency_s", "s", latency});
+    table.columns.push_back({n + "_tpr_tokens_per_s", "tokens/s", tpr});
+    table.columns.push_back({n + "_pes_used", "PEs", pes});
+    table.columns.push_back({n + "_sram_headroom", "1", headroom});
+    table.columns.push_back({n + "_region_side_pes", "PEs", side});
+    table.columns.push_back({n + "_regions", "1", regions});
+    table.columns.push_back({n + "_microbatches", "1", mb});
+  }
+  return table;
+}
+
+io::Table schedules_table(const std::vector<SettingResult>& results) {
+  std::vector<std::int64_t> id;
+  std::vector<std::string> name, text;
+  for (const auto& r : results) {
+    for (const auto& s : r.schedules) {
+      if (!s.placed) continue;
+      id.push_back(r.setting_id);
+      name.push_back(s.name);
+      text.push_back(s.meshir);
+    }
+  }
+  return io::Table{"schedules", {{"setting_id", "1", id}, {"schedule", "", name}, {"meshir", "", text}}};
 }
 
 void print_settings(std::ostream& out, const config::Config& config, const std::vector<config::Setting>& settings,
-                    const std::vector<SettingSummary>& summaries) {
-  std::vector<std::vector<std::string>> rows{
-      {"id", "model", "phase", "requests", "in", "out", "FLOP/step", "params", "KV cache", "SRAM need", "fits",
-       "roofline bound"}};
-  for (std::size_t i = 0; i < summaries.size(); ++i) {
+                    const std::vector<SettingResult>& results) {
+  std::vector<std::string> header{"id", "model", "phase", "req", "in", "out", "SRAM need", "fits"};
+  const bool with_schedules = !results.empty() && !results.front().schedules.empty();
+  if (with_schedules) {
+    for (const char* n : kScheduleNames) {
+      for (const char* c : {" tok/s", " TPOT|TTFT", " PEs", " headroom"}) header.push_back(std::string(n) + c);
+    }
+  } else {
+    header.insert(header.end(), {"FLOP/step", "params", "KV cache", "roofline bound"});
+  }
+  std::vector<std::vector<std::string>> rows{header};
+  for (std::size_t i = 0; i < results.size(); ++i) {
     const auto& st = settings.at(i);
-    const auto& su = summaries[i];
-    rows.push_back({std::to_string(su.setting_id), config.workloads.models.at(st.model_index).spec.name,
-                    std::string(workload::to_string(st.shape.phase)), std::to_string(st.shape.concurrent_requests),
-                    std::to_string(st.shape.input_tokens), std::to_string(st.shape.output_tokens),
-                    human(static_cast<double>(su.flops_per_step), "FLOP"),
-                    human(static_cast<double>(su.param_bytes), "B"), human(static_cast<double>(su.kv_cache_bytes), "B"),
-                    human(static_cast<double>(su.sram_required_bytes), "B"), su.fits_sram ? "yes" : "NO",
-                    human(su.roofline_tokens_per_s, "tok/s")});
+    const auto& r = results[i];
+    std::vector<std::string> row{std::to_string(r.setting_id), config.workloads.models.at(st.model_index).spec.name,
+                                 std::string(workload::to_string(st.shape.phase)),
+                                 std::to_string(st.shape.concurrent_requests), std::to_string(st.shape.input_tokens),
+                                 std::to_string(st.shape.output_tokens),
+                                 human(static_cast<double>(r.sram_required_bytes), "B"), r.fits_sram ? "yes" : "NO"};
+    if (with_schedules) {
+      for (const auto& s : r.schedules) {
+        if (!s.placed) {
+          row.insert(row.end(), {"no fit", "-", "-", "-"});
+          continue;
+        }
+        std::ostringstream headroom;
+        headroom << std::fixed << std::setprecision(1) << 100.0 * s.sram_headroom << '%';
+        row.insert(row.end(), {human(s.tokens_per_s, "tok/s"), human(s.latency_s, "s"), std::to_string(s.pes_used),
+                               headroom.str()});
+      }
+    } else {
+      row.insert(row.end(), {human(static_cast<double>(r.flops_per_step), "FLOP"),
+                             human(static_cast<double>(r.param_bytes), "B"),
+                             human(static_cast<double>(r.kv_cache_bytes), "B"), human(r.roofline_tokens_per_s, "tok/s")});
+    }
+    rows.push_back(row);
   }
   std::vector<std::size_t> width(rows[0].size(), 0);
   for (const auto& r : rows)
-    for (std::size_t c = 0; c < r.size(); ++c) width[c] = std::max(width[c], r[c].size());
+    for (std::size_t c = 0; c < r.size() && c < width.size(); ++c) width[c] = std::max(width[c], r[c].size());
   for (const auto& r : rows) {
-    for (std::size_t c = 0; c < r.size(); ++c) {
+    for (std::size_t c = 0; c < r.size() && c < width.size(); ++c) {
       const bool left = c == 1 || c == 2;
       out << (c ? "  " : "") << (left ? std::left : std::right) << std::setw(static_cast<int>(width[c])) << r[c];
     }
@@ -255,22 +443,29 @@ void print_settings(std::ostream& out, const config::Config& config, const std::
   const auto& w = config.wafer;
   out << "wafer " << w.preset << ": " << w.grid_w_pes << " x " << w.grid_h_pes << " PEs (" << w.usable_pes()
       << " usable), " << human(static_cast<double>(w.total_sram_bytes()), "B") << " SRAM, peak "
-      << human(w.peak_flops_per_s(), "FLOP/s") << " FP16\n"
-      << "roofline bound = FLOPs / wafer peak: an upper bound on throughput, not a prediction.\n";
+      << human(w.peak_flops_per_s(), "FLOP/s") << " FP16\n";
+  if (with_schedules) {
+    out << "All throughputs and latencies are PREDICTED by the cost model ("
+        << (config.cost.params_file.empty() ? std::string("built-in default parameters")
+                                            : "parameters from " + config.cost.params_file)
+        << "); TPOT for decode, TTFT for prefill.\n";
+  } else {
+    out << "roofline bound = FLOPs / wafer peak: an upper bound on throughput, not a prediction.\n";
+  }
 }
 
 void dry_run(const config::Config& config, const RunContext& context, std::ostream& out) {
   const auto settings = config::expand_sweep(config);
-  const auto summaries = summarize_sweep(config, settings, context);
+  const auto results = gather(config, settings, context, false);
   if (context.rank != 0) return;
   out << "# resolved config (" << config.file << ")\n" << config::to_yaml(config);
   out << "# " << settings.size() << " setting" << (settings.size() == 1 ? "" : "s") << " (dry run: nothing written)\n";
-  print_settings(out, config, settings, summaries);
+  print_settings(out, config, settings, results);
 }
 
 void run(const config::Config& config, const RunContext& context, std::ostream& out) {
   const auto settings = config::expand_sweep(config);
-  const auto summaries = summarize_sweep(config, settings, context);
+  const auto results = evaluate_sweep(config, settings, context);
   const std::string resolved = config::to_yaml(config);
   const fs::path dir = config.output.dir;
 
@@ -281,15 +476,16 @@ void run(const config::Config& config, const RunContext& context, std::ostream& 
       throw OutputError("cannot create output directory '" + dir.string() + "': " + ec.message());
     }
   });
-  const io::Table table = settings_table(config, settings, summaries);
+  const io::Table table = settings_table(config, settings, results);
   if (config.output.hdf5) {
-    io::write_results_h5((dir / "results.h5").string(), provenance(config, context, resolved), {table}, context.comm);
+    io::write_results_h5((dir / "results.h5").string(), provenance(config, context, resolved),
+                         {table, schedules_table(results)}, context.comm);
   }
   if (config.output.csv) {
     on_root_agreed(context.comm, 0, [&] { io::write_csv((dir / "summary.csv").string(), table); });
   }
   if (context.rank == 0) {
-    print_settings(out, config, settings, summaries);
+    print_settings(out, config, settings, results);
     out << "results: " << dir.string() << "/" << (config.output.hdf5 ? "results.h5 " : "")
         << (config.output.csv ? "summary.csv" : "") << '\n';
   }

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "wavel/cost/params.hpp"
 #include "wavel/wafer/wafer.hpp"
 #include "wavel/workload/model.hpp"
 #include "wavel/workload/workload.hpp"
@@ -46,6 +47,13 @@ struct OutputConfig {
   std::string progress = "auto";  ///< auto (only on a terminal), always, never
 };
 
+/// Cost-model parameters: defaults (alpha and beta from the wafer), then the params file, then
+/// keys given inline in the `cost` section.
+struct CostConfig {
+  std::string params_file;      ///< as given ("" = none); relative to the config file
+  cost::CostParams params;      ///< resolved values
+};
+
 /// A fully validated configuration.
 struct Config {
   std::string file;             ///< path as given, used in messages
@@ -53,6 +61,7 @@ struct Config {
   std::vector<std::string> overrides;  ///< --set arguments, in order
   wafer::WaferParams wafer;
   WorkloadAxes workloads;
+  CostConfig cost;
   SearchConfig search;
   OutputConfig output;
 };

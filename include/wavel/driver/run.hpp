@@ -13,8 +13,23 @@
 
 namespace wavel::driver {
 
-/// Workload and wafer figures of one setting.
-struct SettingSummary {
+/// Predicted figures of one schedule of a setting (all model-predicted, none measured).
+struct ScheduleResult {
+  std::string name;                 ///< "fullchip", "waferllm"
+  bool placed = false;              ///< false if the schedule could not be built for this setting
+  double tokens_per_s = 0;          ///< throughput over all concurrent requests
+  double latency_s = 0;             ///< TPOT (decode) or TTFT (prefill)
+  double tpr_tokens_per_s = 0;      ///< throughput per request
+  std::int64_t pes_used = 0;
+  double sram_headroom = 0;         ///< 1 - max SRAM per PE / SRAM per PE; < 0 does not fit
+  std::int64_t region_side_pes = 0; ///< side of the square regions (WaferLLM), grid width (Full-Chip)
+  std::int64_t regions = 0;
+  std::int64_t microbatches = 0;
+  std::string meshir;               ///< the schedule as MeshIR text
+};
+
+/// Workload, wafer and schedule figures of one setting.
+struct SettingResult {
   std::int64_t setting_id = 0;
   std::int64_t tokens_per_step = 0;
   std::int64_t context_tokens = 0;
@@ -27,23 +42,27 @@ struct SettingSummary {
   std::int64_t fits_sram = 0;              ///< 1 if sram_required_bytes <= wafer_sram_bytes
   double roofline_step_s = 0;              ///< lower bound: FLOPs / wafer peak (not a prediction)
   double roofline_tokens_per_s = 0;        ///< upper bound on tokens/s implied by roofline_step_s
+  std::vector<ScheduleResult> schedules;   ///< fullchip, then waferllm
 };
 
-/// Builds the setting's workload and summarises it.
-SettingSummary summarize_setting(const config::Config& config, const config::Setting& setting);
+/// Builds the setting's workload and baselines and evaluates them.
+SettingResult evaluate_setting(const config::Config& config, const config::Setting& setting);
 
-/// Summaries of every setting, computed by the rank that owns each setting id (round-robin) and
+/// Results of every setting, computed by the rank that owns each setting id (round-robin) and
 /// gathered on every rank in id order, so all ranks hold identical tables.
-std::vector<SettingSummary> summarize_sweep(const config::Config& config, const std::vector<config::Setting>& settings,
-                                            const RunContext& context);
+std::vector<SettingResult> evaluate_sweep(const config::Config& config, const std::vector<config::Setting>& settings,
+                                          const RunContext& context);
 
 /// The `settings` table: one row per setting, columns with units.
 io::Table settings_table(const config::Config& config, const std::vector<config::Setting>& settings,
-                         const std::vector<SettingSummary>& summaries);
+                         const std::vector<SettingResult>& results);
 
-/// Prints a table with aligned columns (selected human-friendly columns).
+/// The `schedules` table: setting_id, schedule name, MeshIR text.
+io::Table schedules_table(const std::vector<SettingResult>& results);
+
+/// Prints the human-readable result table.
 void print_settings(std::ostream& out, const config::Config& config, const std::vector<config::Setting>& settings,
-                    const std::vector<SettingSummary>& summaries);
+                    const std::vector<SettingResult>& results);
 
 /// Validates and prints the resolved config and the settings; writes nothing.
 void dry_run(const config::Config& config, const RunContext& context, std::ostream& out);

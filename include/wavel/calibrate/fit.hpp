@@ -1,0 +1,95 @@
+// Fits the cost model's shared free parameters to reference measurements, with a held-out split.
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "wavel/calibrate/reference.hpp"
+#include "wavel/cost/params.hpp"
+#include "wavel/io/results.hpp"
+
+namespace wavel::calibrate {
+
+/// Predicted throughput per request (tokens/s, same meaning as ReferencePoint::tpr_tokens_per_s) of a
+/// reference point under the given parameters. It must be deterministic; values <= 0 or non-finite
+/// count as "cannot predict" (an infinitely bad fit) during the search.
+using Predictor = std::function<double(const ReferencePoint&, const cost::CostParams&)>;
+
+/// The held-out split, fixed so every run tests on the same points:
+/// group the points by (model, phase); sort each group by (grid, token count, file line); a point is
+/// held out when its rank r in that order is odd and it is neither the first nor the last
+/// (r = 1, 3, 5, ... < size - 1). Held-out points therefore always lie strictly between two training
+/// grids, so the test error measures interpolation to region sizes the fit did not see. Groups of
+/// fewer than 3 points are used entirely for training. Returns one flag per point, in file order.
+std::vector<bool> held_out_mask(const ReferenceSet& set);
+
+/// Measured and predicted throughput of one point.
+struct PointResult {
+  double measured_tokens_per_s = 0;
+  double predicted_tokens_per_s = 0;
+  double rel_error = 0;  ///< (predicted - measured) / measured
+  bool held_out = false;
+};
+
+/// Per-point errors and mean absolute percentage errors, overall and per side of the split.
+/// A MAPE over no points is NaN.
+struct ValidationReport {
+  std::vector<PointResult> points;  ///< parallel to ReferenceSet::points
+  double mape_pct = 0;              ///< mean |predicted - measured| / measured x 100, all points
+  double train_mape_pct = 0;        ///< same, training points only
+  double test_mape_pct = 0;         ///< same, held-out points only
+  std::size_t train_points = 0;
+  std::size_t test_points = 0;
+};
+
+/// Settings of the derivative-free search (Nelder-Mead in transformed coordinates, see calibrate()).
+struct FitOptions {
+  int max_iterations_per_parameter = 1000;  ///< iteration cap, all runs together, = this x parameters fitted
+  int max_restarts = 4;                     ///< fresh simplices around the best point after the first run
+  double initial_step = 0.5;    ///< simplex edge in transformed units (0.5 in ln p: a factor of about 1.65)
+  double x_tolerance = 1e-10;   ///< a run stops when every vertex is this close to the best (transformed units)
+  double f_tolerance = 1e-13;   ///< ... or when the objective spread is below this fraction of the best value
+};
+
+/// Outcome of a fit: the parameters, the objective and the errors before and after.
+struct CalibrationResult {
+  cost::CostParams start;
+  cost::CostParams fitted;          ///< equals `start` except in the fitted fields
+  std::vector<std::string> fit_names;  ///< the fitted parameters, in param_registry() order
+  ValidationReport before;          ///< at `start`
+  ValidationReport after;           ///< at `fitted`
+  double objective_start = 0;       ///< sum over training points of (ln predicted - ln measured)^2
+  double objective_final = 0;
+  int iterations = 0;               ///< Nelder-Mead iterations, all runs
+  int evaluations = 0;              ///< objective evaluations (each predicts every training point)
+  int restarts = 0;                 ///< restarts actually run
+  bool converged = false;           ///< false if the iteration cap stopped the search
+};
+
+/// Sum over the training points (held_out_mask false) of (ln predicted - ln measured)^2; +inf if any
+/// prediction is <= 0 or not finite.
+double log_objective(const ReferenceSet& set, const Predictor& predict, const cost::CostParams& params);
+
+/// Least squares in log space over the training points, for the named parameters only; each is shared by
+/// every model and point (never one per model). The search runs Nelder-Mead over ln(p) (ln(p + 1 unit)
+/// for parameters whose lower bound is 0), with every trial point clamped into the registry bounds,
+/// then restarts from the best point until a restart no longer improves it. Deterministic.
+/// Throws wavel::UsageError for an unknown or repeated name or a start value outside its bounds,
+/// wavel::DataError if there are fewer training points than parameters to fit or the start cannot be
+/// predicted (a point's prediction <= 0 or not finite).
+CalibrationResult calibrate(const ReferenceSet& set, const Predictor& predict, const cost::CostParams& start,
+                            const std::vector<std::string>& fit_names, const FitOptions& options = {});
+
+/// Predicts every point and reports the errors, split as held_out_mask() says.
+ValidationReport validate(const ReferenceSet& set, const Predictor& predict, const cost::CostParams& params);
+
+/// Table "validation": model, phase, grid, measured_tokens_per_s, predicted_tokens_per_s, rel_error,
+/// context_or_input_tokens, held_out (0/1), one row per point in file order.
+io::Table validation_table(const ReferenceSet& set, const ValidationReport& report);
+
+/// Table "calibration": name, units, start, fitted, min, max; one row per fitted parameter.
+io::Table calibration_table(const CalibrationResult& result);
+
+}  // namespace wavel::calibrate

@@ -1,0 +1,52 @@
+// Physical cost model: per-op cycles (compute, hops, routing stages, link serialisation, overheads),
+// SRAM per PE, and per-schedule latency and throughput with step concurrency and request pipelining.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "wavel/cost/params.hpp"
+#include "wavel/meshir/schedule.hpp"
+#include "wavel/wafer/wafer.hpp"
+
+namespace wavel::cost {
+
+/// Cost of one op, in cycles, split by cause. total = max-or-sum of the parts as the kernel overlaps them.
+struct OpCost {
+  double compute_cycles = 0;     ///< local FLOPs / (2 x SIMD x efficiency)
+  double hop_cycles = 0;         ///< alpha x hops on the critical path
+  double stage_cycles = 0;       ///< beta x routing stages on the critical path
+  double link_cycles = 0;        ///< bytes / link bandwidth on the busiest link (contention)
+  double overhead_cycles = 0;    ///< fixed per-kernel and per-step costs
+  double total_cycles = 0;
+  std::int64_t hops = 0;         ///< hops on the critical path
+  std::int64_t stages = 0;       ///< routing stages on the critical path
+};
+
+/// Cost of a whole schedule for its setting.
+struct ScheduleCost {
+  std::vector<OpCost> ops;             ///< parallel to Schedule::ops
+  double pass_cycles = 0;              ///< one pass of one request group through all steps (scaled)
+  double bottleneck_stage_cycles = 0;  ///< slowest pipeline stage (scaled)
+  double latency_s = 0;                ///< TPOT (decode) or TTFT (prefill)
+  double tokens_per_s = 0;             ///< throughput over all concurrent requests
+  double tpr_tokens_per_s = 0;         ///< throughput per request (1/TPOT in decode; prompt tokens/s in prefill)
+  std::int64_t pes_used = 0;           ///< PEs in the union of regions
+  std::int64_t sram_bytes_per_pe_max = 0;
+  double sram_headroom = 0;            ///< 1 - max SRAM per PE / SRAM per PE (negative: does not fit)
+};
+
+/// Cost of one op of `schedule` (which supplies regions and the requests each op sees).
+OpCost op_cost(const meshir::Schedule& schedule, const meshir::PlacedOp& op, const wafer::WaferParams& wafer,
+               const CostParams& params);
+
+/// Evaluates a schedule. `decode` selects TPOT (one token per request per round) or TTFT (every
+/// request's `prompt_tokens` processed, micro-batches pipelined through the stages).
+ScheduleCost evaluate(const meshir::Schedule& schedule, const wafer::WaferParams& wafer, const CostParams& params,
+                      bool decode, std::int64_t prompt_tokens);
+
+/// Routing colours a kernel occupies per PE (checked against the wafer's budget).
+int colours_needed(const meshir::PlacedOp& op);
+
+}  // namespace wavel::cost

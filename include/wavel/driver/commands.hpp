@@ -1,0 +1,37 @@
+// The inspection and calibration subcommands: validate, calibrate, show, check.
+#pragma once
+
+#include <cstdint>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "wavel/driver/runtime.hpp"
+
+namespace wavel::driver {
+
+/// `validate REFERENCE.yaml`: predicts every reference point with WaferLLM's schedule and writes
+/// validation.csv and results.h5 (group `validation`) under `output_dir`. Prints MAPE.
+void validate_command(const std::string& reference_path, const std::string& params_path,
+                      const std::string& output_dir, const RunContext& context, std::ostream& out);
+
+/// `calibrate REFERENCE.yaml`: fits `fit_names` (shared by all points) by least squares in log space
+/// on the training split; writes params.yaml, calibration.csv, validation.csv and results.h5.
+void calibrate_command(const std::string& reference_path, const std::string& params_path,
+                       const std::vector<std::string>& fit_names, const std::string& output_dir,
+                       const RunContext& context, std::ostream& out);
+
+/// `show results.h5 --setting N --schedule NAME`: prints a stored schedule's MeshIR
+/// (without --schedule: lists the stored schedules).
+void show_command(const std::string& results_path, std::int64_t setting, const std::string& schedule,
+                  const RunContext& context, std::ostream& out);
+
+/// `check FILE.meshir`: verifies a schedule against `wafer_preset` (grid, SRAM and colours from the
+/// file) and prints its cost with a per-op breakdown. Verification failures throw DataError.
+void check_command(const std::string& meshir_path, const std::string& wafer_preset, const std::string& params_path,
+                   const RunContext& context, std::ostream& out);
+
+/// Default fitted parameters of `calibrate`: shared by every model and point.
+std::vector<std::string> default_fit_names();
+
+}  // namespace wavel::driver

@@ -1,0 +1,125 @@
+// MeshIR: an executable schedule of one setting on a wafer: regions, placed ops with layouts and
+// kernels, and execution order (steps, plus pipelining of concurrent requests over stages).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace wavel::meshir {
+
+/// An axis-aligned rectangle of PEs on the kernel grid: [x, x+w) x [y, y+h).
+struct Rect {
+  std::int64_t x = 0, y = 0, w = 0, h = 0;
+
+  [[nodiscard]] std::int64_t pes() const { return w * h; }
+  [[nodiscard]] bool overlaps(const Rect& o) const {
+    return x < o.x + o.w && o.x < x + w && y < o.y + o.h && o.y < y + h;
+  }
+  [[nodiscard]] bool contains(std::int64_t px, std::int64_t py) const {
+    return px >= x && px < x + w && py >= y && py < y + h;
+  }
+  friend bool operator==(const Rect& a, const Rect& b) { return a.x == b.x && a.y == b.y && a.w == b.w && a.h == b.h; }
+};
+
+/// Mesh axis.
+enum class Axis { x, y };
+
+/// The mesh kernel that executes an op (domain.md §3).
+enum class Kernel {
+  meshgemm,     ///< Cannon on an interleaved ring (prefill matmul)
+  gemm_t,       ///< Q.K^T without transpose: shift K, reduce-add along X (prefill attention)
+  meshgemv,     ///< local GEMV, K-tree allreduce, broadcast (decode matmul and attention)
+  elementwise,  ///< local only: RoPE, SiLU.mul, residual add
+  allreduce,    ///< scalar allreduce per token (RMSNorm, softmax max and sum) plus local work
+  kv_shift,     ///< append to the shift-based KV cache
+  lookup,       ///< embedding lookup
+  transfer,     ///< move an activation between regions
+  relayout,     ///< re-map an activation inside a region to another layout
+  moe_dispatch, ///< multicast tokens to expert regions
+  moe_combine,  ///< gather expert outputs back
+};
+
+/// Which tensor dimension lies along a mesh axis.
+enum class Dim {
+  none,      ///< replicated along this axis
+  tokens,    ///< rows of the activation (sequence or requests)
+  features,  ///< columns of the activation (hidden, heads x head_dim, ffn)
+};
+
+/// How an op's activation lies over its region. Partition factors count the pieces the dimension on
+/// each axis is split into (an axis holding Dim::none carries a copy of the activation on every line);
+/// replication factors count copies of the op's resident weights and KV cache along each axis
+/// (1: stored once). part * repl never exceeds the side used.
+struct Layout {
+  Dim on_x = Dim::none;
+  Dim on_y = Dim::features;
+  std::int64_t part_x = 1, part_y = 1;
+  std::int64_t repl_x = 1, repl_y = 1;
+  std::int64_t tile_rows = 0, tile_cols = 0;  ///< local tile of the op's weight or stationary operand
+
+  friend bool operator==(const Layout& a, const Layout& b) {
+    return a.on_x == b.on_x && a.on_y == b.on_y && a.part_x == b.part_x && a.part_y == b.part_y &&
+           a.repl_x == b.repl_x && a.repl_y == b.repl_y && a.tile_rows == b.tile_rows && a.tile_cols == b.tile_cols;
+  }
+  /// Same activation placement (ignores the weight tile): what a consumer must match.
+  [[nodiscard]] bool aligned_with(const Layout& o) const {
+    return on_x == o.on_x && on_y == o.on_y && part_x == o.part_x && part_y == o.part_y;
+  }
+};
+
+/// Workload figures an op carries from the op graph (see workload::Op).
+struct OpWork {
+  std::int64_t batch = 1, m = 0, k = 0, n = 0;
+  std::int64_t flops = 0;
+  std::int64_t weight_bytes = 0;
+  std::int64_t input_bytes = 0;
+  std::int64_t output_bytes = 0;
+  std::int64_t kv_cache_bytes = 0;
+};
+
+/// One op placed in a region with its layout and kernel.
+struct PlacedOp {
+  std::string name;                 ///< unique, e.g. "layer.3.q_proj", "xfer.3-4"
+  Kernel kernel = Kernel::elementwise;
+  int region = 0;                   ///< index into Schedule::regions
+  Rect used;                        ///< sub-rectangle of the region actually used (TUNE may shrink it)
+  Layout in_layout;                 ///< layout of the activation it consumes
+  Layout out_layout;                ///< layout of the activation it produces
+  Axis reduce_axis = Axis::x;       ///< allreduce axis (meshgemv, allreduce)
+  std::int64_t group = 0;           ///< K-tree group size; 0 when the kernel has none
+  std::int64_t rounds = 1;          ///< dependent allreduce rounds (softmax: max, then sum)
+  int to_region = -1;               ///< destination region (transfer, moe_dispatch, moe_combine)
+  std::vector<int> inputs;          ///< indices of producer ops in Schedule::ops
+  int step = 0;                     ///< ops of one step run at the same time on disjoint regions
+  int stage = 0;                    ///< pipeline stage (concurrent requests flow through stages)
+  OpWork work;
+};
+
+/// A whole executable schedule.
+struct Schedule {
+  std::string name;                 ///< e.g. "waferllm", "fullchip", "wavel"
+  std::int64_t grid_w_pes = 0, grid_h_pes = 0;
+  std::int64_t sram_per_pe_bytes = 0;
+  std::int64_t colours = 0;
+  std::vector<std::pair<std::int64_t, std::int64_t>> defective_pes;
+  std::vector<Rect> regions;
+  std::vector<PlacedOp> ops;        ///< in execution order; steps are non-decreasing
+  std::int64_t concurrent_requests = 1;
+  std::int64_t microbatches = 1;    ///< requests are split into this many groups pipelined over stages;
+                                    ///< op work is that of one group (ceil(requests / microbatches))
+  std::int64_t layer_scale = 1;     ///< >1: the ops cover a subset of layers, costs are scaled (labelled)
+  std::int64_t layers_total = 0;    ///< model depth the schedule stands for
+  std::int64_t resident_bytes_per_pe_max = 0;  ///< filled by the verifier/cost model; not printed
+};
+
+std::string_view to_string(Kernel kernel);
+std::string_view to_string(Dim dim);
+std::string_view to_string(Axis axis);
+std::optional<Kernel> parse_kernel(std::string_view text);
+std::optional<Dim> parse_dim(std::string_view text);
+std::optional<Axis> parse_axis(std::string_view text);
+
+}  // namespace wavel::meshir

@@ -1,0 +1,38 @@
+// Reference predictions through the same baseline builder and cost model that the sweep uses.
+#include "wavel/calibrate/predict.hpp"
+
+#include <map>
+#include <memory>
+#include <tuple>
+
+#include "wavel/baselines/baselines.hpp"
+#include "wavel/common/error.hpp"
+#include "wavel/cost/model.hpp"
+
+namespace wavel::calibrate {
+
+Predictor waferllm_predictor(const wafer::WaferParams& wafer) {
+  using Key = std::tuple<std::string, int, std::int64_t, std::int64_t>;
+  // Schedules depend only on the point, not on the parameters: build each once.
+  auto cache = std::make_shared<std::map<Key, meshir::Schedule>>();
+  return [wafer, cache](const ReferencePoint& p, const cost::CostParams& params) {
+    const bool decode = p.phase == workload::Phase::decode;
+    const Key key{p.model, decode ? 1 : 0, p.tokens(), p.grid_pes};
+    auto it = cache->find(key);
+    if (it == cache->end()) {
+      const auto model = workload::find_model_preset(p.model);
+      if (!model) throw DataError({Diagnostic{"", p.line, p.column, "model", "unknown model '" + p.model + "'"}});
+      workload::WorkloadShape shape;
+      shape.phase = p.phase;
+      shape.concurrent_requests = 1;
+      // Decode attends to input + output/2 tokens: one output token leaves the context as given.
+      shape.input_tokens = p.tokens();
+      shape.output_tokens = 1;
+      const auto w = workload::build_workload(*model, shape);
+      it = cache->emplace(key, baselines::build_waferllm_layer_sample(w, wafer, p.grid_pes)).first;
+    }
+    return cost::evaluate(it->second, wafer, params, decode, p.tokens()).tpr_tokens_per_s;
+  };
+}
+
+}  // namespace wavel::calibrate

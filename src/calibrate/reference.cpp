@@ -1,0 +1,224 @@
+// Reads and validates reference measurement files, reporting every problem with its position.
+#include "wavel/calibrate/reference.hpp"
+
+#include <algorithm>
+#include <fstream>
+#include <limits>
+#include <optional>
+#include <sstream>
+#include <utility>
+
+#include "wavel/common/error.hpp"
+#include "wavel/config/schema.hpp"
+#include "wavel/config/source_tree.hpp"
+#include "wavel/wafer/wafer.hpp"
+#include "wavel/workload/model.hpp"
+
+namespace wavel::calibrate {
+
+namespace {
+
+using config::Node;
+using config::Validator;
+
+constexpr std::int64_t kMaxInt = std::numeric_limits<std::int64_t>::max();
+
+// A reference file is data, not configuration: its problems exit 65, not 78.
+[[noreturn]] void throw_data_error(std::vector<Diagnostic> diagnostics) {
+  std::stable_sort(diagnostics.begin(), diagnostics.end(), [](const Diagnostic& a, const Diagnostic& b) {
+    if (a.line != b.line) return a.line < b.line;
+    return a.column < b.column;
+  });
+  throw DataError(std::move(diagnostics));
+}
+
+std::string preset_list() {
+  std::string names;
+  for (const auto& n : workload::model_preset_names()) names += (names.empty() ? "" : ", ") + n;
+  return names;
+}
+
+std::optional<std::string> read_model(Validator& v, const Node& node, const std::string& path) {
+  auto name = v.string(node, path);
+  if (!name) return std::nullopt;
+  if (workload::find_model_preset(*name)) return name;
+  const std::string suggestion = config::did_you_mean(*name, workload::model_preset_names());
+  v.error(node.where, path,
+          "unknown model '" + *name + "'" + (suggestion.empty() ? "" : "; did you mean '" + suggestion + "'?") +
+              " (presets: " + preset_list() + ")");
+  return std::nullopt;
+}
+
+// Largest square region the wafer's kernel rectangle holds, or 0 if the wafer is unknown.
+std::int64_t max_square_side_pes(const std::optional<std::string>& wafer_name) {
+  if (!wafer_name) return 0;
+  const auto wafer = wafer::find_wafer_preset(*wafer_name);
+  if (!wafer) return 0;
+  return std::min(wafer->max_grid_w_pes(), wafer->max_grid_h_pes());
+}
+
+// Where `key` is written in `map` (its last occurrence): key-level problems point at the key.
+config::Source key_where(const Node& map, const std::string& key) {
+  config::Source where = map.where;
+  for (std::size_t i = 0; i < map.entries.size(); ++i) {
+    if (map.entries[i].first == key) where = map.key_sources[i];
+  }
+  return where;
+}
+
+std::optional<ReferencePoint> read_point(Validator& v, const Node& node, const std::string& path,
+                                         std::int64_t max_side_pes, const std::string& wafer_name) {
+  if (node.kind != Node::Kind::map) {
+    v.error(node.where, path,
+            "expected a map with model, phase, grid, tpr_tokens_per_s and context_tokens or input_tokens");
+    return std::nullopt;
+  }
+  v.check_map(node, path, {"model", "phase", "context_tokens", "input_tokens", "grid", "tpr_tokens_per_s"});
+  bool ok = true;
+  auto required = [&](const char* key) -> const Node* {
+    const Node* found = node.find(key);
+    if (found == nullptr) {
+      v.error(node.where, config::join_key(path, key), "missing required key");
+      ok = false;
+    }
+    return found;
+  };
+
+  ReferencePoint point;
+  point.line = node.where.line;
+  point.column = node.where.column;
+
+  if (const Node* n = required("model")) {
+    if (auto model = read_model(v, *n, config::join_key(path, "model"))) point.model = *model; else ok = false;
+  }
+  std::optional<workload::Phase> phase;
+  if (const Node* n = required("phase")) {
+    if (auto p = v.choice(*n, config::join_key(path, "phase"), {"prefill", "decode"})) {
+      phase = *p == "prefill" ? workload::Phase::prefill : workload::Phase::decode;
+      point.phase = *phase;
+    } else {
+      ok = false;
+    }
+  }
+
+  // Exactly one token count, and the one that matches the phase: a decode point is defined by its
+  // KV-cache length, a prefill point by its prompt length.
+  const Node* context = node.find("context_tokens");
+  const Node* input = node.find("input_tokens");
+  auto read_tokens = [&](const Node& n, const char* key) -> std::optional<std::int64_t> {
+    auto tokens = v.integer(n, config::join_key(path, key), 1, kMaxInt);
+    if (!tokens) ok = false;
+    return tokens;
+  };
+  if (context != nullptr && input != nullptr) {
+    const config::Source at_context = key_where(node, "context_tokens");
+    const config::Source at_input = key_where(node, "input_tokens");
+    const bool context_later =
+        std::make_pair(at_context.line, at_context.column) > std::make_pair(at_input.line, at_input.column);
+    v.error(context_later ? at_context : at_input,
+            config::join_key(path, context_later ? "context_tokens" : "input_tokens"),
+            "give exactly one of context_tokens (decode) or input_tokens (prefill), not both");
+    ok = false;
+  } else if (!phase) {
+    // The phase is unusable, but the count can still be checked so one pass reports everything.
+    if (context != nullptr) read_tokens(*context, "context_tokens");
+    if (input != nullptr) read_tokens(*input, "input_tokens");
+  } else {
+    const bool decode = *phase == workload::Phase::decode;
+    const char* wanted = decode ? "context_tokens" : "input_tokens";
+    const char* other = decode ? "input_tokens" : "context_tokens";
+    if ((decode ? input : context) != nullptr) {
+      v.error(key_where(node, other), config::join_key(path, other),
+              std::string("not allowed for a ") + (decode ? "decode" : "prefill") + " point; give " + wanted);
+      ok = false;
+    } else if (const Node* n = required(wanted)) {
+      if (auto tokens = read_tokens(*n, wanted)) (decode ? point.context_tokens : point.input_tokens) = *tokens;
+    }
+  }
+
+  if (const Node* n = required("grid")) {
+    const std::string key = config::join_key(path, "grid");
+    if (auto grid = v.integer(*n, key, 1, kMaxInt)) {
+      if (max_side_pes > 0 && *grid > max_side_pes) {
+        v.error(n->where, key,
+                "a region of " + std::to_string(*grid) + " x " + std::to_string(*grid) + " PEs does not fit the " +
+                    wafer_name + " kernel rectangle (largest square side " + std::to_string(max_side_pes) + ")");
+        ok = false;
+      } else {
+        point.grid_pes = *grid;
+      }
+    } else {
+      ok = false;
+    }
+  }
+  if (const Node* n = required("tpr_tokens_per_s")) {
+    const double inf = std::numeric_limits<double>::infinity();
+    if (auto tpr = v.number(*n, config::join_key(path, "tpr_tokens_per_s"), 0.0, inf, true)) {
+      point.tpr_tokens_per_s = *tpr;
+    } else {
+      ok = false;
+    }
+  }
+  if (!ok) return std::nullopt;
+  return point;
+}
+
+}  // namespace
+
+ReferenceSet load_reference(const std::string& path) {
+  std::ifstream file(path, std::ios::binary);
+  if (!file) throw InputMissingError("cannot read reference file '" + path + "'");
+  std::ostringstream text;
+  text << file.rdbuf();
+  if (file.bad()) throw InputMissingError("error while reading reference file '" + path + "'");
+  return parse_reference(text.str(), path);
+}
+
+ReferenceSet parse_reference(const std::string& text, const std::string& file_label) {
+  Node root;
+  try {
+    root = config::parse_yaml(text, file_label);
+  } catch (const ConfigError& e) {
+    throw_data_error(e.diagnostics());
+  }
+
+  Validator v;
+  ReferenceSet set;
+  set.file = file_label;
+  if (root.kind != Node::Kind::map) {
+    v.error(root.where, "", "expected a map with keys source, wafer and points");
+    throw_data_error(v.diagnostics());
+  }
+  v.check_map(root, "", {"source", "wafer", "points", "kernels"});
+  auto required = [&](const char* key) -> const Node* {
+    const Node* found = root.find(key);
+    if (found == nullptr) v.error(root.where, key, "missing required key");
+    return found;
+  };
+
+  if (const Node* n = required("source")) {
+    if (auto s = v.string(*n, "source")) set.source = *s;
+  }
+  std::optional<std::string> wafer_name;
+  if (const Node* n = required("wafer")) {
+    wafer_name = v.choice(*n, "wafer", wafer::wafer_preset_names());
+    if (wafer_name) set.wafer = *wafer_name;
+  }
+  const std::int64_t max_side = max_square_side_pes(wafer_name);
+  if (const Node* n = required("points")) {
+    if (n->kind != Node::Kind::sequence || n->items.empty()) {
+      v.error(n->where, "points", "expected a non-empty list of measurements");
+    } else {
+      for (std::size_t i = 0; i < n->items.size(); ++i) {
+        const std::string path = "points[" + std::to_string(i) + "]";
+        if (auto point = read_point(v, n->items[i], path, max_side, set.wafer)) set.points.push_back(*point);
+      }
+    }
+  }
+  // `kernels` holds single-kernel figures (free-form notes); calibration does not use them.
+
+  if (!v.diagnostics().empty()) throw_data_error(v.diagnostics());
+  return set;
+}
+
+}  // namespace wavel::calibrate

@@ -1,0 +1,334 @@
+// Per-kernel cycle counts following WaferLLM's kernels (domain.md §3) and the PLMR latency model
+// (alpha per hop, beta per software routing stage, link bandwidth), then step and pipeline composition.
+#include "wavel/cost/model.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include "wavel/common/error.hpp"
+#include "wavel/meshir/verify.hpp"
+
+namespace wavel::cost {
+
+namespace {
+
+using meshir::Axis;
+using meshir::Kernel;
+using meshir::PlacedOp;
+using meshir::Rect;
+
+constexpr double kFp16Bytes = 2.0;
+constexpr double kFp32Bytes = 4.0;  // reductions accumulate in FP32
+
+std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return b <= 0 ? 0 : (a + b - 1) / b; }
+
+double peak_flops_per_cycle(const wafer::WaferParams& wafer) { return 2.0 * static_cast<double>(wafer.simd_fp16_lanes); }
+
+// Critical path of a two-level K-tree allreduce of `bytes` along a line of `pes` PEs with groups of
+// `group` PEs, followed by a hardware multicast broadcast of the result back along the line.
+// Level 1 reduces each group into its centre (ceil((g-1)/2) stages of 1 hop); level 2 reduces the
+// group roots into the centre (ceil((n-1)/2) stages of g hops). Every stage is a software routing
+// stage (the PE must add before forwarding) and serialises the whole message on its link.
+struct Tree {
+  std::int64_t hops = 0;
+  std::int64_t stages = 0;
+  double link_cycles = 0;
+};
+
+Tree ktree_allreduce(std::int64_t pes, std::int64_t group, double bytes, const wafer::WaferParams& wafer) {
+  Tree t;
+  if (pes <= 1) return t;
+  std::int64_t g = group > 0 ? std::min(group, pes)
+                             : std::max<std::int64_t>(1, std::llround(std::sqrt(static_cast<double>(pes))));
+  const std::int64_t groups = ceil_div(pes, g);
+  const std::int64_t level1 = (g - 1 + 1) / 2;
+  const std::int64_t level2 = (groups - 1 + 1) / 2;
+  t.stages = level1 + level2;
+  const std::int64_t broadcast_hops = pes / 2;
+  t.hops = level1 + level2 * g + broadcast_hops;
+  const double per_message = bytes / static_cast<double>(wafer.link_bytes_per_cycle);
+  t.link_cycles = static_cast<double>(t.stages + 1) * per_message;
+  return t;
+}
+
+std::int64_t side(const Rect& r, Axis axis) { return axis == Axis::x ? r.w : r.h; }
+Axis other(Axis axis) { return axis == Axis::x ? Axis::y : Axis::x; }
+
+void finish(OpCost& c) {
+  c.total_cycles = c.compute_cycles + c.hop_cycles + c.stage_cycles + c.link_cycles + c.overhead_cycles;
+}
+
+// Local GEMV tile, then allreduce of the partial outputs along the reduce axis, then broadcast.
+OpCost meshgemv(const PlacedOp& op, const wafer::WaferParams& wafer, const CostParams& p) {
+  OpCost c;
+  const std::int64_t along = std::max<std::int64_t>(1, side(op.used, op.reduce_axis));
+  const std::int64_t across = std::max<std::int64_t>(1, side(op.used, other(op.reduce_axis)));
+  const std::int64_t rows = op.work.batch * op.work.m;  // independent vectors (tokens, or heads x requests)
+  const double local_flops = 2.0 * static_cast<double>(rows) * static_cast<double>(ceil_div(op.work.k, along)) *
+                             static_cast<double>(ceil_div(op.work.n, across));
+  c.compute_cycles = local_flops / (peak_flops_per_cycle(wafer) * p.gemv_efficiency);
+  const double bytes = static_cast<double>(rows) * static_cast<double>(ceil_div(op.work.n, across)) * kFp16Bytes;
+  const Tree t = ktree_allreduce(along, op.group, bytes, wafer);
+  c.hops = t.hops;
+  c.stages = t.stages;
+  c.hop_cycles = p.alpha_cycles_per_hop * static_cast<double>(t.hops);
+  c.stage_cycles = p.beta_cycles_per_stage * static_cast<double>(t.stages);
+  c.link_cycles = t.link_cycles;
+  c.overhead_cycles = p.kernel_overhead_cycles;
+  finish(c);
+  return c;
+}
+
+// Cannon on an interleaved ring: per step a local tile GEMM overlapped with a two-hop shift of the
+// moving operands. GEMM-T (Q.K^T) moves only K but reduce-adds partial scores along X every step.
+OpCost meshgemm(const PlacedOp& op, const wafer::WaferParams& wafer, const CostParams& p, bool transposed) {
+  OpCost c;
+  const std::int64_t w = std::max<std::int64_t>(1, op.used.w);
+  const std::int64_t h = std::max<std::int64_t>(1, op.used.h);
+  const std::int64_t ring = std::max(w, h);
+  const std::int64_t steps = std::max<std::int64_t>(1, std::min(ring, op.work.k));
+  const double b = static_cast<double>(op.work.batch);
+  const double tile_m = static_cast<double>(ceil_div(op.work.m, h));
+  const double tile_k = static_cast<double>(ceil_div(op.work.k, steps));
+  const double tile_n = static_cast<double>(ceil_div(op.work.n, w));
+  const double step_flops = 2.0 * b * tile_m * tile_k * tile_n;
+  const double step_compute = step_flops / (peak_flops_per_cycle(wafer) * p.gemm_efficiency);
+  const double a_bytes = b * tile_m * tile_k * kFp16Bytes;
+  const double b_bytes = b * tile_k * tile_n * kFp16Bytes;
+  const double out_bytes = transposed ? b * tile_m * tile_n * kFp16Bytes : 0.0;
+  const double moved = transposed ? std::max(b_bytes, out_bytes) : std::max(a_bytes, b_bytes);
+  const double step_link = moved / static_cast<double>(wafer.link_bytes_per_cycle);
+  const double step_hops = 2.0 * p.alpha_cycles_per_hop;  // interleaved ring: neighbours are <= 2 hops apart
+  const double step_comm = step_hops + step_link;
+  const double s = static_cast<double>(steps);
+  // Overlap: the step takes the longer of compute and shift; attribute the time to its causes.
+  if (step_compute >= step_comm) {
+    c.compute_cycles = s * step_compute;
+  } else {
+    c.hop_cycles = s * step_hops;
+    c.link_cycles = s * step_link;
+    c.compute_cycles = 0.0;
+  }
+  // Initial skew of the activation operand: up to ring/2 positions of 2 hops, not overlapped.
+  const double skew_positions = std::floor(static_cast<double>(ring) / 2.0);
+  c.hop_cycles += skew_positions * step_hops;
+  c.link_cycles += skew_positions * a_bytes / static_cast<double>(wafer.link_bytes_per_cycle);
+  c.hops = static_cast<std::int64_t>(2 * steps + 2 * static_cast<std::int64_t>(skew_positions));
+  c.overhead_cycles = s * p.step_overhead_cycles + p.kernel_overhead_cycles;
+  finish(c);
+  return c;
+}
+
+OpCost elementwise(const PlacedOp& op, const wafer::WaferParams& wafer, const CostParams& p) {
+  OpCost c;
+  const double pes = static_cast<double>(std::max<std::int64_t>(1, op.used.pes()));
+  c.compute_cycles = static_cast<double>(op.work.flops) / pes / (peak_flops_per_cycle(wafer) * p.elementwise_efficiency);
+  c.overhead_cycles = p.kernel_overhead_cycles;
+  finish(c);
+  return c;
+}
+
+// Per-token scalar reductions (RMSNorm, softmax): local work, then `rounds` dependent allreduces of
+// one FP32 value per token row held by the PE.
+OpCost scalar_allreduce(const PlacedOp& op, const wafer::WaferParams& wafer, const CostParams& p) {
+  OpCost c = elementwise(op, wafer, p);
+  const std::int64_t along = std::max<std::int64_t>(1, side(op.used, op.reduce_axis));
+  const std::int64_t across = std::max<std::int64_t>(1, side(op.used, other(op.reduce_axis)));
+  const double rows = static_cast<double>(ceil_div(op.work.batch * op.work.m, across));
+  const Tree t = ktree_allreduce(along, op.group, rows * kFp32Bytes, wafer);
+  const double r = static_cast<double>(std::max<std::int64_t>(1, op.rounds));
+  c.hops = t.hops * static_cast<std::int64_t>(r);
+  c.stages = t.stages * static_cast<std::int64_t>(r);
+  c.hop_cycles = r * p.alpha_cycles_per_hop * static_cast<double>(t.hops);
+  c.stage_cycles = r * p.beta_cycles_per_stage * static_cast<double>(t.stages);
+  c.link_cycles = r * t.link_cycles;
+  finish(c);
+  return c;
+}
+
+// Shift-based KV cache: the new entries enter one row and every row passes its oldest entry up.
+OpCost kv_shift(const PlacedOp& op, const wafer::WaferParams& wafer, const CostParams& p) {
+  OpCost c;
+  const double pes = static_cast<double>(std::max<std::int64_t>(1, op.used.pes()));
+  c.hops = 1;
+  c.hop_cycles = p.alpha_cycles_per_hop;
+  c.link_cycles = std::ceil(static_cast<double>(op.work.output_bytes) / pes) / static_cast<double>(wafer.link_bytes_per_cycle);
+  c.overhead_cycles = p.kernel_overhead_cycles;
+  finish(c);
+  return c;
+}
+
+// Centre-to-centre Manhattan distance, and the links available across the direction of travel.
+OpCost move_between(const Rect& from, const Rect& to, double bytes, const wafer::WaferParams& wafer,
+                    const CostParams& p) {
+  OpCost c;
+  const std::int64_t dx = std::llabs((2 * from.x + from.w) - (2 * to.x + to.w)) / 2;
+  const std::int64_t dy = std::llabs((2 * from.y + from.h) - (2 * to.y + to.h)) / 2;
+  c.hops = dx + dy;
+  const std::int64_t lanes = dx >= dy ? std::min(from.h, to.h) : std::min(from.w, to.w);
+  c.hop_cycles = p.alpha_cycles_per_hop * static_cast<double>(c.hops);
+  c.link_cycles = bytes / (static_cast<double>(wafer.link_bytes_per_cycle) * static_cast<double>(std::max<std::int64_t>(1, lanes)));
+  c.overhead_cycles = p.kernel_overhead_cycles;
+  finish(c);
+  return c;
+}
+
+// Re-map inside a region: on average half the data crosses the bisection.
+OpCost relayout(const PlacedOp& op, const wafer::WaferParams& wafer, const CostParams& p) {
+  OpCost c;
+  const Rect& r = op.used;
+  c.hops = (r.w + r.h) / 2;
+  c.hop_cycles = p.alpha_cycles_per_hop * static_cast<double>(c.hops);
+  const double bisection_links = static_cast<double>(std::max<std::int64_t>(1, std::min(r.w, r.h)));
+  c.link_cycles = static_cast<double>(op.work.input_bytes) / 2.0 / (static_cast<double>(wafer.link_bytes_per_cycle) * bisection_links);
+  c.overhead_cycles = p.kernel_overhead_cycles;
+  finish(c);
+  return c;
+}
+
+// Embedding rows are spread over the region; each token's row is gathered and broadcast.
+OpCost lookup(const PlacedOp& op, const wafer::WaferParams& wafer, const CostParams& p) {
+  OpCost c;
+  const Rect& r = op.used;
+  c.hops = r.w + r.h;
+  c.hop_cycles = p.alpha_cycles_per_hop * static_cast<double>(c.hops);
+  c.link_cycles = static_cast<double>(op.work.output_bytes) /
+                  (static_cast<double>(wafer.link_bytes_per_cycle) * static_cast<double>(std::max<std::int64_t>(1, std::min(r.w, r.h))));
+  c.overhead_cycles = p.kernel_overhead_cycles;
+  finish(c);
+  return c;
+}
+
+// Area of the union of rectangles (regions of different steps may overlap), by coordinate compression.
+std::int64_t union_pes(const std::vector<Rect>& rects) {
+  std::vector<std::int64_t> xs, ys;
+  for (const auto& r : rects) {
+    xs.insert(xs.end(), {r.x, r.x + r.w});
+    ys.insert(ys.end(), {r.y, r.y + r.h});
+  }
+  std::sort(xs.begin(), xs.end());
+  xs.erase(std::unique(xs.begin(), xs.end()), xs.end());
+  std::sort(ys.begin(), ys.end());
+  ys.erase(std::unique(ys.begin(), ys.end()), ys.end());
+  std::int64_t area = 0;
+  for (std::size_t i = 0; i + 1 < xs.size(); ++i) {
+    for (std::size_t j = 0; j + 1 < ys.size(); ++j) {
+      for (const auto& r : rects) {
+        if (r.contains(xs[i], ys[j])) {
+          area += (xs[i + 1] - xs[i]) * (ys[j + 1] - ys[j]);
+          break;
+        }
+      }
+    }
+  }
+  return area;
+}
+
+}  // namespace
+
+int colours_needed(const PlacedOp& op) {
+  switch (op.kernel) {
+    case Kernel::meshgemm:
+    case Kernel::gemm_t: return 4;  // two operands, each on an interleaved ring (one colour per direction)
+    case Kernel::meshgemv:
+    case Kernel::allreduce: return 3;  // one per tree level plus the broadcast
+    case Kernel::relayout:
+    case Kernel::moe_dispatch:
+    case Kernel::moe_combine: return 2;
+    case Kernel::kv_shift:
+    case Kernel::lookup:
+    case Kernel::transfer: return 1;
+    case Kernel::elementwise: return 0;
+  }
+  return 0;
+}
+
+OpCost op_cost(const meshir::Schedule& schedule, const PlacedOp& op, const wafer::WaferParams& wafer,
+               const CostParams& params) {
+  OpCost c;
+  switch (op.kernel) {
+    case Kernel::meshgemv: c = meshgemv(op, wafer, params); break;
+    case Kernel::meshgemm: c = meshgemm(op, wafer, params, false); break;
+    case Kernel::gemm_t: c = meshgemm(op, wafer, params, true); break;
+    case Kernel::elementwise: c = elementwise(op, wafer, params); break;
+    case Kernel::allreduce: c = scalar_allreduce(op, wafer, params); break;
+    case Kernel::kv_shift: c = kv_shift(op, wafer, params); break;
+    case Kernel::lookup: c = lookup(op, wafer, params); break;
+    case Kernel::relayout: c = relayout(op, wafer, params); break;
+    case Kernel::transfer:
+    case Kernel::moe_dispatch:
+    case Kernel::moe_combine: {
+      if (op.to_region < 0 || op.to_region >= static_cast<int>(schedule.regions.size())) {
+        throw InternalError("op '" + op.name + "' moves data to an invalid region");
+      }
+      c = move_between(op.used, schedule.regions[static_cast<std::size_t>(op.to_region)],
+                       static_cast<double>(op.work.input_bytes), wafer, params);
+      break;
+    }
+  }
+  return c;
+}
+
+ScheduleCost evaluate(const meshir::Schedule& schedule, const wafer::WaferParams& wafer, const CostParams& params,
+                      bool decode, std::int64_t prompt_tokens) {
+  ScheduleCost out;
+  out.ops.reserve(schedule.ops.size());
+  // A meshgemv whose reduce axis differs from the previous one in its region re-configures routes.
+  std::map<int, Axis> last_axis;
+  for (const auto& op : schedule.ops) {
+    OpCost c = op_cost(schedule, op, wafer, params);
+    if (op.kernel == Kernel::meshgemv) {
+      auto it = last_axis.find(op.region);
+      if (it != last_axis.end() && it->second != op.reduce_axis) {
+        c.overhead_cycles += params.route_switch_cycles;
+        c.total_cycles += params.route_switch_cycles;
+      }
+      last_axis[op.region] = op.reduce_axis;
+    }
+    out.ops.push_back(c);
+  }
+  // Steps run one after another; ops of a step overlap. Stages are timed the same way on their own ops.
+  std::map<int, double> stage_cycles;
+  double pass = 0.0;
+  for (std::size_t i = 0; i < schedule.ops.size();) {
+    const int step = schedule.ops[i].step;
+    double step_max = 0.0;
+    std::map<int, double> stage_max;
+    for (; i < schedule.ops.size() && schedule.ops[i].step == step; ++i) {
+      step_max = std::max(step_max, out.ops[i].total_cycles);
+      double& s = stage_max[schedule.ops[i].stage];
+      s = std::max(s, out.ops[i].total_cycles);
+    }
+    pass += step_max;
+    for (const auto& [stage, cycles] : stage_max) stage_cycles[stage] += cycles;
+  }
+  const double scale = static_cast<double>(std::max<std::int64_t>(1, schedule.layer_scale));
+  out.pass_cycles = pass * scale;
+  for (const auto& [stage, cycles] : stage_cycles) {
+    out.bottleneck_stage_cycles = std::max(out.bottleneck_stage_cycles, cycles * scale);
+  }
+  // Micro-batches pipeline through the stages: a round takes the longer of one full pass and
+  // `microbatches` turns of the slowest stage.
+  const double mb = static_cast<double>(std::max<std::int64_t>(1, schedule.microbatches));
+  const double clock = wafer.clock_hz;
+  const double requests = static_cast<double>(std::max<std::int64_t>(1, schedule.concurrent_requests));
+  if (decode) {
+    const double round = std::max(out.pass_cycles, mb * out.bottleneck_stage_cycles);
+    out.latency_s = round / clock;
+    out.tokens_per_s = requests / out.latency_s;
+    out.tpr_tokens_per_s = 1.0 / out.latency_s;
+  } else {
+    // All micro-batches of prompts: fill the pipeline once, then one slowest-stage turn each.
+    const double total = out.pass_cycles + (mb - 1.0) * out.bottleneck_stage_cycles;
+    out.latency_s = total / clock;
+    out.tokens_per_s = static_cast<double>(prompt_tokens) * requests / out.latency_s;
+    out.tpr_tokens_per_s = static_cast<double>(prompt_tokens) / (out.pass_cycles / clock);
+  }
+  out.pes_used = union_pes(schedule.regions);
+  out.sram_bytes_per_pe_max = meshir::resident_bytes_per_pe_max(schedule);
+  out.sram_headroom = 1.0 - static_cast<double>(out.sram_bytes_per_pe_max) / static_cast<double>(schedule.sram_per_pe_bytes);
+  return out;
+}
+
+}  // namespace wavel::cost

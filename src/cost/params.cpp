@@ -1,0 +1,114 @@
+// Registry of the cost model's free parameters, their defaults, and exact YAML read/write.
+#include "wavel/cost/params.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <fstream>
+#include <sstream>
+#include <system_error>
+
+#include "wavel/common/error.hpp"
+#include "wavel/config/schema.hpp"
+#include "wavel/config/source_tree.hpp"
+
+namespace wavel::cost {
+
+namespace {
+
+std::vector<ParamInfo> build_registry() {
+  // Bounds are physical plausibility limits, not fit hints: a fit that runs into one is telling the
+  // user the model form is wrong, so they are wide but finite. Efficiencies stay above zero because
+  // the cost model divides by them.
+  return {
+      {"alpha_cycles_per_hop", "cycles/hop", 0.1, 100.0, &CostParams::alpha_cycles_per_hop,
+       "latency per hop on a pre-configured route (about 1 cycle, domain.md section 2)"},
+      {"beta_cycles_per_stage", "cycles/stage", 1.0, 1e4, &CostParams::beta_cycles_per_stage,
+       "one software routing stage: receive, add, re-send (tens of cycles; fit it)"},
+      {"gemm_efficiency", "1", 0.01, 1.0, &CostParams::gemm_efficiency,
+       "fraction of SIMD peak reached by local GEMM tiles"},
+      {"gemv_efficiency", "1", 0.01, 1.0, &CostParams::gemv_efficiency,
+       "fraction of SIMD peak reached by local GEMV tiles"},
+      {"elementwise_efficiency", "1", 0.01, 1.0, &CostParams::elementwise_efficiency,
+       "fraction of SIMD peak for elementwise work"},
+      {"step_overhead_cycles", "cycles/step", 0.0, 1e5, &CostParams::step_overhead_cycles,
+       "fixed cost of one compute-and-shift step (sync, DSD setup)"},
+      {"kernel_overhead_cycles", "cycles/kernel", 0.0, 1e7, &CostParams::kernel_overhead_cycles,
+       "fixed cost of launching one kernel on a region"},
+      {"route_switch_cycles", "cycles/switch", 0.0, 1e6, &CostParams::route_switch_cycles,
+       "re-configuring routes at run time (allreduce axis switch)"},
+  };
+}
+
+std::vector<std::string> registry_names() {
+  std::vector<std::string> names;
+  for (const auto& p : param_registry()) names.push_back(p.name);
+  return names;
+}
+
+// Shortest text that parses back to the same double (std::to_chars guarantees the round trip).
+std::string exact_double(double value) {
+  char buffer[64];
+  const auto result = std::to_chars(buffer, buffer + sizeof buffer, value);
+  if (result.ec != std::errc()) throw InternalError("cannot format a double");
+  return std::string(buffer, result.ptr);
+}
+
+}  // namespace
+
+const std::vector<ParamInfo>& param_registry() {
+  static const std::vector<ParamInfo> registry = build_registry();
+  return registry;
+}
+
+CostParams default_params(const wafer::WaferParams& wafer) {
+  CostParams params;
+  params.alpha_cycles_per_hop = wafer.alpha_cycles_per_hop;
+  params.beta_cycles_per_stage = wafer.beta_cycles_per_stage;
+  return params;
+}
+
+CostParams load_params(const std::string& path, const CostParams& base) {
+  std::ifstream file(path, std::ios::binary);
+  if (!file) throw InputMissingError("cannot read params file '" + path + "'");
+  std::ostringstream text;
+  text << file.rdbuf();
+  if (file.bad()) throw InputMissingError("error while reading params file '" + path + "'");
+  return parse_params(text.str(), path, base);
+}
+
+CostParams parse_params(const std::string& text, const std::string& file_label, const CostParams& base) {
+  const config::Node root = config::parse_yaml(text, file_label);
+  config::Validator v;
+  CostParams params = base;
+  if (v.check_map(root, "", registry_names())) {
+    for (const auto& info : param_registry()) {
+      const config::Node* node = root.find(info.name);
+      if (node == nullptr) continue;
+      if (auto value = v.number(*node, info.name, info.min_value, info.max_value)) params.*info.field = *value;
+    }
+  }
+  v.throw_if_errors();
+  return params;
+}
+
+std::string params_to_yaml(const CostParams& params, const std::string& header_comment) {
+  std::string out;
+  std::istringstream header(header_comment);
+  for (std::string line; std::getline(header, line);) out += line.empty() ? "#\n" : "# " + line + "\n";
+
+  std::size_t width = 0;
+  std::vector<std::string> values;
+  for (const auto& info : param_registry()) {
+    values.push_back(info.name + ": " + exact_double(params.*info.field));
+    width = std::max(width, values.back().size());
+  }
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    const auto& info = param_registry()[i];
+    out += values[i] + std::string(width - values[i].size() + 2, ' ') + "# [" + info.units + "] " +
+           info.description + "; bounds " + exact_double(info.min_value) + " .. " + exact_double(info.max_value) +
+           "\n";
+  }
+  return out;
+}
+
+}  // namespace wavel::cost

@@ -1,0 +1,248 @@
+// validate, calibrate, show and check: thin orchestration over calibrate/, meshir/ and cost/.
+#include "wavel/driver/commands.hpp"
+
+#include <cmath>
+#include <filesystem>
+#include <iomanip>
+#include <sstream>
+
+#include "wavel/calibrate/fit.hpp"
+#include "wavel/calibrate/predict.hpp"
+#include "wavel/calibrate/reference.hpp"
+#include "wavel/common/error.hpp"
+#include "wavel/cost/model.hpp"
+#include "wavel/cost/params.hpp"
+#include "wavel/io/results.hpp"
+#include "wavel/meshir/text.hpp"
+#include "wavel/meshir/verify.hpp"
+#include "wavel/version_info.hpp"
+
+namespace wavel::driver {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+wafer::WaferParams wafer_named(const std::string& name, const std::string& file) {
+  auto w = wafer::find_wafer_preset(name);
+  if (!w) throw DataError({Diagnostic{file, 0, 0, "wafer", "unknown wafer preset '" + name + "'"}});
+  return *w;
+}
+
+cost::CostParams params_for(const wafer::WaferParams& wafer, const std::string& params_path) {
+  cost::CostParams p = cost::default_params(wafer);
+  if (!params_path.empty()) p = cost::load_params(params_path, p);
+  return p;
+}
+
+std::string default_dir(const std::string& command, const std::string& input) {
+  return "results/runs/" + command + "-" + fs::path(input).stem().string();
+}
+
+void make_dir(const std::string& dir, const RunContext& context) {
+  on_root_agreed(context.comm, 0, [&] {
+    std::error_code ec;
+    fs::create_directories(dir, ec);
+    if (ec || !fs::is_directory(dir)) throw OutputError("cannot create output directory '" + dir + "': " + ec.message());
+  });
+}
+
+std::string percent(double value) {
+  if (!std::isfinite(value)) return "n/a";
+  std::ostringstream out;
+  out << std::fixed << std::setprecision(2) << value << " %";
+  return out.str();
+}
+
+void print_validation(std::ostream& out, const calibrate::ReferenceSet& set, const calibrate::ValidationReport& r,
+                      const std::string& title) {
+  out << title << '\n';
+  out << std::left << std::setw(12) << "model" << std::setw(9) << "phase" << std::right << std::setw(6) << "grid"
+      << std::setw(8) << "tokens" << std::setw(16) << "measured tok/s" << std::setw(17) << "predicted tok/s"
+      << std::setw(10) << "rel err" << "  split\n";
+  for (std::size_t i = 0; i < set.points.size(); ++i) {
+    const auto& p = set.points[i];
+    const auto& q = r.points[i];
+    out << std::left << std::setw(12) << p.model << std::setw(9) << workload::to_string(p.phase) << std::right
+        << std::setw(6) << p.grid_pes << std::setw(8) << p.tokens() << std::setw(16) << std::fixed
+        << std::setprecision(1) << q.measured_tokens_per_s << std::setw(17) << q.predicted_tokens_per_s
+        << std::setw(9) << std::setprecision(1) << 100.0 * q.rel_error << "%  " << (q.held_out ? "test" : "train")
+        << '\n';
+  }
+  out << std::defaultfloat << "MAPE: all " << percent(r.mape_pct) << ", train (" << r.train_points << " points) "
+      << percent(r.train_mape_pct) << ", held-out test (" << r.test_points << " points) " << percent(r.test_mape_pct)
+      << '\n';
+}
+
+std::vector<io::Attribute> command_provenance(const std::string& command, const std::string& input,
+                                              const std::string& params_path, const RunContext& context) {
+  return {{"format_version", std::string("wavel-results/1")},
+          {"tool_version", std::string(WAVEL_VERSION)},
+          {"git_hash", std::string(WAVEL_GIT_HASH)},
+          {"command", command},
+          {"reference_file", input},
+          {"params_file", params_path},
+          {"mpi_ranks", std::int64_t{context.ranks}},
+          {"slurm_job_id", context.slurm_job_id}};
+}
+
+}  // namespace
+
+std::vector<std::string> default_fit_names() {
+  return {"beta_cycles_per_stage", "gemm_efficiency", "step_overhead_cycles"};
+}
+
+void validate_command(const std::string& reference_path, const std::string& params_path,
+                      const std::string& output_dir, const RunContext& context, std::ostream& out) {
+  const auto set = calibrate::load_reference(reference_path);
+  const auto wafer = wafer_named(set.wafer, reference_path);
+  const auto params = params_for(wafer, params_path);
+  const auto report = calibrate::validate(set, calibrate::waferllm_predictor(wafer), params);
+  const std::string dir = output_dir.empty() ? default_dir("validate", reference_path) : output_dir;
+  make_dir(dir, context);
+  const auto table = calibrate::validation_table(set, report);
+  auto attrs = command_provenance("validate", reference_path, params_path, context);
+  attrs.push_back({"mape_pct", report.mape_pct});
+  attrs.push_back({"train_mape_pct", report.train_mape_pct});
+  attrs.push_back({"test_mape_pct", report.test_mape_pct});
+  io::write_results_h5((fs::path(dir) / "results.h5").string(), attrs, {table}, context.comm);
+  on_root_agreed(context.comm, 0, [&] { io::write_csv((fs::path(dir) / "validation.csv").string(), table); });
+  if (context.rank != 0) return;
+  print_validation(out, set, report,
+                   "Validation of WaferLLM's schedule against " + set.source + " (" + set.wafer + "), params: " +
+                       (params_path.empty() ? "built-in defaults" : params_path));
+  out << "written: " << dir << "/validation.csv, " << dir << "/results.h5\n";
+}
+
+void calibrate_command(const std::string& reference_path, const std::string& params_path,
+                       const std::vector<std::string>& fit_names, const std::string& output_dir,
+                       const RunContext& context, std::ostream& out) {
+  const auto set = calibrate::load_reference(reference_path);
+  const auto wafer = wafer_named(set.wafer, reference_path);
+  const auto start = params_for(wafer, params_path);
+  const auto names = fit_names.empty() ? default_fit_names() : fit_names;
+  const auto result = calibrate::calibrate(set, calibrate::waferllm_predictor(wafer), start, names);
+  const std::string dir = output_dir.empty() ? default_dir("calibrate", reference_path) : output_dir;
+  make_dir(dir, context);
+
+  std::ostringstream header;
+  header << "Fitted by: wavel-dse calibrate " << reference_path;
+  if (!params_path.empty()) header << " --params " << params_path;
+  header << " --fit ";
+  for (std::size_t i = 0; i < result.fit_names.size(); ++i) header << (i ? "," : "") << result.fit_names[i];
+  header << "\nTool: " << WAVEL_VERSION << " (git " << WAVEL_GIT_HASH << ")\n"
+         << "Reference: " << set.source << " (" << set.wafer << ", " << set.points.size() << " points)\n"
+         << "Least squares in log space on " << result.after.train_points << " training points; MAPE train "
+         << percent(result.after.train_mape_pct) << ", held-out test " << percent(result.after.test_mape_pct);
+  const std::string params_text = cost::params_to_yaml(result.fitted, header.str());
+
+  const auto validation = calibrate::validation_table(set, result.after);
+  const auto fitted = calibrate::calibration_table(result);
+  auto attrs = command_provenance("calibrate", reference_path, params_path, context);
+  attrs.push_back({"params_yaml", params_text});
+  attrs.push_back({"train_mape_pct_before", result.before.train_mape_pct});
+  attrs.push_back({"test_mape_pct_before", result.before.test_mape_pct});
+  attrs.push_back({"train_mape_pct", result.after.train_mape_pct});
+  attrs.push_back({"test_mape_pct", result.after.test_mape_pct});
+  io::write_results_h5((fs::path(dir) / "results.h5").string(), attrs, {validation, fitted}, context.comm);
+  on_root_agreed(context.comm, 0, [&] {
+    io::write_file_atomically((fs::path(dir) / "params.yaml").string(), params_text);
+    io::write_csv((fs::path(dir) / "validation.csv").string(), validation);
+    io::write_csv((fs::path(dir) / "calibration.csv").string(), fitted);
+  });
+  if (context.rank != 0) return;
+  print_validation(out, set, result.before, "Before fitting (start parameters):");
+  out << '\n';
+  print_validation(out, set, result.after, "After fitting:");
+  out << "\nfitted parameters (shared by every model and point):\n";
+  for (const auto& info : cost::param_registry()) {
+    if (std::find(result.fit_names.begin(), result.fit_names.end(), info.name) == result.fit_names.end()) continue;
+    out << "  " << std::left << std::setw(24) << info.name << std::right << std::setw(12) << start.*(info.field)
+        << " -> " << std::setw(12) << result.fitted.*(info.field) << ' ' << info.units << '\n';
+  }
+  out << "objective " << result.objective_start << " -> " << result.objective_final << " after "
+      << result.iterations << " iterations" << (result.converged ? "" : " (iteration cap reached)") << '\n';
+  out << "written: " << dir << "/params.yaml (use with --params), validation.csv, calibration.csv, results.h5\n";
+}
+
+void show_command(const std::string& results_path, std::int64_t setting, const std::string& schedule,
+                  const RunContext& context, std::ostream& out) {
+  on_root_agreed(context.comm, 0, [&] {
+    const io::Table table = io::read_table_h5(results_path, "schedules");
+    const auto& ids = std::get<std::vector<std::int64_t>>(table.columns.at(0).values);
+    const auto& names = std::get<std::vector<std::string>>(table.columns.at(1).values);
+    const auto& texts = std::get<std::vector<std::string>>(table.columns.at(2).values);
+    std::string available;
+    for (std::size_t i = 0; i < ids.size(); ++i) {
+      if (setting >= 0 && ids[i] != setting) continue;
+      if (!schedule.empty() && names[i] == schedule) {
+        out << texts[i];
+        return;
+      }
+      available += "  --setting " + std::to_string(ids[i]) + " --schedule " + names[i] + "\n";
+    }
+    if (schedule.empty()) {
+      out << "stored schedules" << (setting >= 0 ? " of setting " + std::to_string(setting) : "") << ":\n"
+          << available;
+      return;
+    }
+    throw DataError({Diagnostic{results_path, 0, 0, "schedules",
+                                "no schedule '" + schedule + "' for setting " + std::to_string(setting) +
+                                    (available.empty() ? std::string("; this file stores none for it")
+                                                       : "; stored:\n" + available)}});
+  });
+}
+
+void check_command(const std::string& meshir_path, const std::string& wafer_preset, const std::string& params_path,
+                   const RunContext& context, std::ostream& out) {
+  const std::string text = read_file_on_root(meshir_path, context.comm);
+  const auto parsed = meshir::parse_with_lines(text, meshir_path);
+  const auto& s = parsed.schedule;
+  wafer::WaferParams wafer = wafer_named(wafer_preset, meshir_path);
+  // The schedule names the grid it was built for; the preset supplies clock, SIMD and links.
+  wafer.grid_w_pes = s.grid_w_pes;
+  wafer.grid_h_pes = s.grid_h_pes;
+  wafer.sram_per_pe_bytes = s.sram_per_pe_bytes;
+  wafer.routable_colours = s.colours;
+  wafer.defective_pes.clear();
+  for (const auto& [x, y] : s.defective_pes) wafer.defective_pes.push_back({x, y});
+  meshir::VerifyOptions options{meshir_path, parsed.lines, [](const meshir::PlacedOp& op) { return cost::colours_needed(op); }};
+  meshir::verify_or_throw(s, options);
+  const auto params = params_for(wafer, params_path);
+  bool prefill = false;
+  std::int64_t prompt_tokens = 0;
+  const std::int64_t per_batch = (s.concurrent_requests + s.microbatches - 1) / std::max<std::int64_t>(1, s.microbatches);
+  for (const auto& op : s.ops) {
+    if (op.kernel == meshir::Kernel::meshgemm || op.kernel == meshir::Kernel::gemm_t) {
+      prefill = true;
+      prompt_tokens = std::max(prompt_tokens, op.work.m / std::max<std::int64_t>(1, per_batch));
+    }
+  }
+  const auto cost = cost::evaluate(s, wafer, params, !prefill, prompt_tokens);
+  if (context.rank != 0) return;
+  out << "schedule '" << s.name << "': " << s.ops.size() << " ops, " << s.regions.size() << " regions, verified OK\n";
+  out << std::left << std::setw(5) << "op" << std::setw(34) << "name" << std::setw(13) << "kernel" << std::right
+      << std::setw(7) << "region" << std::setw(6) << "step" << std::setw(12) << "compute" << std::setw(10)
+      << "hops" << std::setw(12) << "stages" << std::setw(11) << "links" << std::setw(10) << "overhead"
+      << std::setw(13) << "total cyc" << '\n';
+  for (std::size_t i = 0; i < s.ops.size(); ++i) {
+    const auto& op = s.ops[i];
+    const auto& c = cost.ops[i];
+    out << std::left << std::setw(5) << i << std::setw(34) << op.name.substr(0, 33) << std::setw(13)
+        << meshir::to_string(op.kernel) << std::right << std::setw(7) << op.region << std::setw(6) << op.step
+        << std::fixed << std::setprecision(0) << std::setw(12) << c.compute_cycles << std::setw(10) << c.hop_cycles
+        << std::setw(12) << c.stage_cycles << std::setw(11) << c.link_cycles << std::setw(10) << c.overhead_cycles
+        << std::setw(13) << c.total_cycles << std::defaultfloat << '\n';
+  }
+  out << "SRAM per PE by region:";
+  for (std::size_t r = 0; r < s.regions.size(); ++r) {
+    out << ' ' << r << ':' << meshir::resident_bytes_per_pe(s, static_cast<int>(r)) << 'B';
+  }
+  out << " of " << s.sram_per_pe_bytes << "B\n";
+  out << "PREDICTED (" << (params_path.empty() ? std::string("built-in parameters") : params_path) << "): "
+      << (prefill ? "TTFT " : "TPOT ") << cost.latency_s << " s, " << cost.tokens_per_s << " tokens/s, "
+      << cost.pes_used << " PEs, SRAM headroom " << 100.0 * cost.sram_headroom << " %"
+      << (s.layer_scale > 1 ? ", costs scaled x" + std::to_string(s.layer_scale) + " (layer subset)" : "") << '\n';
+}
+
+}  // namespace wavel::driver

@@ -1,0 +1,63 @@
+// Names of MeshIR kernels, dimensions and axes, as printed in the text form and in results.
+#include "wavel/meshir/schedule.hpp"
+
+#include <array>
+#include <utility>
+
+namespace wavel::meshir {
+
+namespace {
+
+// One table per enum keeps to_string and parse_* from drifting apart.
+constexpr std::array<std::pair<Kernel, std::string_view>, 11> kernel_names{{
+    {Kernel::meshgemm, "meshgemm"},
+    {Kernel::gemm_t, "gemm_t"},
+    {Kernel::meshgemv, "meshgemv"},
+    {Kernel::elementwise, "elementwise"},
+    {Kernel::allreduce, "allreduce"},
+    {Kernel::kv_shift, "kv_shift"},
+    {Kernel::lookup, "lookup"},
+    {Kernel::transfer, "transfer"},
+    {Kernel::relayout, "relayout"},
+    {Kernel::moe_dispatch, "moe_dispatch"},
+    {Kernel::moe_combine, "moe_combine"},
+}};
+
+constexpr std::array<std::pair<Dim, std::string_view>, 3> dim_names{{
+    {Dim::none, "none"},
+    {Dim::tokens, "tokens"},
+    {Dim::features, "features"},
+}};
+
+constexpr std::array<std::pair<Axis, std::string_view>, 2> axis_names{{
+    {Axis::x, "x"},
+    {Axis::y, "y"},
+}};
+
+template <class Enum, std::size_t N>
+std::string_view name_of(const std::array<std::pair<Enum, std::string_view>, N>& table, Enum value) {
+  for (const auto& [v, name] : table) {
+    if (v == value) return name;
+  }
+  return "?";
+}
+
+template <class Enum, std::size_t N>
+std::optional<Enum> value_of(const std::array<std::pair<Enum, std::string_view>, N>& table, std::string_view text) {
+  for (const auto& [v, name] : table) {
+    if (name == text) return v;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::string_view to_string(Kernel kernel) { return name_of(kernel_names, kernel); }
+std::string_view to_string(Dim dim) { return name_of(dim_names, dim); }
+std::string_view to_string(Axis axis) { return name_of(axis_names, axis); }
+
+std::optional<Kernel> parse_kernel(std::string_view text) { return value_of(kernel_names, text); }
+std::optional<Dim> parse_dim(std::string_view text) { return value_of(dim_names, text); }
+std::optional<Axis> parse_axis(std::string_view text) { return value_of(axis_names, text); }
+
+}  // namespace wavel::meshir

@@ -1,0 +1,429 @@
+// Executability checks of MeshIR schedules, and the SRAM-per-PE model they share with the cost model.
+#include "wavel/meshir/verify.hpp"
+
+#include <algorithm>
+#include <limits>
+#include <map>
+#include <set>
+#include <utility>
+
+namespace wavel::meshir {
+
+namespace {
+
+constexpr std::int64_t int64_max = std::numeric_limits<std::int64_t>::max();
+
+std::int64_t saturating_add(std::int64_t a, std::int64_t b) { return a > int64_max - b ? int64_max : a + b; }
+
+std::int64_t saturating_mul(std::int64_t a, std::int64_t b) {
+  if (a == 0 || b == 0) return 0;
+  return a > int64_max / b ? int64_max : a * b;
+}
+
+/// ceil(a / b) for a >= 0, b > 0.
+std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return a / b + (a % b != 0 ? 1 : 0); }
+
+std::int64_t non_negative(std::int64_t v) { return std::max<std::int64_t>(v, 0); }
+std::int64_t at_least_one(std::int64_t v) { return std::max<std::int64_t>(v, 1); }
+
+// Rectangles come from files, so their ends are computed without overflow: x + w saturates.
+std::int64_t end_of(std::int64_t start, std::int64_t length) {
+  std::int64_t end = 0;
+  if (!__builtin_add_overflow(start, length, &end)) return end;
+  return length > 0 ? int64_max : std::numeric_limits<std::int64_t>::min();
+}
+
+bool inside(const Rect& inner, const Rect& outer) {
+  return inner.x >= outer.x && inner.y >= outer.y && end_of(inner.x, inner.w) <= end_of(outer.x, outer.w) &&
+         end_of(inner.y, inner.h) <= end_of(outer.y, outer.h);
+}
+
+bool overlap(const Rect& a, const Rect& b) {
+  return a.x < end_of(b.x, b.w) && b.x < end_of(a.x, a.w) && a.y < end_of(b.y, b.h) && b.y < end_of(a.y, a.h);
+}
+
+bool holds(const Rect& r, std::int64_t px, std::int64_t py) {
+  return px >= r.x && py >= r.y && px < end_of(r.x, r.w) && py < end_of(r.y, r.h);
+}
+
+std::string rect_text(const Rect& r) {
+  return std::to_string(r.x) + "," + std::to_string(r.y) + "," + std::to_string(r.w) + "," + std::to_string(r.h);
+}
+
+/// The part of a layout a consumer must match, as the text form writes it.
+std::string placement_text(const Layout& l) {
+  return "x:" + std::string(to_string(l.on_x)) + ",y:" + std::string(to_string(l.on_y)) +
+         ",part:" + std::to_string(l.part_x) + "x" + std::to_string(l.part_y);
+}
+
+/// Collects diagnostics located by the source lines of the schedule's parts.
+class Checker {
+ public:
+  Checker(const Schedule& s, const VerifyOptions& o) : s_(s), o_(o) {}
+
+  std::vector<Diagnostic> run();
+
+ private:
+  static int line_of(const std::vector<int>& lines, std::size_t index) {
+    return index < lines.size() ? lines[index] : 0;
+  }
+  int op_line(std::size_t i) const { return line_of(o_.lines.ops, i); }
+  int region_line(std::size_t r) const { return line_of(o_.lines.regions, r); }
+  int header_line(const std::string& key) const {
+    const auto it = o_.lines.header.find(key);
+    return it == o_.lines.header.end() ? 0 : it->second;
+  }
+  void add(int line, const std::string& key_path, const std::string& message) {
+    diagnostics_.push_back(Diagnostic{o_.file_label, line, 0, key_path, message});
+  }
+  void op_error(std::size_t i, const std::string& field, const std::string& message) {
+    add(op_line(i), "ops[" + std::to_string(i) + "]" + (field.empty() ? "" : "." + field),
+        "op '" + s_.ops[i].name + "': " + message);
+  }
+  bool region_ok(int r) const { return r >= 0 && static_cast<std::size_t>(r) < s_.regions.size(); }
+  bool grid_contains(const Rect& r) const {
+    return r.x >= 0 && r.y >= 0 && end_of(r.x, r.w) <= s_.grid_w_pes && end_of(r.y, r.h) <= s_.grid_h_pes;
+  }
+
+  void check_header();
+  void check_regions();
+  void check_op(std::size_t i);
+  void check_layout(std::size_t i, const char* field, const Layout& l);
+  void check_steps_disjoint();
+  void check_sram();
+  void check_edges();
+
+  const Schedule& s_;
+  const VerifyOptions& o_;
+  std::vector<Diagnostic> diagnostics_;
+};
+
+void Checker::check_header() {
+  auto positive = [&](const char* key, std::int64_t value, std::int64_t min) {
+    if (value < min) {
+      add(header_line(key), key, std::string(key) + " is " + std::to_string(value) + ", must be at least " +
+                                     std::to_string(min));
+    }
+  };
+  if (s_.grid_w_pes < 1 || s_.grid_h_pes < 1) {
+    add(header_line("grid"), "grid",
+        "grid is " + std::to_string(s_.grid_w_pes) + " x " + std::to_string(s_.grid_h_pes) +
+            " PEs, both sides must be at least 1");
+  }
+  positive("sram_per_pe_bytes", s_.sram_per_pe_bytes, 1);
+  positive("colours", s_.colours, 0);
+  positive("requests", s_.concurrent_requests, 1);
+  positive("microbatches", s_.microbatches, 1);
+  if (s_.concurrent_requests >= 1 && s_.microbatches > s_.concurrent_requests) {
+    add(header_line("microbatches"), "microbatches",
+        std::to_string(s_.microbatches) + " microbatches for " + std::to_string(s_.concurrent_requests) +
+            " requests: a microbatch would be empty");
+  }
+  if (s_.layers_total < 0) add(header_line("layers"), "layers", "layers is negative");
+  if (s_.layer_scale < 1) {
+    add(header_line("layers"), "layers.scale",
+        "layer scale is " + std::to_string(s_.layer_scale) + ", must be at least 1");
+  }
+}
+
+void Checker::check_regions() {
+  for (std::size_t r = 0; r < s_.regions.size(); ++r) {
+    const Rect& rect = s_.regions[r];
+    const std::string path = "regions[" + std::to_string(r) + "]";
+    if (rect.w < 1 || rect.h < 1) {
+      add(region_line(r), path, "region " + std::to_string(r) + " (" + rect_text(rect) + ") is empty");
+      continue;
+    }
+    if (!grid_contains(rect)) {
+      add(region_line(r), path,
+          "region " + std::to_string(r) + " (x,y,w,h " + rect_text(rect) + ") lies outside the " +
+              std::to_string(s_.grid_w_pes) + " x " + std::to_string(s_.grid_h_pes) + " grid");
+    }
+    for (const auto& [x, y] : s_.defective_pes) {
+      if (holds(rect, x, y)) {
+        add(region_line(r), path,
+            "region " + std::to_string(r) + " (x,y,w,h " + rect_text(rect) + ") contains the defective PE (" +
+                std::to_string(x) + "," + std::to_string(y) + ")");
+      }
+    }
+  }
+}
+
+void Checker::check_layout(std::size_t i, const char* field, const Layout& l) {
+  const PlacedOp& op = s_.ops[i];
+  const std::string f = field;
+  bool factors_ok = true;
+  const std::pair<const char*, std::int64_t> factors[] = {
+      {"part_x", l.part_x}, {"part_y", l.part_y}, {"repl_x", l.repl_x}, {"repl_y", l.repl_y}};
+  for (const auto& [name, value] : factors) {
+    if (value < 1) {
+      op_error(i, f + (name[0] == 'p' ? ".part" : ".repl"),
+               f + " layout has " + name + " = " + std::to_string(value) + ", must be at least 1");
+      factors_ok = false;
+    }
+  }
+  if (l.tile_rows < 0 || l.tile_cols < 0) {
+    op_error(i, f + ".tile",
+             f + " layout has a negative tile " + std::to_string(l.tile_rows) + "x" + std::to_string(l.tile_cols));
+  }
+  if (!factors_ok || op.used.w < 1 || op.used.h < 1) return;
+  if (saturating_mul(l.part_x, l.repl_x) > op.used.w) {
+    op_error(i, f + ".part",
+             f + " layout spreads over part_x * repl_x = " + std::to_string(l.part_x) + " * " +
+                 std::to_string(l.repl_x) + " PEs along X, more than the " + std::to_string(op.used.w) + " used");
+  }
+  if (saturating_mul(l.part_y, l.repl_y) > op.used.h) {
+    op_error(i, f + ".part",
+             f + " layout spreads over part_y * repl_y = " + std::to_string(l.part_y) + " * " +
+                 std::to_string(l.repl_y) + " PEs along Y, more than the " + std::to_string(op.used.h) + " used");
+  }
+}
+
+void Checker::check_op(std::size_t i) {
+  const PlacedOp& op = s_.ops[i];
+  const bool mover = moves_between_regions(op.kernel);
+
+  // (g) structure.
+  if (!region_ok(op.region)) {
+    op_error(i, "region",
+             "region " + std::to_string(op.region) + " does not exist (the schedule has " +
+                 std::to_string(s_.regions.size()) + " regions)");
+  }
+  if (mover && !region_ok(op.to_region)) {
+    op_error(i, "to_region",
+             std::string(to_string(op.kernel)) + " needs a destination region, but to_region " +
+                 std::to_string(op.to_region) + " does not exist");
+  } else if (!mover && op.to_region != -1) {
+    op_error(i, "to_region",
+             "to_region is " + std::to_string(op.to_region) + ", must be -1 for a " +
+                 std::string(to_string(op.kernel)) + " op, which stays in its region");
+  }
+  if (op.group < 0) op_error(i, "group", "group size " + std::to_string(op.group) + " is negative");
+  if (op.step < 0) op_error(i, "step", "step " + std::to_string(op.step) + " is negative");
+  if (op.stage < 0) op_error(i, "stage", "stage " + std::to_string(op.stage) + " is negative");
+  if (i > 0 && op.step < s_.ops[i - 1].step) {
+    op_error(i, "step",
+             "step " + std::to_string(op.step) + " comes after step " + std::to_string(s_.ops[i - 1].step) +
+                 " of op '" + s_.ops[i - 1].name + "'; steps must not decrease in op order");
+  }
+  for (const int p : op.inputs) {
+    if (p < 0 || static_cast<std::size_t>(p) >= i) {
+      op_error(i, "inputs",
+               "input " + std::to_string(p) + " is not an earlier op (inputs must name ops 0 to " +
+                   std::to_string(static_cast<long long>(i) - 1) + ")");
+    }
+  }
+  const std::pair<const char*, std::int64_t> work[] = {
+      {"batch", op.work.batch},   {"m", op.work.m},
+      {"k", op.work.k},           {"n", op.work.n},
+      {"flops", op.work.flops},   {"weight_bytes", op.work.weight_bytes},
+      {"input_bytes", op.work.input_bytes}, {"output_bytes", op.work.output_bytes},
+      {"kv_cache_bytes", op.work.kv_cache_bytes}};
+  for (const auto& [name, value] : work) {
+    if (value < 0) op_error(i, std::string("work.") + name, std::string(name) + " is negative");
+  }
+
+  // (a) and (b) placement.
+  if (op.used.w < 1 || op.used.h < 1) {
+    op_error(i, "used", "used rectangle " + rect_text(op.used) + " is empty");
+  } else {
+    bool in_region = false;
+    if (!grid_contains(op.used)) {
+      op_error(i, "used",
+               "used rectangle (x,y,w,h " + rect_text(op.used) + ") lies outside the " +
+                   std::to_string(s_.grid_w_pes) + " x " + std::to_string(s_.grid_h_pes) + " grid");
+    } else if (region_ok(op.region)) {
+      const Rect& region = s_.regions[static_cast<std::size_t>(op.region)];
+      in_region = inside(op.used, region);
+      if (!in_region) {
+        op_error(i, "used",
+                 "used rectangle (x,y,w,h " + rect_text(op.used) + ") is not inside its region " +
+                     std::to_string(op.region) + " (" + rect_text(region) + ")");
+      }
+    }
+    // A used rectangle inside its region is covered by the region's own defect check.
+    if (!in_region) {
+      for (const auto& [x, y] : s_.defective_pes) {
+        if (holds(op.used, x, y)) {
+          op_error(i, "used",
+                   "used rectangle (x,y,w,h " + rect_text(op.used) + ") contains the defective PE (" +
+                       std::to_string(x) + "," + std::to_string(y) + ")");
+        }
+      }
+    }
+  }
+  check_layout(i, "in", op.in_layout);
+  check_layout(i, "out", op.out_layout);
+
+  // (f) routing colours.
+  if (o_.colours_needed) {
+    const int needed = o_.colours_needed(op);
+    if (needed > s_.colours) {
+      op_error(i, "kernel",
+               std::string(to_string(op.kernel)) + " needs " + std::to_string(needed) +
+                   " routing colours per PE, more than the " + std::to_string(s_.colours) + " available");
+    }
+  }
+}
+
+// (c): within a step, each distinct region is compared once with the regions seen before it.
+void Checker::check_steps_disjoint() {
+  std::map<int, std::vector<std::pair<int, std::size_t>>> regions_by_step;  // step -> (region, first op)
+  for (std::size_t i = 0; i < s_.ops.size(); ++i) {
+    const PlacedOp& op = s_.ops[i];
+    if (!region_ok(op.region)) continue;
+    auto& seen = regions_by_step[op.step];
+    const bool known = std::any_of(seen.begin(), seen.end(), [&](const auto& e) { return e.first == op.region; });
+    if (known) continue;
+    const Rect& mine = s_.regions[static_cast<std::size_t>(op.region)];
+    for (const auto& [other, j] : seen) {
+      if (overlap(mine, s_.regions[static_cast<std::size_t>(other)])) {
+        add(op_line(i), "ops[" + std::to_string(i) + "].region",
+            "op '" + op.name + "' (step " + std::to_string(op.step) + ") in region " + std::to_string(op.region) +
+                " overlaps region " + std::to_string(other) + " of op '" + s_.ops[j].name +
+                "' running in the same step");
+      }
+    }
+    seen.emplace_back(op.region, i);
+  }
+}
+
+// (d)
+void Checker::check_sram() {
+  for (std::size_t r = 0; r < s_.regions.size(); ++r) {
+    const RegionSram use = region_sram_per_pe(s_, static_cast<int>(r));
+    if (use.total_bytes() > s_.sram_per_pe_bytes) {
+      add(region_line(r), "regions[" + std::to_string(r) + "]",
+          "needs " + std::to_string(use.total_bytes()) + " bytes of SRAM per PE in region " + std::to_string(r) +
+              " (" + std::to_string(use.resident_bytes) + " of weights and KV cache, " +
+              std::to_string(use.buffer_bytes) + " of activation buffers), more than the " +
+              std::to_string(s_.sram_per_pe_bytes) + " available");
+    }
+  }
+}
+
+// (e)
+void Checker::check_edges() {
+  for (std::size_t i = 0; i < s_.ops.size(); ++i) {
+    const PlacedOp& c = s_.ops[i];
+    if (!region_ok(c.region)) continue;
+    for (const int pi : c.inputs) {
+      if (pi < 0 || static_cast<std::size_t>(pi) >= i) continue;
+      const PlacedOp& p = s_.ops[static_cast<std::size_t>(pi)];
+      if (!region_ok(p.region)) continue;
+      const std::string producer = "op '" + p.name + "'";
+      if (moves_between_regions(p.kernel)) {
+        if (region_ok(p.to_region) && p.to_region != c.region) {
+          op_error(i, "inputs",
+                   "runs in region " + std::to_string(c.region) + " but reads " + std::string(to_string(p.kernel)) +
+                       " " + producer + ", which delivers to region " + std::to_string(p.to_region));
+          continue;
+        }
+      } else if (p.region != c.region) {
+        op_error(i, "inputs",
+                 "runs in region " + std::to_string(c.region) + " but reads " + producer + " of region " +
+                     std::to_string(p.region) +
+                     " directly; data crosses regions only through a transfer, moe_dispatch or moe_combine op");
+        continue;
+      }
+      if (c.kernel == Kernel::relayout || moves_between_regions(c.kernel)) continue;
+      if (p.kernel == Kernel::kv_shift) continue;  // the KV cache is resident state kept in its own layout
+      if (!p.out_layout.aligned_with(c.in_layout)) {
+        op_error(i, "in",
+                 "expects its input in layout " + placement_text(c.in_layout) + " but " + producer +
+                     " produces " + placement_text(p.out_layout) + ", with no relayout between them");
+      }
+    }
+  }
+}
+
+std::vector<Diagnostic> Checker::run() {
+  check_header();
+  check_regions();
+  std::map<std::string, std::size_t> names;
+  for (std::size_t i = 0; i < s_.ops.size(); ++i) {
+    const std::string& name = s_.ops[i].name;
+    if (name.empty()) {
+      add(op_line(i), "ops[" + std::to_string(i) + "].name", "op " + std::to_string(i) + " has an empty name");
+    } else if (const auto [it, fresh] = names.emplace(name, i); !fresh) {
+      op_error(i, "name", "name already used by op " + std::to_string(it->second));
+    }
+    check_op(i);
+  }
+  check_steps_disjoint();
+  check_sram();
+  check_edges();
+  std::stable_sort(diagnostics_.begin(), diagnostics_.end(),
+                   [](const Diagnostic& a, const Diagnostic& b) { return a.line < b.line; });
+  return std::move(diagnostics_);
+}
+
+}  // namespace
+
+bool moves_between_regions(Kernel kernel) {
+  return kernel == Kernel::transfer || kernel == Kernel::moe_dispatch || kernel == Kernel::moe_combine;
+}
+
+bool holds_no_weights(Kernel kernel) { return moves_between_regions(kernel) || kernel == Kernel::relayout; }
+
+std::int64_t RegionSram::total_bytes() const { return saturating_add(resident_bytes, buffer_bytes); }
+
+RegionSram op_sram_per_pe(const OpWork& work, std::int64_t weight_copies, std::int64_t pes) {
+  RegionSram use;
+  if (pes < 1) return use;
+  const std::int64_t bytes = saturating_add(non_negative(work.weight_bytes), non_negative(work.kv_cache_bytes));
+  use.resident_bytes = ceil_div(saturating_mul(bytes, at_least_one(weight_copies)), pes);
+  const std::int64_t io = saturating_add(non_negative(work.input_bytes), non_negative(work.output_bytes));
+  use.buffer_bytes = saturating_mul(ceil_div(io, pes), 2);
+  return use;
+}
+
+RegionSram region_sram_per_pe(const Schedule& schedule, int region) {
+  if (region < 0 || static_cast<std::size_t>(region) >= schedule.regions.size()) {
+    throw InternalError("region_sram_per_pe: region " + std::to_string(region) + " out of range (" +
+                        std::to_string(schedule.regions.size()) + " regions)");
+  }
+  RegionSram use;
+  for (const PlacedOp& op : schedule.ops) {
+    if (op.region != region || op.used.w < 1 || op.used.h < 1) continue;
+    const std::int64_t copies = saturating_mul(at_least_one(op.in_layout.repl_x), at_least_one(op.in_layout.repl_y));
+    OpWork work = op.work;
+    if (holds_no_weights(op.kernel)) work.weight_bytes = work.kv_cache_bytes = 0;
+    const RegionSram one = op_sram_per_pe(work, copies, saturating_mul(op.used.w, op.used.h));
+    use.resident_bytes = saturating_add(use.resident_bytes, one.resident_bytes);
+    use.buffer_bytes = std::max(use.buffer_bytes, one.buffer_bytes);
+  }
+  return use;
+}
+
+std::int64_t resident_bytes_per_pe(const Schedule& schedule, int region) {
+  return region_sram_per_pe(schedule, region).total_bytes();
+}
+
+std::int64_t resident_bytes_per_pe_max(const Schedule& schedule) {
+  std::int64_t most = 0;
+  for (std::size_t r = 0; r < schedule.regions.size(); ++r) {
+    most = std::max(most, resident_bytes_per_pe(schedule, static_cast<int>(r)));
+  }
+  return most;
+}
+
+std::vector<Diagnostic> verify(const Schedule& schedule, const VerifyOptions& options) {
+  return Checker(schedule, options).run();
+}
+
+std::vector<Diagnostic> verify(const Schedule& schedule, const std::string& file_label,
+                               const std::vector<int>& op_line_numbers, const ColoursNeeded& colours_needed) {
+  VerifyOptions options;
+  options.file_label = file_label;
+  options.lines.ops = op_line_numbers;
+  options.colours_needed = colours_needed;
+  return verify(schedule, options);
+}
+
+void verify_or_throw(const Schedule& schedule, const VerifyOptions& options) {
+  auto diagnostics = verify(schedule, options);
+  if (!diagnostics.empty()) throw DataError(std::move(diagnostics));
+}
+
+}  // namespace wavel::meshir

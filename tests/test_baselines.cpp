@@ -1,0 +1,114 @@
+// Full-Chip and WaferLLM schedules: they verify, round-trip through text, and follow the published trends.
+#include <doctest/doctest.h>
+
+#include "wavel/baselines/baselines.hpp"
+#include "wavel/calibrate/predict.hpp"
+#include "wavel/cost/model.hpp"
+#include "wavel/meshir/text.hpp"
+#include "wavel/meshir/verify.hpp"
+
+using namespace wavel;
+
+namespace {
+
+workload::Workload make(const char* model, workload::Phase phase, std::int64_t requests, std::int64_t input) {
+  return workload::build_workload(*workload::find_model_preset(model), {phase, requests, input, 128});
+}
+
+void check_valid_and_round_trips(const meshir::Schedule& s) {
+  const auto problems = meshir::verify(s, "built", {}, [](const meshir::PlacedOp& op) { return cost::colours_needed(op); });
+  std::string text;
+  for (const auto& d : problems) text += d.format() + "\n";
+  CHECK_MESSAGE(problems.empty(), s.name << ":\n" << text);
+  const std::string printed = meshir::print(s);
+  CHECK(meshir::print(meshir::parse(printed, "printed")) == printed);
+}
+
+}  // namespace
+
+TEST_CASE("baseline schedules verify and round-trip through MeshIR text") {
+  const auto wafer = *wafer::find_wafer_preset("wse3");
+  const auto params = cost::default_params(wafer);
+  for (const char* model : {"llama3-8b", "llama2-13b", "deepseek-v2-lite"}) {
+    for (auto phase : {workload::Phase::decode, workload::Phase::prefill}) {
+      for (std::int64_t requests : {1, 8}) {
+        const std::string name = model;
+        CAPTURE(name);
+        CAPTURE(requests);
+        const auto w = make(model, phase, requests, 2048);
+        const auto full = baselines::build_fullchip(w, wafer);
+        CHECK(full.regions.size() == 1);
+        if (cost::evaluate(full, wafer, params, phase == workload::Phase::decode, 2048).sram_headroom >= 0) {
+          check_valid_and_round_trips(full);
+        }
+        const auto tuned = baselines::build_waferllm_tuned(w, wafer, params);
+        // Square regions waste SRAM: only LLaMA-3-8B is guaranteed to fit at every point here.
+        if (name == "llama3-8b") REQUIRE(tuned.has_value());
+        if (!tuned) continue;
+        check_valid_and_round_trips(*tuned);
+        CHECK(cost::evaluate(*tuned, wafer, params, phase == workload::Phase::decode, 2048).sram_headroom >= 0);
+      }
+    }
+  }
+}
+
+TEST_CASE("WaferLLM decode alternates the allreduce axis and so needs no re-layout") {
+  const auto wafer = *wafer::find_wafer_preset("wse3");
+  const auto s = baselines::build_waferllm(make("llama3-8b", workload::Phase::decode, 1, 2048), wafer, 360);
+  REQUIRE(s.has_value());
+  int gemvs = 0, relayouts = 0;
+  const meshir::PlacedOp* previous = nullptr;
+  for (const auto& op : s->ops) {
+    if (op.kernel == meshir::Kernel::relayout) ++relayouts;
+    if (op.kernel != meshir::Kernel::meshgemv) continue;
+    ++gemvs;
+    // q, k and v share their input; every other GEMV consumes the previous one's axis.
+    if (previous != nullptr && op.name.find("k_proj") == std::string::npos &&
+        op.name.find("v_proj") == std::string::npos && op.name.find("up_proj") == std::string::npos &&
+        op.name.find("attn_scores") == std::string::npos) {
+      CHECK_MESSAGE(op.reduce_axis != previous->reduce_axis, op.name);
+    }
+    previous = &op;
+  }
+  CHECK(gemvs > 9 * 32);
+  CHECK(relayouts == 0);
+}
+
+TEST_CASE("decode TPR falls and prefill TPR rises with the region side, from the physics") {
+  // WaferLLM's published trend on WSE-2 (shared/reference): decode 420 > 540 > 660, prefill 480 < 600 < 720.
+  const auto wafer = *wafer::find_wafer_preset("wse2");
+  const auto predict = calibrate::waferllm_predictor(wafer);
+  const auto params = cost::default_params(wafer);
+  auto point = [](workload::Phase phase, std::int64_t grid) {
+    calibrate::ReferencePoint p;
+    p.model = "llama3-8b";
+    p.phase = phase;
+    (phase == workload::Phase::decode ? p.context_tokens : p.input_tokens) = 4096;
+    p.grid_pes = grid;
+    return p;
+  };
+  const double d420 = predict(point(workload::Phase::decode, 420), params);
+  const double d540 = predict(point(workload::Phase::decode, 540), params);
+  const double d660 = predict(point(workload::Phase::decode, 660), params);
+  CHECK(d420 > d540);
+  CHECK(d540 > d660);
+  const double p480 = predict(point(workload::Phase::prefill, 480), params);
+  const double p600 = predict(point(workload::Phase::prefill, 600), params);
+  const double p720 = predict(point(workload::Phase::prefill, 720), params);
+  CHECK(p480 < p600);
+  CHECK(p600 < p720);
+}
+
+TEST_CASE("a layer-subset schedule is labelled and scaled") {
+  const auto wafer = *wafer::find_wafer_preset("wse2");
+  const auto w = make("llama3-8b", workload::Phase::decode, 1, 4096);
+  const auto s = baselines::build_waferllm_layer_sample(w, wafer, 420);
+  CHECK(s.layer_scale == 32);
+  CHECK(s.regions.size() == 1);
+  const auto params = cost::default_params(wafer);
+  const auto cost = cost::evaluate(s, wafer, params, true, 4096);
+  auto one = s;
+  one.layer_scale = 1;
+  CHECK(cost.latency_s == doctest::Approx(32.0 * cost::evaluate(one, wafer, params, true, 4096).latency_s));
+  CHECK_THROWS_AS(baselines::build_waferllm_layer_sample(w, wafer, 800), DataError);
+}

@@ -1,0 +1,181 @@
+// Cost model: golden values computed by hand for small cases, and physical sanity properties.
+#include <doctest/doctest.h>
+
+#include "wavel/cost/model.hpp"
+#include "wavel/cost/params.hpp"
+
+using namespace wavel;
+
+namespace {
+
+wafer::WaferParams wse3() { return *wafer::find_wafer_preset("wse3"); }
+
+cost::CostParams round_params() {
+  cost::CostParams p;
+  p.alpha_cycles_per_hop = 1.0;
+  p.beta_cycles_per_stage = 30.0;
+  p.gemm_efficiency = 0.5;
+  p.gemv_efficiency = 0.5;
+  p.elementwise_efficiency = 0.5;
+  p.step_overhead_cycles = 20.0;
+  p.kernel_overhead_cycles = 100.0;
+  p.route_switch_cycles = 50.0;
+  return p;
+}
+
+meshir::Schedule one_region(std::int64_t w, std::int64_t h) {
+  meshir::Schedule s;
+  s.name = "t";
+  s.grid_w_pes = 64;
+  s.grid_h_pes = 64;
+  s.sram_per_pe_bytes = 49152;
+  s.colours = 24;
+  s.regions = {meshir::Rect{0, 0, w, h}};
+  return s;
+}
+
+meshir::PlacedOp op_on(const meshir::Rect& r, meshir::Kernel kernel) {
+  meshir::PlacedOp op;
+  op.name = "op";
+  op.kernel = kernel;
+  op.used = r;
+  return op;
+}
+
+}  // namespace
+
+TEST_CASE("K-tree allreduce of a GEMV on 8x8, by hand") {
+  const auto s = one_region(8, 8);
+  auto op = op_on(s.regions[0], meshir::Kernel::meshgemv);
+  op.reduce_axis = meshir::Axis::x;
+  op.group = 4;
+  op.work = {1, 1, 64, 64, 0, 0, 0, 0, 0};
+  const auto c = cost::op_cost(s, op, wse3(), round_params());
+  // Local tile 8 x 8: 2*8*8 = 128 FLOP at 2*8 lanes*0.5 = 8 FLOP/cycle -> 16 cycles.
+  CHECK(c.compute_cycles == doctest::Approx(16.0));
+  // 8 PEs, groups of 4: level 1 takes 2 stages of 1 hop, level 2 (2 roots) 1 stage of 4 hops,
+  // then the broadcast crosses 4 hops: 3 stages, 10 hops.
+  CHECK(c.stages == 3);
+  CHECK(c.hops == 10);
+  CHECK(c.stage_cycles == doctest::Approx(90.0));
+  CHECK(c.hop_cycles == doctest::Approx(10.0));
+  // Message: 8 outputs x 2 bytes = 16 bytes = 4 cycles per link, on 3 stages plus the broadcast.
+  CHECK(c.link_cycles == doctest::Approx(16.0));
+  CHECK(c.total_cycles == doctest::Approx(16.0 + 90.0 + 10.0 + 16.0 + 100.0));
+}
+
+TEST_CASE("MeshGEMM steps on 4x4, by hand") {
+  const auto s = one_region(4, 4);
+  auto op = op_on(s.regions[0], meshir::Kernel::meshgemm);
+  op.work = {1, 64, 64, 64, 2 * 64 * 64 * 64, 0, 0, 0, 0};
+  const auto c = cost::op_cost(s, op, wse3(), round_params());
+  // 4 steps; each multiplies 16x16 by 16x16 tiles: 8192 FLOP / 8 FLOP per cycle = 1024 cycles,
+  // longer than shifting a 512-byte tile two hops (2 + 128 cycles), so the step is compute-bound.
+  CHECK(c.compute_cycles == doctest::Approx(4 * 1024.0));
+  // Skew: 2 positions of 2 hops and 128 link cycles each, not overlapped.
+  CHECK(c.hop_cycles == doctest::Approx(4.0));
+  CHECK(c.link_cycles == doctest::Approx(256.0));
+  CHECK(c.overhead_cycles == doctest::Approx(4 * 20.0 + 100.0));
+  CHECK(c.total_cycles == doctest::Approx(4096.0 + 4.0 + 256.0 + 180.0));
+
+  // A narrow N makes each step communication-bound: a 16x16 by 16x1 tile is 512 FLOP = 64 cycles,
+  // but shifting the 512-byte A tile takes 2 hops + 128 link cycles. Only the shift counts.
+  op.work = {1, 64, 64, 4, 0, 0, 0, 0, 0};
+  const auto narrow = cost::op_cost(s, op, wse3(), round_params());
+  CHECK(narrow.compute_cycles == doctest::Approx(0.0));
+  CHECK(narrow.hop_cycles == doctest::Approx(4 * 2.0 + 2 * 2.0));
+  CHECK(narrow.link_cycles == doctest::Approx(4 * 128.0 + 2 * 128.0));
+  CHECK(narrow.total_cycles == doctest::Approx(12.0 + 768.0 + 180.0));
+}
+
+TEST_CASE("N bytes over H hops between regions, by hand") {
+  auto s = one_region(4, 4);
+  s.regions.push_back(meshir::Rect{10, 0, 4, 4});
+  auto op = op_on(s.regions[0], meshir::Kernel::transfer);
+  op.to_region = 1;
+  op.work.input_bytes = 1600;
+  const auto c = cost::op_cost(s, op, wse3(), round_params());
+  // Centres 10 hops apart; 4 parallel links across; 1600 B / (4 B/cycle x 4 links) = 100 cycles.
+  CHECK(c.hops == 10);
+  CHECK(c.total_cycles == doctest::Approx(10.0 + 100.0 + 100.0));
+}
+
+TEST_CASE("more hops never cost less") {
+  auto params = round_params();
+  double previous = 0.0;
+  for (std::int64_t gap = 0; gap < 40; gap += 3) {
+    auto s = one_region(4, 4);
+    s.regions.push_back(meshir::Rect{4 + gap, 0, 4, 4});
+    auto op = op_on(s.regions[0], meshir::Kernel::transfer);
+    op.to_region = 1;
+    op.work.input_bytes = 4096;
+    const double cycles = cost::op_cost(s, op, wse3(), params).total_cycles;
+    CHECK(cycles >= previous);
+    previous = cycles;
+  }
+  // Allreduces over longer lines cost at least as much.
+  previous = 0.0;
+  for (std::int64_t side = 2; side <= 64; side += 2) {
+    const auto s = one_region(side, side);
+    auto op = op_on(s.regions[0], meshir::Kernel::allreduce);
+    op.work = {1, 1, 0, 4096, 4096 * 4, 0, 0, 0, 0};
+    const auto c = cost::op_cost(s, op, wse3(), params);
+    CHECK(c.hop_cycles + c.stage_cycles >= previous);
+    previous = c.hop_cycles + c.stage_cycles;
+  }
+}
+
+TEST_CASE("a smaller region never holds more") {
+  // The same weights on fewer PEs need at least as much SRAM per PE.
+  std::int64_t previous = 0;
+  for (std::int64_t side = 64; side >= 4; side -= 4) {
+    auto s = one_region(side, side);
+    auto op = op_on(s.regions[0], meshir::Kernel::meshgemv);
+    op.work = {1, 1, 1024, 1024, 2 * 1024 * 1024, 2 * 1024 * 1024, 2048, 2048, 0};
+    s.ops.push_back(op);
+    const auto cost = cost::evaluate(s, wse3(), round_params(), true, 1);
+    CHECK(cost.sram_bytes_per_pe_max >= previous);
+    previous = cost.sram_bytes_per_pe_max;
+  }
+}
+
+TEST_CASE("steps, stages and micro-batches compose as documented") {
+  auto s = one_region(8, 8);
+  s.regions.push_back(meshir::Rect{8, 0, 8, 8});
+  auto a = op_on(s.regions[0], meshir::Kernel::elementwise);
+  a.work.flops = 8 * 8 * 8 * 100;  // 100 FLOP per PE at 8 FLOP/cycle: 100 cycles + 100 overhead
+  auto b = a;
+  b.name = "b";
+  b.region = 1;
+  b.used = s.regions[1];
+  b.stage = 1;
+  b.step = 1;
+  auto c = a;
+  c.name = "c";
+  c.step = 1;  // runs beside b
+  s.ops = {a, b, c};
+  s.concurrent_requests = 4;
+  s.microbatches = 2;
+  const auto cost = cost::evaluate(s, wse3(), round_params(), true, 1);
+  CHECK(cost.ops[0].total_cycles == doctest::Approx(200.0));
+  CHECK(cost.pass_cycles == doctest::Approx(400.0));             // step 0, then step 1 (b and c overlap)
+  CHECK(cost.bottleneck_stage_cycles == doctest::Approx(400.0));  // stage 0 runs a and c
+  // Round = max(pass, 2 micro-batches x slowest stage) = 800 cycles at 1.1 GHz; 4 requests per round.
+  CHECK(cost.latency_s == doctest::Approx(800.0 / 1.1e9));
+  CHECK(cost.tokens_per_s == doctest::Approx(4.0 / (800.0 / 1.1e9)));
+  CHECK(cost.pes_used == 128);
+}
+
+TEST_CASE("a GEMV that switches its allreduce axis pays the route switch") {
+  auto s = one_region(8, 8);
+  auto a = op_on(s.regions[0], meshir::Kernel::meshgemv);
+  a.work = {1, 1, 64, 64, 0, 0, 0, 0, 0};
+  auto b = a;
+  b.name = "b";
+  b.step = 1;
+  b.reduce_axis = meshir::Axis::y;
+  s.ops = {a, b};
+  const auto params = round_params();
+  const auto cost = cost::evaluate(s, wse3(), params, true, 1);
+  CHECK(cost.ops[1].total_cycles == doctest::Approx(cost::op_cost(s, b, wse3(), params).total_cycles + 50.0));
+}
