@@ -1,6 +1,7 @@
 // Full-Chip and WaferLLM schedules: they verify, round-trip through text, and follow the published trends.
 #include <doctest/doctest.h>
 
+#include "test_support.hpp"
 #include "wavel/baselines/baselines.hpp"
 #include "wavel/calibrate/predict.hpp"
 #include "wavel/cost/model.hpp"
@@ -21,7 +22,18 @@ void check_valid_and_round_trips(const meshir::Schedule& s) {
   for (const auto& d : problems) text += d.format() + "\n";
   CHECK_MESSAGE(problems.empty(), s.name << ":\n" << text);
   const std::string printed = meshir::print(s);
-  CHECK(meshir::print(meshir::parse(printed, "printed")) == printed);
+  const meshir::Schedule back = meshir::parse(printed, "printed");
+  CHECK(meshir::print(back) == printed);
+  REQUIRE(back.ops.size() == s.ops.size());
+  for (std::size_t i = 0; i < s.ops.size(); ++i) {
+    const auto& a = s.ops[i];
+    const auto& b = back.ops[i];
+    CHECK((a.name == b.name && a.kernel == b.kernel && a.region == b.region && a.used == b.used &&
+           a.in_layout == b.in_layout && a.out_layout == b.out_layout && a.reduce_axis == b.reduce_axis &&
+           a.group == b.group && a.rounds == b.rounds && a.to_region == b.to_region && a.inputs == b.inputs &&
+           a.step == b.step && a.stage == b.stage && a.work.flops == b.work.flops &&
+           a.work.kv_cache_bytes == b.work.kv_cache_bytes));
+  }
 }
 
 }  // namespace
@@ -111,4 +123,14 @@ TEST_CASE("a layer-subset schedule is labelled and scaled") {
   one.layer_scale = 1;
   CHECK(cost.latency_s == doctest::Approx(32.0 * cost::evaluate(one, wafer, params, true, 4096).latency_s));
   CHECK_THROWS_AS(baselines::build_waferllm_layer_sample(w, wafer, 800), DataError);
+}
+
+TEST_CASE("the committed parameters reproduce the published WaferLLM figures within 10 %") {
+  const auto set = calibrate::load_reference(wavel::test::source_path("tests/data/reference/waferllm_measured.yaml").string());
+  const auto wafer = *wafer::find_wafer_preset(set.wafer);
+  const auto params = cost::load_params(wavel::test::source_path("configs/params/wse2-waferllm.yaml").string(),
+                                        cost::default_params(wafer));
+  const auto report = calibrate::validate(set, calibrate::waferllm_predictor(wafer), params);
+  CHECK(report.mape_pct <= 10.0);
+  CHECK(report.test_mape_pct <= 10.0);
 }

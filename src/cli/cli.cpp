@@ -54,7 +54,8 @@ po::options_description visible_options() {
       ("params", po::value<std::string>()->value_name("FILE"),
        "cost-model parameters file (run: same as --set cost.params_file=FILE)")  //
       ("fit", po::value<std::string>()->value_name("A,B,..."),
-       "calibrate: parameters to fit (default: beta_cycles_per_stage,gemm_efficiency,step_overhead_cycles)")  //
+       "calibrate: parameters to fit (default: beta_cycles_per_stage,kernel_overhead_cycles,\n"
+       "gemm_efficiency,step_overhead_cycles)")  //
       ("setting", po::value<std::int64_t>()->value_name("N"), "show: setting id")  //
       ("schedule", po::value<std::string>()->value_name("NAME"), "show: schedule name (fullchip, waferllm)")  //
       ("wafer", po::value<std::string>()->value_name("PRESET"), "check: wafer preset for clock, SIMD and links (default wse3)");

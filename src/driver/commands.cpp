@@ -89,7 +89,9 @@ std::vector<io::Attribute> command_provenance(const std::string& command, const 
 }  // namespace
 
 std::vector<std::string> default_fit_names() {
-  return {"beta_cycles_per_stage", "gemm_efficiency", "step_overhead_cycles"};
+  // Two per phase: decode's routing-stage cost and fixed kernel cost, prefill's GEMM efficiency and
+  // per-step cost. The published points give two training grids per phase, so no more can be identified.
+  return {"beta_cycles_per_stage", "kernel_overhead_cycles", "gemm_efficiency", "step_overhead_cycles"};
 }
 
 void validate_command(const std::string& reference_path, const std::string& params_path,
@@ -154,7 +156,7 @@ void calibrate_command(const std::string& reference_path, const std::string& par
   print_validation(out, set, result.before, "Before fitting (start parameters):");
   out << '\n';
   print_validation(out, set, result.after, "After fitting:");
-  out << "\nfitted parameters (shared by every model and point):\n";
+  out << std::setprecision(6) << "\nfitted parameters (shared by every model and point):\n";
   for (const auto& info : cost::param_registry()) {
     if (std::find(result.fit_names.begin(), result.fit_names.end(), info.name) == result.fit_names.end()) continue;
     out << "  " << std::left << std::setw(24) << info.name << std::right << std::setw(12) << start.*(info.field)
@@ -234,7 +236,7 @@ void check_command(const std::string& meshir_path, const std::string& wafer_pres
         << std::setw(12) << c.stage_cycles << std::setw(11) << c.link_cycles << std::setw(10) << c.overhead_cycles
         << std::setw(13) << c.total_cycles << std::defaultfloat << '\n';
   }
-  out << "SRAM per PE by region:";
+  out << std::setprecision(6) << "SRAM per PE by region:";
   for (std::size_t r = 0; r < s.regions.size(); ++r) {
     out << ' ' << r << ':' << meshir::resident_bytes_per_pe(s, static_cast<int>(r)) << 'B';
   }

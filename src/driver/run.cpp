@@ -196,10 +196,12 @@ ScheduleResult score(const std::string& name, const std::optional<meshir::Schedu
                      const config::Config& config, const workload::Workload& w) {
   ScheduleResult r;
   r.name = name;
+  r.sram_headroom = std::numeric_limits<double>::quiet_NaN();
   if (!schedule) return r;
   const bool decode = w.shape.phase == workload::Phase::decode;
   const auto cost = cost::evaluate(*schedule, config.wafer, config.cost.params, decode, w.shape.input_tokens);
-  r.placed = true;
+  // A schedule whose SRAM overflows cannot execute: report it as not placed, with its headroom.
+  r.placed = cost.sram_headroom >= 0.0;
   r.tokens_per_s = cost.tokens_per_s;
   r.latency_s = cost.latency_s;
   r.tpr_tokens_per_s = cost.tpr_tokens_per_s;
@@ -357,7 +359,7 @@ io::Table settings_table(const config::Config& config, const std::vector<config:
       tps.push_back(s.placed ? s.tokens_per_s : nan);
       latency.push_back(s.placed ? s.latency_s : nan);
       tpr.push_back(s.placed ? s.tpr_tokens_per_s : nan);
-      headroom.push_back(s.placed ? s.sram_headroom : nan);
+      headroom.push_back(s.sram_headroom);
       pes.push_back(s.pes_used);
       side.push_back(s.region_side_pes);
       regions.push_back(s.regions);
@@ -414,7 +416,7 @@ void print_settings(std::ostream& out, const config::Config& config, const std::
     if (with_schedules) {
       for (const auto& s : r.schedules) {
         if (!s.placed) {
-          row.insert(row.end(), {"no fit", "-", "-", "-"});
+          row.insert(row.end(), {"no fit", "-", "-", s.meshir.empty() ? "-" : "overflow"});
           continue;
         }
         std::ostringstream headroom;

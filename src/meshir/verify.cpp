@@ -199,6 +199,7 @@ void Checker::check_op(std::size_t i) {
                  std::string(to_string(op.kernel)) + " op, which stays in its region");
   }
   if (op.group < 0) op_error(i, "group", "group size " + std::to_string(op.group) + " is negative");
+  if (op.rounds < 1) op_error(i, "rounds", "needs at least 1 allreduce round, got " + std::to_string(op.rounds));
   if (op.step < 0) op_error(i, "step", "step " + std::to_string(op.step) + " is negative");
   if (op.stage < 0) op_error(i, "stage", "stage " + std::to_string(op.stage) + " is negative");
   if (i > 0 && op.step < s_.ops[i - 1].step) {
