@@ -159,45 +159,38 @@ OpCost kv_shift(const PlacedOp& op, const wafer::WaferParams& wafer, const CostP
   return c;
 }
 
-// Centre-to-centre Manhattan distance, and the links available across the direction of travel.
-OpCost move_between(const Rect& from, const Rect& to, double bytes, const wafer::WaferParams& wafer,
-                    const CostParams& p) {
+// Data crossing `hops` hops over `lanes` parallel links: latency plus serialisation of the bytes.
+OpCost movement(std::int64_t hops, double bytes, std::int64_t lanes, const wafer::WaferParams& wafer,
+                const CostParams& p) {
   OpCost c;
-  const std::int64_t dx = std::llabs((2 * from.x + from.w) - (2 * to.x + to.w)) / 2;
-  const std::int64_t dy = std::llabs((2 * from.y + from.h) - (2 * to.y + to.h)) / 2;
-  c.hops = dx + dy;
-  const std::int64_t lanes = dx >= dy ? std::min(from.h, to.h) : std::min(from.w, to.w);
-  c.hop_cycles = p.alpha_cycles_per_hop * static_cast<double>(c.hops);
-  c.link_cycles = bytes / (static_cast<double>(wafer.link_bytes_per_cycle) * static_cast<double>(std::max<std::int64_t>(1, lanes)));
+  c.hops = hops;
+  c.hop_cycles = p.alpha_cycles_per_hop * static_cast<double>(hops);
+  c.link_cycles = bytes / (static_cast<double>(wafer.link_bytes_per_cycle) *
+                           static_cast<double>(std::max<std::int64_t>(1, lanes)));
   c.overhead_cycles = p.kernel_overhead_cycles;
   finish(c);
   return c;
+}
+
+// Centre-to-centre Manhattan distance, and the links available across the direction of travel.
+OpCost move_between(const Rect& from, const Rect& to, double bytes, const wafer::WaferParams& wafer,
+                    const CostParams& p) {
+  const std::int64_t dx = std::llabs((2 * from.x + from.w) - (2 * to.x + to.w)) / 2;
+  const std::int64_t dy = std::llabs((2 * from.y + from.h) - (2 * to.y + to.h)) / 2;
+  const std::int64_t lanes = dx >= dy ? std::min(from.h, to.h) : std::min(from.w, to.w);
+  return movement(dx + dy, bytes, lanes, wafer, p);
 }
 
 // Re-map inside a region: on average half the data crosses the bisection.
 OpCost relayout(const PlacedOp& op, const wafer::WaferParams& wafer, const CostParams& p) {
-  OpCost c;
   const Rect& r = op.used;
-  c.hops = (r.w + r.h) / 2;
-  c.hop_cycles = p.alpha_cycles_per_hop * static_cast<double>(c.hops);
-  const double bisection_links = static_cast<double>(std::max<std::int64_t>(1, std::min(r.w, r.h)));
-  c.link_cycles = static_cast<double>(op.work.input_bytes) / 2.0 / (static_cast<double>(wafer.link_bytes_per_cycle) * bisection_links);
-  c.overhead_cycles = p.kernel_overhead_cycles;
-  finish(c);
-  return c;
+  return movement((r.w + r.h) / 2, static_cast<double>(op.work.input_bytes) / 2.0, std::min(r.w, r.h), wafer, p);
 }
 
 // Embedding rows are spread over the region; each token's row is gathered and broadcast.
 OpCost lookup(const PlacedOp& op, const wafer::WaferParams& wafer, const CostParams& p) {
-  OpCost c;
   const Rect& r = op.used;
-  c.hops = r.w + r.h;
-  c.hop_cycles = p.alpha_cycles_per_hop * static_cast<double>(c.hops);
-  c.link_cycles = static_cast<double>(op.work.output_bytes) /
-                  (static_cast<double>(wafer.link_bytes_per_cycle) * static_cast<double>(std::max<std::int64_t>(1, std::min(r.w, r.h))));
-  c.overhead_cycles = p.kernel_overhead_cycles;
-  finish(c);
-  return c;
+  return movement(r.w + r.h, static_cast<double>(op.work.output_bytes), std::min(r.w, r.h), wafer, p);
 }
 
 // Area of the union of rectangles (regions of different steps may overlap), by coordinate compression.
