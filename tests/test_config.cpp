@@ -141,3 +141,25 @@ TEST_CASE("models by HF config.json path, relative to the config file") {
   CHECK(c.workloads.models[0].spec.hidden == 4096);
   CHECK(c.workloads.models[1].spec.num_layers == 32);
 }
+
+TEST_CASE("baselines and cost sections") {
+  const auto c = parse_config(std::string(kMinimal) +
+                                  "baselines: {waferllm_region_side_pes: 360}\n"
+                                  "cost: {gemm_efficiency: 0.4, beta_cycles_per_stage: 12}\n",
+                              "x.yaml", {});
+  CHECK(c.baselines.waferllm_region_side_pes == 360);
+  CHECK(c.cost.params.gemm_efficiency == 0.4);
+  CHECK(c.cost.params.beta_cycles_per_stage == 12.0);
+  CHECK(errors_of(std::string(kMinimal) + "baselines: {waferllm_region_side_pes: 2000}\n") ==
+        "test.yaml:3:39: error: baselines.waferllm_region_side_pes: must be <= 755, got 2000");
+  CHECK(errors_of(std::string(kMinimal) + "cost: {gemm_eficiency: 0.4}\n") ==
+        "test.yaml:3:8: error: cost.gemm_eficiency: unknown key; did you mean 'gemm_efficiency'?");
+  CHECK(errors_of(std::string(kMinimal) + "cost: {params_file: nowhere.yaml}\n") ==
+        "test.yaml:3:21: error: cost.params_file: params file not found: nowhere.yaml");
+  // Values from a params file replace the defaults.
+  const auto params = wavel::test::source_path("configs/params/wse2-waferllm.yaml");
+  const auto with_file = parse_config(std::string(kMinimal) + "cost: {params_file: " + params.string() + "}\n",
+                                      "x.yaml", {});
+  CHECK(with_file.cost.params_file == params.string());
+  CHECK(with_file.cost.params.gemm_efficiency < 0.7);
+}

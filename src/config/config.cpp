@@ -244,6 +244,14 @@ void read_cost(Validator& v, const Node& node, const wafer::WaferParams& wafer, 
   }
 }
 
+void read_baselines(Validator& v, const Node& node, const wafer::WaferParams& wafer, BaselinesConfig& b) {
+  const std::string path = "baselines";
+  v.check_map(node, path, {"waferllm_region_side_pes", "waferllm_side_step_pes"});
+  const std::int64_t largest = std::min(wafer.grid_w_pes, wafer.grid_h_pes);
+  read_int(v, node, path, "waferllm_region_side_pes", b.waferllm_region_side_pes, 0, largest);
+  read_int(v, node, path, "waferllm_side_step_pes", b.waferllm_side_step_pes, 1, largest);
+}
+
 void read_search(Validator& v, const Node& node, SearchConfig& s) {
   const std::string path = "search";
   v.check_map(node, path,
@@ -320,9 +328,10 @@ Config parse_config(const std::string& text, const std::string& file, const std:
     v.error(root.where, "", root.kind == Node::Kind::null ? "the config is empty" : "the config must be a map");
     v.throw_if_errors();
   }
-  v.check_map(root, "", {"wafer", "workloads", "cost", "search", "output"});
+  v.check_map(root, "", {"wafer", "workloads", "cost", "baselines", "search", "output"});
   read_wafer(v, child_or_null(root, "wafer"), config.wafer);
   read_cost(v, child_or_null(root, "cost"), config.wafer, config.cost, file);
+  read_baselines(v, child_or_null(root, "baselines"), config.wafer, config.baselines);
   read_workloads(v, root, child_or_null(root, "workloads"), config.workloads, file);
   read_search(v, child_or_null(root, "search"), config.search);
   read_output(v, child_or_null(root, "output"), config.output, file);
@@ -379,6 +388,11 @@ std::string to_yaml(const Config& c) {
   for (const auto& info : cost::param_registry()) {
     out << YAML::Key << info.name << YAML::Value << num(c.cost.params.*(info.field));
   }
+  out << YAML::EndMap;
+
+  out << YAML::Key << "baselines" << YAML::Value << YAML::BeginMap;
+  out << YAML::Key << "waferllm_region_side_pes" << YAML::Value << c.baselines.waferllm_region_side_pes;
+  out << YAML::Key << "waferllm_side_step_pes" << YAML::Value << c.baselines.waferllm_side_step_pes;
   out << YAML::EndMap;
 
   const auto& s = c.search;

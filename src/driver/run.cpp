@@ -240,8 +240,16 @@ SettingResult evaluate(const config::Config& config, const config::Setting& sett
   s.roofline_tokens_per_s = s.roofline_step_s > 0 ? tokens / s.roofline_step_s : 0.0;
   if (with_schedules) {
     s.schedules.push_back(score("fullchip", baselines::build_fullchip(w, config.wafer), config, w));
+    const auto& b = config.baselines;
+    std::vector<std::int64_t> sides;
+    if (b.waferllm_region_side_pes > 0) {
+      sides.push_back(b.waferllm_region_side_pes);
+    } else {
+      const std::int64_t largest = std::min(config.wafer.grid_w_pes, config.wafer.grid_h_pes);
+      for (std::int64_t p = b.waferllm_side_step_pes; p <= largest; p += b.waferllm_side_step_pes) sides.push_back(p);
+    }
     s.schedules.push_back(
-        score("waferllm", baselines::build_waferllm_tuned(w, config.wafer, config.cost.params), config, w));
+        score("waferllm", baselines::build_waferllm_tuned(w, config.wafer, config.cost.params, sides), config, w));
   }
   return s;
 }

@@ -23,7 +23,7 @@ std::optional<meshir::Schedule> build_waferllm(const workload::Workload& workloa
                                                std::int64_t region_side_pes);
 
 /// WaferLLM with P tuned offline over `candidate_sides` (default: multiples of 60 that fit), keeping
-/// the best throughput under `params`, as WaferLLM's autotuning did.
+/// the best throughput under `params` (ties keep the earlier candidate), as WaferLLM's autotuning did.
 std::optional<meshir::Schedule> build_waferllm_tuned(const workload::Workload& workload,
                                                      const wafer::WaferParams& wafer, const cost::CostParams& params,
                                                      std::vector<std::int64_t> candidate_sides = {});

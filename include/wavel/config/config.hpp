@@ -54,6 +54,12 @@ struct CostConfig {
   cost::CostParams params;      ///< resolved values
 };
 
+/// How the baseline schedules are built.
+struct BaselinesConfig {
+  std::int64_t waferllm_region_side_pes = 0;  ///< fixed square side P; 0: tune P like WaferLLM did
+  std::int64_t waferllm_side_step_pes = 60;   ///< tuning tries multiples of this that fit the grid
+};
+
 /// A fully validated configuration.
 struct Config {
   std::string file;             ///< path as given, used in messages
@@ -62,6 +68,7 @@ struct Config {
   wafer::WaferParams wafer;
   WorkloadAxes workloads;
   CostConfig cost;
+  BaselinesConfig baselines;
   SearchConfig search;
   OutputConfig output;
 };
