@@ -1,0 +1,52 @@
+// Maps workload op graphs onto regions as MeshIR ops: kernels, layouts, K-tree groups, re-layouts
+// and transfers. Baselines and the search both build schedules through it.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "wavel/meshir/schedule.hpp"
+#include "wavel/workload/workload.hpp"
+
+namespace wavel::meshir {
+
+/// TUNE choices for a region that do not change its rectangle.
+struct Tune {
+  double group_scale_x = 1.0;   ///< K-tree group along X = round(scale x sqrt(used width)), clamped to [1, width]
+  double group_scale_y = 1.0;   ///< same along Y
+  Axis entry_features = Axis::x;  ///< decode: axis holding the features of the activation entering the region
+
+  friend bool operator==(const Tune& a, const Tune& b) {
+    return a.group_scale_x == b.group_scale_x && a.group_scale_y == b.group_scale_y &&
+           a.entry_features == b.entry_features;
+  }
+};
+
+/// The K-tree group size for a line of `pes` PEs under `scale`.
+std::int64_t tree_group(std::int64_t pes, double scale);
+
+/// OpWork copied from a workload op.
+OpWork work_of(const workload::Op& op);
+
+/// Appends ops to a schedule one step at a time, carrying the activation from block to block.
+class Placer {
+ public:
+  Placer(Schedule& schedule, bool decode) : s_(schedule), decode_(decode) {}
+
+  /// Places every op of `block` on region `region` (its `used` sub-rectangle), as pipeline `stage`.
+  /// If the incoming activation lives in another region, a transfer is placed first; inside a region,
+  /// a producer whose layout differs from its consumer's gets a re-layout.
+  void place(const workload::Layer& block, int region, const Rect& used, int stage, const Tune& tune);
+
+ private:
+  int append(PlacedOp op);
+  int relayout(int producer, const Layout& target, const std::string& consumer);
+  void move_input_to(int region, const Rect& used, int stage, const Tune& tune);
+
+  Schedule& s_;
+  bool decode_;
+  int next_step_ = 0;
+  int block_input_ = -1;
+};
+
+}  // namespace wavel::meshir
