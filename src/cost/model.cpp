@@ -172,15 +172,6 @@ OpCost movement(std::int64_t hops, double bytes, std::int64_t lanes, const wafer
   return c;
 }
 
-// Centre-to-centre Manhattan distance, and the links available across the direction of travel.
-OpCost move_between(const Rect& from, const Rect& to, double bytes, const wafer::WaferParams& wafer,
-                    const CostParams& p) {
-  const std::int64_t dx = std::llabs((2 * from.x + from.w) - (2 * to.x + to.w)) / 2;
-  const std::int64_t dy = std::llabs((2 * from.y + from.h) - (2 * to.y + to.h)) / 2;
-  const std::int64_t lanes = dx >= dy ? std::min(from.h, to.h) : std::min(from.w, to.w);
-  return movement(dx + dy, bytes, lanes, wafer, p);
-}
-
 // Re-map inside a region: on average half the data crosses the bisection.
 OpCost relayout(const PlacedOp& op, const wafer::WaferParams& wafer, const CostParams& p) {
   const Rect& r = op.used;
@@ -220,6 +211,16 @@ std::int64_t union_pes(const std::vector<Rect>& rects) {
 
 }  // namespace
 
+// Centre-to-centre Manhattan distance; the links in use are bounded by the narrower side of either
+// rectangle (direction-free, so a transfer's cost changes by at most alpha per hop its ends move).
+OpCost transfer_cost(const Rect& from, const Rect& to, double bytes, const wafer::WaferParams& wafer,
+                     const CostParams& p) {
+  const std::int64_t dx = std::llabs((2 * from.x + from.w) - (2 * to.x + to.w)) / 2;
+  const std::int64_t dy = std::llabs((2 * from.y + from.h) - (2 * to.y + to.h)) / 2;
+  const std::int64_t lanes = std::min({from.w, from.h, to.w, to.h});
+  return movement(dx + dy, bytes, lanes, wafer, p);
+}
+
 int colours_needed(const PlacedOp& op) {
   switch (op.kernel) {
     case Kernel::meshgemm:
@@ -255,8 +256,10 @@ OpCost op_cost(const meshir::Schedule& schedule, const PlacedOp& op, const wafer
       if (op.to_region < 0 || op.to_region >= static_cast<int>(schedule.regions.size())) {
         throw InternalError("op '" + op.name + "' moves data to an invalid region");
       }
-      c = move_between(op.used, schedule.regions[static_cast<std::size_t>(op.to_region)],
-                       static_cast<double>(op.work.input_bytes), wafer, params);
+      // From the source region to the destination region, as the search costs it.
+      c = transfer_cost(schedule.regions[static_cast<std::size_t>(op.region)],
+                        schedule.regions[static_cast<std::size_t>(op.to_region)],
+                        static_cast<double>(op.work.input_bytes), wafer, params);
       break;
     }
   }
@@ -290,6 +293,9 @@ ScheduleCost evaluate(const meshir::Schedule& schedule, const wafer::WaferParams
     std::map<int, double> stage_max;
     for (; i < schedule.ops.size() && schedule.ops[i].step == step; ++i) {
       step_max = std::max(step_max, out.ops[i].total_cycles);
+      // Transfers between stages run on the links while the stages compute other micro-batches,
+      // so they lengthen a pass but not a stage's turn.
+      if (schedule.ops[i].kernel == Kernel::transfer) continue;
       double& s = stage_max[schedule.ops[i].stage];
       s = std::max(s, out.ops[i].total_cycles);
     }
@@ -312,12 +318,17 @@ ScheduleCost evaluate(const meshir::Schedule& schedule, const wafer::WaferParams
     out.tokens_per_s = requests / out.latency_s;
     out.tpr_tokens_per_s = 1.0 / out.latency_s;
   } else {
-    // All micro-batches of prompts: fill the pipeline once, then one slowest-stage turn each.
+    // Prompts arrive together and stream through the stages one micro-batch after another: the
+    // last finishes after one pass plus (microbatches - 1) turns of the slowest stage; TTFT is
+    // the mean over micro-batches.
     const double total = out.pass_cycles + (mb - 1.0) * out.bottleneck_stage_cycles;
-    out.latency_s = total / clock;
-    out.tokens_per_s = static_cast<double>(prompt_tokens) * requests / out.latency_s;
-    out.tpr_tokens_per_s = static_cast<double>(prompt_tokens) / (out.pass_cycles / clock);
+    const double mean_ttft = out.pass_cycles + (mb - 1.0) / 2.0 * out.bottleneck_stage_cycles;
+    out.latency_s = mean_ttft / clock;
+    out.tokens_per_s = static_cast<double>(prompt_tokens) * requests / (total / clock);
+    out.tpr_tokens_per_s = static_cast<double>(prompt_tokens) / out.latency_s;
   }
+  // PEs allocated to the schedule: its regions (a TUNE may leave part of a region idle, but nothing
+  // else can use those PEs).
   out.pes_used = union_pes(schedule.regions);
   out.sram_bytes_per_pe_max = meshir::resident_bytes_per_pe_max(schedule);
   out.sram_headroom = 1.0 - static_cast<double>(out.sram_bytes_per_pe_max) / static_cast<double>(schedule.sram_per_pe_bytes);

@@ -29,10 +29,10 @@ struct ScheduleCost {
   std::vector<OpCost> ops;             ///< parallel to Schedule::ops
   double pass_cycles = 0;              ///< one pass of one request group through all steps (scaled)
   double bottleneck_stage_cycles = 0;  ///< slowest pipeline stage (scaled)
-  double latency_s = 0;                ///< TPOT (decode) or TTFT (prefill)
+  double latency_s = 0;                ///< TPOT (decode) or mean TTFT over the requests (prefill)
   double tokens_per_s = 0;             ///< throughput over all concurrent requests
   double tpr_tokens_per_s = 0;         ///< throughput per request (1/TPOT in decode; prompt tokens/s in prefill)
-  std::int64_t pes_used = 0;           ///< PEs in the union of regions
+  std::int64_t pes_used = 0;           ///< PEs in the union of the schedule's regions
   std::int64_t sram_bytes_per_pe_max = 0;
   double sram_headroom = 0;            ///< 1 - max SRAM per PE / SRAM per PE (negative: does not fit)
 };
@@ -45,6 +45,12 @@ OpCost op_cost(const meshir::Schedule& schedule, const meshir::PlacedOp& op, con
 /// request's `prompt_tokens` processed, micro-batches pipelined through the stages).
 ScheduleCost evaluate(const meshir::Schedule& schedule, const wafer::WaferParams& wafer, const CostParams& params,
                       bool decode, std::int64_t prompt_tokens);
+
+/// Cost of moving `bytes` from region `from` to region `to` (transfers, MoE dispatch and combine):
+/// alpha x centre-to-centre hops + bytes over as many links as the narrowest side of either region
+/// + launch.
+OpCost transfer_cost(const meshir::Rect& from, const meshir::Rect& to, double bytes, const wafer::WaferParams& wafer,
+                     const CostParams& params);
 
 /// Routing colours a kernel occupies per PE (checked against the wafer's budget).
 int colours_needed(const meshir::PlacedOp& op);

@@ -1,0 +1,79 @@
+// Simulator throughput at message granularity: events and wavelet-hops per second (one core) on a
+// 64x64 nearest-neighbour shift and on a 256x256 K-tree allreduce, whole regions simulated.
+#include <benchmark/benchmark.h>
+
+#include <cstdint>
+
+#include "wavel/cost/params.hpp"
+#include "wavel/meshir/schedule.hpp"
+#include "wavel/sim/simulate.hpp"
+#include "wavel/wafer/wafer.hpp"
+
+namespace {
+
+using wavel::meshir::Kernel;
+
+wavel::meshir::Schedule one_op(std::int64_t side, Kernel kernel) {
+  wavel::meshir::Schedule s;
+  s.name = "bench";
+  s.grid_w_pes = side;
+  s.grid_h_pes = side;
+  s.sram_per_pe_bytes = 49152;
+  s.colours = 24;
+  s.regions = {wavel::meshir::Rect{0, 0, side, side}};
+  wavel::meshir::PlacedOp op;
+  op.name = "op";
+  op.kernel = kernel;
+  op.used = s.regions[0];
+  s.ops = {op};
+  return s;
+}
+
+// Simulates op 0 of `s` over its whole region, once per iteration (network build included).
+void run(benchmark::State& state, const wavel::meshir::Schedule& s) {
+  const auto wafer = *wavel::wafer::find_wafer_preset("wse3");
+  const auto params = wavel::cost::default_params(wafer);
+  wavel::sim::SimOptions options;
+  options.full_region_when_small = true;
+  options.full_region_max_pes = s.regions[0].pes();
+  double events = 0, hops = 0, messages = 0, cycles = 0;
+  for (auto _ : state) {
+    const auto r = wavel::sim::simulate_op(s, 0, wafer, params, options);
+    events += static_cast<double>(r.events);
+    hops += static_cast<double>(r.wavelet_hops);
+    messages += static_cast<double>(r.messages);
+    cycles = r.cycles;
+  }
+  using benchmark::Counter;
+  state.counters["events_per_s"] = Counter(events, Counter::kIsRate);
+  state.counters["wavelet_hops_per_s"] = Counter(hops, Counter::kIsRate);
+  state.counters["messages_per_s"] = Counter(messages, Counter::kIsRate);
+  state.counters["events"] = Counter(events, Counter::kAvgIterations);
+  state.counters["wavelet_hops"] = Counter(hops, Counter::kAvgIterations);
+  state.counters["simulated_cycles"] = cycles;
+}
+
+// Every PE of a 64x64 region passes state.range(0) bytes one hop up (the shift-based KV cache).
+void BM_NeighbourShift64(benchmark::State& state) {
+  auto s = one_op(64, Kernel::kv_shift);
+  s.ops[0].work.output_bytes = state.range(0) * 64 * 64;
+  run(state, s);
+}
+BENCHMARK(BM_NeighbourShift64)->Arg(4)->Arg(64)->Arg(512)->Unit(benchmark::kMillisecond);
+
+// Scalar allreduce along x on 256x256 (256 K-tree lines of 256 PEs, groups of 16, broadcast back):
+// messages of state.range(0) bytes (FP32 partial sums of range / 4 rows per PE).
+void BM_Allreduce256(benchmark::State& state) {
+  auto s = one_op(256, Kernel::allreduce);
+  auto& op = s.ops[0];
+  op.reduce_axis = wavel::meshir::Axis::x;
+  op.group = 16;
+  op.work.m = 256 * (state.range(0) / 4);
+  op.work.flops = 256 * 256;
+  run(state, s);
+}
+BENCHMARK(BM_Allreduce256)->Arg(4)->Arg(64)->Arg(512)->Unit(benchmark::kMillisecond);
+
+}  // namespace
+
+BENCHMARK_MAIN();

@@ -1,0 +1,36 @@
+// Pareto fronts over (throughput, latency, PEs), their hypervolume, and the deterministic
+// (cost, id) ordering every reduction in the search uses.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+namespace wavel::search {
+
+/// One evaluated complete schedule, in the objectives the front is built on.
+struct Objectives {
+  double tokens_per_s = 0;   ///< maximise
+  double latency_s = 0;      ///< minimise (TPOT in decode, mean TTFT in prefill)
+  std::int64_t pes = 0;      ///< minimise
+  std::int64_t id = 0;       ///< tie-breaker: lower wins among equal points
+};
+
+/// a dominates b: no worse in every objective and better in at least one.
+bool dominates(const Objectives& a, const Objectives& b);
+
+/// The non-dominated points, sorted by (-tokens_per_s, latency_s, pes, id); of points with equal
+/// objectives only the lowest id stays.
+std::vector<Objectives> pareto_front(std::vector<Objectives> points);
+
+/// Reference point of the hypervolume: zero throughput, `latency_ref_s`, `pes_ref`.
+struct HypervolumeReference {
+  double latency_ref_s = 0;
+  std::int64_t pes_ref = 0;
+};
+
+/// Volume dominated by the front inside the box [0, max throughput] x [latency, latency_ref] x
+/// [pes, pes_ref], divided by that box's volume (so 1 is a single point at zero latency and zero PEs).
+/// Points beyond the reference contribute nothing.
+double normalized_hypervolume(const std::vector<Objectives>& front, const HypervolumeReference& ref);
+
+}  // namespace wavel::search

@@ -1,0 +1,108 @@
+// CUT/TUNE schedule search for one setting: guillotine CUTs split a region and its blocks of work,
+// TUNE picks each leaf's used size, K-tree groups and layout; exact dynamic programming over
+// sub-problems with SRAM, bound, dominance, symmetry and memoization pruning; a Pareto front over
+// throughput, latency and PEs.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "wavel/cost/params.hpp"
+#include "wavel/meshir/placer.hpp"
+#include "wavel/meshir/schedule.hpp"
+#include "wavel/search/pareto.hpp"
+#include "wavel/wafer/wafer.hpp"
+#include "wavel/workload/workload.hpp"
+
+namespace wavel::search {
+
+/// Search settings (from the config's `search` section).
+struct SearchOptions {
+  bool exhaustive = false;                       ///< no bound and no dominance pruning
+  std::vector<double> cut_ratios{0.25, 0.5, 0.75};  ///< two-way CUTs at these fractions of a side
+  std::vector<std::int64_t> strip_counts{3, 4, 6, 8};  ///< n-way CUTs into equal strips
+  std::int64_t max_cut_depth = 3;
+  double time_limit_s = 0;                       ///< 0: none (a limit makes results timing-dependent)
+};
+
+/// What the search did, counted per pruning rule.
+struct SearchStats {
+  std::int64_t nodes_visited = 0;          ///< sub-problems entered, memo hits included
+  std::int64_t exhaustive_tree_nodes = 0;  ///< nodes of the full search tree (no pruning, no memo)
+  std::int64_t pruned_sram = 0;            ///< CUT options cut before descending: a child cannot hold its weights
+  std::int64_t pruned_bound = 0;           ///< CUT options whose lower bound an incumbent point beats
+  std::int64_t pruned_dominance = 0;       ///< partial schedules dropped as dominated in their sub-problem
+  std::int64_t pruned_symmetry = 0;        ///< mirrored root CUTs not generated
+  std::int64_t memo_hits = 0;              ///< sub-problems answered from the memo
+  std::int64_t candidates_evaluated = 0;   ///< leaf TUNE candidates plus CUT combinations scored
+  std::int64_t block_costs = 0;            ///< per-block cost-model evaluations (the memoized table)
+  bool timed_out = false;
+  double wall_s = 0;                       ///< timing only: not part of the results
+};
+
+/// One schedule on the front.
+struct FrontPoint {
+  Objectives objectives;
+  std::string source;                      ///< "search", or "seed:<baseline>"
+  std::int64_t microbatches = 1;
+  std::int64_t stages = 1;
+  double sram_headroom = 0;
+  meshir::Schedule schedule;
+};
+
+/// The outcome for one setting.
+struct SearchResult {
+  std::vector<FrontPoint> front;           ///< sorted by (-throughput, latency, PEs, id)
+  std::size_t best = 0;                    ///< index of the highest-throughput point (front[0])
+  double hypervolume = 0;                  ///< normalized; reference documented in README
+  HypervolumeReference reference;
+  SearchStats stats;
+};
+
+/// Searches one setting. `seeds` (name, schedule) are scored with the cost model and enter the
+/// front beside the searched points, so the front is never worse than them.
+SearchResult search_setting(const workload::Workload& workload, const wafer::WaferParams& wafer,
+                            const cost::CostParams& params, const SearchOptions& options,
+                            const std::vector<std::pair<std::string, meshir::Schedule>>& seeds);
+
+/// A leaf of a complete plan: blocks [first_block, end_block) on `region` using its top-left
+/// used_w x used_h PEs with TUNE choice `tune`.
+struct Leaf {
+  meshir::Rect region;
+  std::int64_t used_w = 0, used_h = 0;
+  int tune = 0;
+  int first_block = 0, end_block = 0;
+};
+
+/// Scores complete plans of one setting and micro-batch count from memoized per-block costs:
+/// the search's inner loop, exposed for benchmarks and tests.
+class PlanEvaluator {
+ public:
+  PlanEvaluator(const workload::Workload& workload, const wafer::WaferParams& wafer, const cost::CostParams& params,
+                std::int64_t microbatches);
+  ~PlanEvaluator();
+  PlanEvaluator(const PlanEvaluator&) = delete;
+  PlanEvaluator& operator=(const PlanEvaluator&) = delete;
+
+  /// The TUNE choices leaves may use.
+  [[nodiscard]] const std::vector<meshir::Tune>& tunes() const;
+  [[nodiscard]] int blocks() const;
+  /// Fills the memo for these leaves (parallel over missing entries); evaluate() needs it.
+  void prepare(const std::vector<Leaf>& leaves);
+  /// Objectives of the plan whose leaves run in this order (one pipeline stage each); infeasible
+  /// plans (SRAM) get zero throughput.
+  [[nodiscard]] Objectives evaluate(const std::vector<Leaf>& leaves) const;
+  /// The plan as MeshIR.
+  [[nodiscard]] meshir::Schedule build(const std::vector<Leaf>& leaves) const;
+
+  struct Impl;
+  /// The memoized tables, for the search itself.
+  Impl& impl() { return *impl_; }
+
+ private:
+  Impl* impl_;
+};
+
+}  // namespace wavel::search

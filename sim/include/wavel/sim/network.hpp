@@ -1,0 +1,244 @@
+// Event-driven mesh model: PE compute tasks, 5-port routers, links with occupancy, cut-through transport.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string_view>
+#include <vector>
+
+namespace wavel::sim {
+
+/// Identifies a task, message or join inside one Network (dense, in creation order).
+using ItemId = std::uint32_t;
+
+/// "No item": an absent dependency.
+inline constexpr ItemId kNoItem = ~ItemId{0};
+
+/// Unit of transport on the links.
+enum class Fidelity {
+  message,  ///< a whole message is one unit per link (fast; exact when nothing contends)
+  packet,   ///< a message is split into packets of NetworkConfig::packet_wavelets wavelets
+  wavelet,  ///< every 32-bit wavelet is its own unit (for small regions only)
+};
+
+/// "message", "packet" or "wavelet".
+std::string_view to_string(Fidelity fidelity);
+
+/// The inverse of to_string, or std::nullopt.
+std::optional<Fidelity> parse_fidelity(std::string_view text);
+
+/// Ports of a router: four mesh links and the two directions of the ramp to its PE. Each (PE, port)
+/// is one channel with its own occupancy; mesh links are named by the router they leave.
+enum class Port : std::uint8_t {
+  east,      ///< to x + 1
+  west,      ///< to x - 1
+  north,     ///< to y - 1 (y grows down, as on the wafer grid)
+  south,     ///< to y + 1
+  ramp_in,   ///< PE to router (injection)
+  ramp_out,  ///< router to PE (ejection)
+};
+
+/// Channels per PE: the four links it drives and its two ramp directions.
+inline constexpr int kChannelsPerPe = 6;
+
+/// What a recorded span of the timeline stands for.
+enum class SpanKind : std::uint8_t {
+  launch,    ///< kernel launch overhead on a PE
+  compute,   ///< local FLOPs
+  stage,     ///< software routing stage (receive, add, re-send): beta
+  overhead,  ///< per-step fixed cost (sync, DSD setup)
+  message,   ///< a message from injection to delivery of its last wavelet
+};
+
+/// "launch", "compute", "stage", "overhead" or "message".
+std::string_view to_string(SpanKind kind);
+
+/// The mesh and its timing. Times are in cycles of the wafer clock.
+struct NetworkConfig {
+  std::int64_t width_pes = 1;
+  std::int64_t height_pes = 1;
+  double alpha_cycles_per_hop = 1.0;     ///< head latency per link on a pre-configured route
+  double beta_cycles_per_stage = 30.0;   ///< one software routing stage (stage() tasks)
+  std::int64_t link_bytes_per_cycle = 4; ///< one 32-bit wavelet per cycle per link and per ramp
+  std::int64_t routable_colours = 24;    ///< distinct colours a router may carry; more is an error
+  Fidelity fidelity = Fidelity::message;
+  std::int64_t packet_wavelets = 16;     ///< packet size at Fidelity::packet
+  bool model_ramps = true;               ///< ramps are channels with occupancy (false: free and instant)
+  bool record_spans = false;             ///< keep a Span per task and message (for traces)
+};
+
+/// One message. It follows the dimension-ordered route (X first, then Y) from src to dst. `folded_hops`
+/// (0, 1 or 2; only with src == dst) sends it through the unsimulated axis of a sampled line and back:
+/// it crosses src's own north and south channels, which a line along X never uses otherwise. A sample
+/// uses this to stand for a perpendicular ring whose other PEs are not simulated (see kernels.hpp).
+struct SendSpec {
+  std::int64_t src_pe = 0;
+  std::int64_t dst_pe = 0;
+  std::int64_t bytes = 0;
+  int colour = 0;          ///< 0..63; counted at every router the route crosses
+  int folded_hops = 0;
+  bool inject = true;      ///< crosses src's injection ramp (false: a router-made copy, as in multicast)
+  bool eject = true;       ///< crosses dst's ejection ramp
+};
+
+/// A task or message as it ran (recorded with NetworkConfig::record_spans).
+struct Span {
+  ItemId item = kNoItem;
+  std::int32_t pe = 0;        ///< the task's PE, or the message's source
+  std::int32_t peer_pe = -1;  ///< the message's destination; -1 for tasks
+  SpanKind kind = SpanKind::compute;
+  double start_cycles = 0;
+  double end_cycles = 0;
+};
+
+/// Counters of one run.
+struct NetworkStats {
+  std::int64_t events = 0;        ///< event steps processed (task starts, channel acquisitions, joins)
+  std::int64_t tasks = 0;
+  std::int64_t messages = 0;      ///< messages as sent (before splitting into packets)
+  std::int64_t units = 0;         ///< transport units: messages, packets or wavelets by fidelity
+  std::int64_t wavelet_hops = 0;  ///< wavelets x mesh links crossed (folded hops included, ramps not)
+};
+
+/// A mesh of width x height PEs and the work placed on it. Build the work first (task, send, join,
+/// after, release_at), then run() once. Semantics:
+///  - An item starts when all its dependencies have finished and its release time has come.
+///  - A task occupies its PE: tasks on one PE run one at a time, in order of (ready time, item id).
+///  - A message of B bytes holds each channel on its path for S = ceil(B / link_bytes_per_cycle)
+///    cycles. Its head enters a channel at max(arrival, channel free) and reaches the next router
+///    alpha cycles later (ramps: 0), while the body streams behind (virtual cut-through: routers
+///    buffer a blocked message, so a stalled head does not hold the links behind it). It is
+///    delivered when its last wavelet leaves the last channel: a lone message over H links is
+///    delivered H*alpha + S cycles after it is sent.
+///  - Requests for a channel are served in order of (time, item id): this is the contention rule.
+///  - Pending events are processed in (time, item id) order; each item has at most one pending
+///    event, so the order is total and every run is bit-identical.
+///  - Colours: every router a route crosses (both ends included) records the route's colour; a router
+///    with more than routable_colours distinct colours makes send() throw wavel::DataError (the
+///    simulator does not relay through extra software stages).
+class Network {
+ public:
+  /// Throws wavel::InternalError on a non-positive size or bandwidth.
+  explicit Network(const NetworkConfig& config);
+
+  [[nodiscard]] const NetworkConfig& config() const { return config_; }
+  [[nodiscard]] std::int64_t pes() const { return config_.width_pes * config_.height_pes; }
+  /// PE index of (x, y): y * width + x.
+  [[nodiscard]] std::int64_t pe_at(std::int64_t x, std::int64_t y) const;
+
+  /// Work on `pe` taking `duration_cycles`.
+  ItemId task(std::int64_t pe, double duration_cycles, SpanKind kind = SpanKind::compute);
+  /// A software routing stage on `pe`: a task of beta cycles.
+  ItemId stage(std::int64_t pe) { return task(pe, config_.beta_cycles_per_stage, SpanKind::stage); }
+  /// Finishes as soon as all its dependencies have (no resource, no time).
+  ItemId join();
+  /// Sends a message; returns the item that finishes when all of it has been delivered.
+  ItemId send(const SendSpec& spec);
+
+  /// `item` starts only after `dependency` has finished; kNoItem is ignored.
+  void after(ItemId item, ItemId dependency);
+  /// `item` starts no earlier than `time_cycles`.
+  void release_at(ItemId item, double time_cycles);
+
+  /// Processes every event. Throws wavel::InternalError if called twice or if some item never became
+  /// ready (a dependency cycle).
+  void run();
+
+  /// When `item` finished (after run()).
+  [[nodiscard]] double finish_cycles(ItemId item) const;
+  /// The latest finish of any item.
+  [[nodiscard]] double makespan_cycles() const { return makespan_cycles_; }
+  [[nodiscard]] const NetworkStats& stats() const { return stats_; }
+  /// Recorded spans, in the order they were decided (empty unless record_spans).
+  [[nodiscard]] const std::vector<Span>& spans() const { return spans_; }
+  /// Distinct colours at the busiest router.
+  [[nodiscard]] int colours_max() const;
+  [[nodiscard]] std::size_t items() const { return items_.size(); }
+  /// Pre-sizes the item and edge arrays (an estimate; they grow as needed).
+  void reserve(std::size_t items, std::size_t edges);
+
+ private:
+  enum class Kind : std::uint8_t { task, join, message, packets };
+  enum Flag : std::uint8_t { inject = 1, eject = 2, x_minus = 4, y_minus = 8 };
+
+  // Everything one event touches about its item sits in one cache line: scheduling state, the
+  // first successor (most items have one), and the task or message it stands for.
+  struct alignas(64) Item {
+    double ready = 0;               // max(release, dependencies' finish)
+    double finish = 0;
+    ItemId successor = kNoItem;     // first successor
+    std::uint32_t edges = kNoItem;  // further successors: head of a list in edges_
+    std::int32_t deps = 0;          // unfinished dependencies; -1 once finished
+    Kind kind = Kind::join;
+    std::uint8_t flags = 0;         // messages: Flag bits
+    std::uint8_t folded = 0;        // messages: folded hops
+    SpanKind span = SpanKind::compute;
+    double length = 0;              // task: duration; message: serialisation cycles S
+    std::int32_t a = 0;             // task: PE; message: source; packets: first packet
+    std::int32_t b = 0;             // message: destination; packets: how many
+    std::int32_t corner = 0;        // message: PE where the X leg turns into the Y leg
+    std::int32_t nx = 0, ny = 0;    // message: hops along X and Y
+  };
+  struct Edge {
+    ItemId to;
+    std::uint32_t next;
+  };
+  // Times are never negative, so their IEEE-754 bit patterns order like the times and serve as
+  // exact keys for the time buckets.
+  struct Event {
+    std::uint64_t time_bits;
+    ItemId item;
+    std::uint32_t step;  // messages: index of the next channel on the path
+  };
+  struct Pending {
+    ItemId item;
+    std::uint32_t step;
+  };
+  struct TimeSlot {
+    std::uint64_t time_bits;
+    std::uint32_t bucket;
+  };
+
+  ItemId new_item(Kind kind);
+  ItemId new_message(const SendSpec& spec, double serial_cycles);
+  void add_edge(ItemId from, ItemId to);
+  void note_colour(const SendSpec& spec);
+  void process(Event ev);
+  void complete(ItemId id, double finish);
+  void notify(ItemId to, double finish);
+  void push(const Event& ev);
+  Event pop();
+  [[nodiscard]] bool empty() const;
+  [[nodiscard]] bool is_next(const Event& ev) const;
+  std::uint32_t bucket_for(std::uint64_t time_bits);
+  static std::uint64_t bits_of(double time);
+  static double time_of(std::uint64_t bits);
+
+  NetworkConfig config_;
+  std::vector<Item> items_;
+  std::vector<Edge> edges_;
+  // The event queue: pending events in (time, item) order. Kernels run in lock-step, so many events
+  // share a time: each distinct future time has a bucket (found through an open-addressing table and
+  // ordered by a small heap of times); the bucket of the current time is sorted by item when it
+  // becomes current, and events pushed at the current time meanwhile wait in a heap by item.
+  std::vector<std::vector<Pending>> buckets_;
+  std::vector<std::uint32_t> free_buckets_;
+  std::vector<TimeSlot> times_;             // binary min-heap by time
+  std::vector<std::uint64_t> table_keys_;   // time bits -> bucket; kNoTime marks an empty slot
+  std::vector<std::uint32_t> table_buckets_;
+  std::size_t table_used_ = 0;
+  std::vector<Pending> current_;            // events at now_bits_, ascending by item from current_next_
+  std::size_t current_next_ = 0;
+  std::vector<Pending> late_;               // events pushed at now_bits_ while it is current (heap by item)
+  std::uint64_t now_bits_ = ~std::uint64_t{0};
+  std::vector<double> channel_free_;   // per (PE, port): when the channel is next free
+  std::vector<double> pe_free_;        // per PE: when its core is next free
+  std::vector<std::uint64_t> colours_; // per PE: colour bit set of its router
+  std::vector<double> first_start_;    // record_spans: when each message entered its first channel
+  std::vector<Span> spans_;
+  NetworkStats stats_;
+  double makespan_cycles_ = 0;
+  bool ran_ = false;
+};
+
+}  // namespace wavel::sim

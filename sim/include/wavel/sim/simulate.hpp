@@ -1,0 +1,117 @@
+// Simulates MeshIR ops and whole schedules on the mesh model, recording how every sample is scaled up.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "wavel/cost/params.hpp"
+#include "wavel/meshir/schedule.hpp"
+#include "wavel/sim/kernels.hpp"
+#include "wavel/sim/network.hpp"
+#include "wavel/wafer/wafer.hpp"
+
+namespace wavel::sim {
+
+/// How to simulate.
+struct SimOptions {
+  Fidelity fidelity = Fidelity::message;
+  std::int64_t packet_wavelets = 16;          ///< packet size at Fidelity::packet
+  bool model_ramps = true;                    ///< the PE-router ramps are channels with occupancy
+  bool full_region_when_small = false;        ///< simulate the whole used rectangle when it is small
+  std::int64_t full_region_max_pes = 64 * 64; ///< "small": at most this many PEs
+  std::int64_t max_simulated_steps = 16;      ///< MeshGEMM steps simulated (>= 2); the rest extrapolated
+  bool memoize = true;                        ///< simulate identical ops once (see simulate())
+  bool record_trace = false;                  ///< keep each op's timeline for trace export
+  std::int64_t trace_max_pes = 16;            ///< sampled PEs per op kept in the trace
+  std::int64_t trace_max_spans = 4096;        ///< spans per op kept (the earliest decided)
+};
+
+/// One simulated op.
+struct OpSimResult {
+  double cycles = 0;                  ///< simulated op time (lines of a sample run in parallel)
+  double route_switch_cycles = 0;     ///< simulate() only: route re-configuration, the rule of cost::evaluate
+  double total_cycles = 0;            ///< cycles + route_switch_cycles: what the schedule composes
+  std::int64_t events = 0;            ///< event steps simulated (0 when reused)
+  std::int64_t messages = 0;          ///< messages simulated (0 when reused)
+  std::int64_t wavelet_hops = 0;      ///< wavelet-hops simulated (0 when reused)
+  double represented_messages = 0;    ///< the whole op: simulated x scale factor x steps_total / steps_simulated
+  double represented_wavelet_hops = 0;///< likewise (the skew is not split by steps, so this is an estimate)
+  int colours_max = 0;                ///< distinct colours at the busiest simulated router
+  SampleRecord sample;                ///< what was simulated and how it is scaled up
+  std::int64_t mesh_w_pes = 1;        ///< simulated mesh (trace PE indices are y * mesh_w_pes + x)
+  std::int64_t mesh_h_pes = 1;
+  int reused_from = -1;               ///< simulate(): the op whose simulation this one reuses; -1: its own
+  std::vector<Span> spans;            ///< record_trace: tasks and messages of the first trace_max_pes PEs
+                                      ///< (at most trace_max_spans; none when reused)
+};
+
+/// A simulated schedule, composed exactly as cost::evaluate composes op costs.
+struct SimResult {
+  std::vector<OpSimResult> ops;       ///< parallel to Schedule::ops
+  std::vector<double> op_start_cycles;///< start of each op within one unscaled pass (steps in sequence)
+  double pass_cycles = 0;             ///< one pass of one micro-batch through all steps (x layer_scale)
+  double bottleneck_stage_cycles = 0; ///< slowest pipeline stage (x layer_scale)
+  double latency_s = 0;               ///< TPOT (decode) or mean TTFT (prefill)
+  double tokens_per_s = 0;            ///< over all concurrent requests
+  double tpr_tokens_per_s = 0;        ///< per request
+  std::int64_t events = 0;            ///< simulated, summed over the ops simulated
+  std::int64_t messages = 0;
+  std::int64_t wavelet_hops = 0;
+  std::int64_t ops_simulated = 0;
+  std::int64_t ops_reused = 0;        ///< ops whose result came from an identical op (memo)
+  std::int64_t layer_scale = 1;
+  std::string scale_rule;             ///< how the op times were scaled to the schedule, in words
+};
+
+/// Simulates op `op_index` of `schedule` on its own (no route-switch cost, like cost::op_cost).
+/// By default one representative line is simulated (SampleRecord says which and how it scales);
+/// with full_region_when_small, the whole used rectangle when it has at most full_region_max_pes PEs.
+/// Throws wavel::InternalError for a bad index and wavel::DataError when a router needs more colours
+/// than wafer.routable_colours or a mover names no region. alpha and beta come from `params`.
+OpSimResult simulate_op(const meshir::Schedule& schedule, int op_index, const wafer::WaferParams& wafer,
+                        const cost::CostParams& params, const SimOptions& options);
+
+/// Simulates every op and composes the schedule as cost::evaluate does (steps in sequence, ops of a
+/// step overlapped, stages and micro-batches pipelined, layer_scale applied, the route-switch rule).
+/// Ops with the same kernel, used size, layouts, reduce axis, group, rounds, work and (movers)
+/// distance and lanes are simulated once and reused. `decode` and `prompt_tokens` as in evaluate.
+SimResult simulate(const meshir::Schedule& schedule, const wafer::WaferParams& wafer, const cost::CostParams& params,
+                   bool decode, std::int64_t prompt_tokens, const SimOptions& options);
+
+/// A deterministic sample of search candidates to simulate.
+struct CandidateSample {
+  std::vector<std::size_t> indices;  ///< ascending
+  std::string rule;                  ///< e.g. "8 of 100 candidates: lowest splitmix64(seed 1, index)"
+};
+
+/// Picks `samples` of `candidates` (all if samples >= candidates): those with the lowest
+/// counter-based hash of (seed, index), ties by index, so every rank picks the same ones.
+CandidateSample sample_candidates(std::size_t candidates, std::size_t samples, std::uint64_t seed);
+
+namespace detail {
+
+/// The schedule-level figures cost::evaluate derives from per-op cycles.
+struct Composition {
+  double pass_cycles = 0;
+  double bottleneck_stage_cycles = 0;
+  double latency_s = 0;
+  double tokens_per_s = 0;
+  double tpr_tokens_per_s = 0;
+};
+
+/// Stand-in for a shared cost function (proposed to the lead; delete this copy once cost exports it):
+/// steps in sequence, the ops of a step overlapped, stages timed on their own ops (transfers excluded:
+/// they run on the links while the stages work on other micro-batches), layer_scale, and
+/// micro-batches pipelined (decode: max(pass, mb x slowest stage); prefill: the last prompt group
+/// ends after pass + (mb - 1) x slowest stage, TTFT is the mean, pass + (mb - 1) / 2 x slowest stage).
+Composition compose_schedule(const meshir::Schedule& schedule, const std::vector<double>& op_cycles,
+                             double clock_hz, bool decode, std::int64_t prompt_tokens);
+
+/// Stand-in for the same: route_switch_cycles for each MeshGEMV whose reduce axis differs from the
+/// previous MeshGEMV's in its region, 0 elsewhere.
+std::vector<double> route_switch_cycles(const meshir::Schedule& schedule, const cost::CostParams& params);
+
+}  // namespace detail
+
+}  // namespace wavel::sim

@@ -1,0 +1,454 @@
+// Event engine of the mesh model: POD events in exact-time buckets ordered by (time, item id), flat
+// arrays for channel and PE occupancy, one cache line per item; buckets are recycled, not reallocated.
+#include "wavel/sim/network.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+
+#include "wavel/common/error.hpp"
+
+namespace wavel::sim {
+
+std::string_view to_string(Fidelity fidelity) {
+  switch (fidelity) {
+    case Fidelity::message: return "message";
+    case Fidelity::packet: return "packet";
+    case Fidelity::wavelet: return "wavelet";
+  }
+  return "message";
+}
+
+std::optional<Fidelity> parse_fidelity(std::string_view text) {
+  for (Fidelity f : {Fidelity::message, Fidelity::packet, Fidelity::wavelet}) {
+    if (text == to_string(f)) return f;
+  }
+  return std::nullopt;
+}
+
+std::string_view to_string(SpanKind kind) {
+  switch (kind) {
+    case SpanKind::launch: return "launch";
+    case SpanKind::compute: return "compute";
+    case SpanKind::stage: return "stage";
+    case SpanKind::overhead: return "overhead";
+    case SpanKind::message: return "message";
+  }
+  return "compute";
+}
+
+namespace {
+
+std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
+
+}  // namespace
+
+Network::Network(const NetworkConfig& config) : config_(config) {
+  if (config_.width_pes < 1 || config_.height_pes < 1 || config_.link_bytes_per_cycle < 1 ||
+      config_.packet_wavelets < 1) {
+    throw InternalError("sim::Network: mesh sides, link bandwidth and packet size must be positive");
+  }
+  // Item ids are 32-bit; PE indices are stored as 32-bit in messages.
+  if (pes() > (std::int64_t{1} << 30)) throw InternalError("sim::Network: mesh too large");
+  const auto n = static_cast<std::size_t>(pes());
+  channel_free_.assign(n * kChannelsPerPe, 0.0);
+  pe_free_.assign(n, 0.0);
+  colours_.assign(n, 0);
+}
+
+std::int64_t Network::pe_at(std::int64_t x, std::int64_t y) const {
+  if (x < 0 || y < 0 || x >= config_.width_pes || y >= config_.height_pes) {
+    throw InternalError("sim::Network: PE (" + std::to_string(x) + ", " + std::to_string(y) + ") is off the " +
+                        std::to_string(config_.width_pes) + " x " + std::to_string(config_.height_pes) + " mesh");
+  }
+  return y * config_.width_pes + x;
+}
+
+ItemId Network::new_item(Kind kind) {
+  if (ran_) throw InternalError("sim::Network: work added after run()");
+  if (items_.size() >= static_cast<std::size_t>(kNoItem - 1)) throw InternalError("sim::Network: too many items");
+  items_.emplace_back();
+  items_.back().kind = kind;
+  return static_cast<ItemId>(items_.size() - 1);
+}
+
+void Network::reserve(std::size_t items, std::size_t edges) {
+  items_.reserve(items);
+  edges_.reserve(edges);
+}
+
+ItemId Network::task(std::int64_t pe, double duration_cycles, SpanKind kind) {
+  if (pe < 0 || pe >= pes()) throw InternalError("sim::Network: task on PE " + std::to_string(pe) + " off the mesh");
+  if (!(duration_cycles >= 0.0)) throw InternalError("sim::Network: negative or NaN task duration");
+  const ItemId id = new_item(Kind::task);
+  Item& it = items_[id];
+  it.a = static_cast<std::int32_t>(pe);
+  it.length = duration_cycles;
+  it.span = kind;
+  ++stats_.tasks;
+  return id;
+}
+
+ItemId Network::join() { return new_item(Kind::join); }
+
+void Network::note_colour(const SendSpec& spec) {
+  if (spec.colour < 0 || spec.colour > 63) throw InternalError("sim::Network: colour outside 0..63");
+  const std::uint64_t bit = std::uint64_t{1} << spec.colour;
+  const std::int64_t w = config_.width_pes;
+  auto mark = [&](std::int64_t pe) {
+    auto& set = colours_[static_cast<std::size_t>(pe)];
+    if ((set & bit) != 0) return;  // most routes reuse colours the router already carries
+    set |= bit;
+    if (__builtin_popcountll(set) > config_.routable_colours) {
+      throw DataError({Diagnostic{"", 0, 0, "colours",
+                                  "the router of PE (" + std::to_string(pe % w) + ", " + std::to_string(pe / w) +
+                                      ") would carry " + std::to_string(__builtin_popcountll(set)) +
+                                      " colours; the wafer has " + std::to_string(config_.routable_colours) +
+                                      " routable colours (the simulator does not relay through extra stages)"}});
+    }
+  };
+  const std::int64_t x0 = spec.src_pe % w, y0 = spec.src_pe / w;
+  const std::int64_t x1 = spec.dst_pe % w, y1 = spec.dst_pe / w;
+  const std::int64_t sx = x1 >= x0 ? 1 : -1, sy = y1 >= y0 ? 1 : -1;
+  for (std::int64_t x = x0;; x += sx) {
+    mark(y0 * w + x);
+    if (x == x1) break;
+  }
+  for (std::int64_t y = y0 + sy; y0 != y1; y += sy) {
+    mark(y * w + x1);
+    if (y == y1) break;
+  }
+}
+
+ItemId Network::new_message(const SendSpec& spec, double serial_cycles) {
+  const std::int64_t w = config_.width_pes;
+  const std::int64_t x0 = spec.src_pe % w, y0 = spec.src_pe / w;
+  const std::int64_t x1 = spec.dst_pe % w, y1 = spec.dst_pe / w;
+  const ItemId id = new_item(Kind::message);
+  Item& m = items_[id];
+  m.length = serial_cycles;
+  m.a = static_cast<std::int32_t>(spec.src_pe);
+  m.b = static_cast<std::int32_t>(spec.dst_pe);
+  m.corner = static_cast<std::int32_t>(y0 * w + x1);
+  m.nx = static_cast<std::int32_t>(x1 >= x0 ? x1 - x0 : x0 - x1);
+  m.ny = static_cast<std::int32_t>(y1 >= y0 ? y1 - y0 : y0 - y1);
+  m.folded = static_cast<std::uint8_t>(spec.folded_hops);
+  m.flags = static_cast<std::uint8_t>((spec.inject && config_.model_ramps ? Flag::inject : 0) |
+                                      (spec.eject && config_.model_ramps ? Flag::eject : 0) |
+                                      (x1 < x0 ? Flag::x_minus : 0) | (y1 < y0 ? Flag::y_minus : 0));
+  m.span = SpanKind::message;
+  return id;
+}
+
+ItemId Network::send(const SendSpec& spec) {
+  if (spec.src_pe < 0 || spec.src_pe >= pes() || spec.dst_pe < 0 || spec.dst_pe >= pes()) {
+    throw InternalError("sim::Network: message endpoint off the mesh");
+  }
+  if (spec.folded_hops < 0 || spec.folded_hops > 2 || (spec.folded_hops > 0 && spec.src_pe != spec.dst_pe)) {
+    throw InternalError("sim::Network: folded hops must be 0..2 and only on a message to itself");
+  }
+  if (spec.bytes < 0) throw InternalError("sim::Network: negative message size");
+  note_colour(spec);
+  const std::int64_t wavelets = ceil_div(spec.bytes, config_.link_bytes_per_cycle);
+  std::int64_t unit = wavelets;
+  if (config_.fidelity == Fidelity::packet) unit = config_.packet_wavelets;
+  if (config_.fidelity == Fidelity::wavelet) unit = 1;
+  const std::int64_t units = wavelets <= unit ? 1 : ceil_div(wavelets, unit);
+  const std::int64_t w = config_.width_pes;
+  const std::int64_t hops = std::llabs(spec.src_pe % w - spec.dst_pe % w) + std::llabs(spec.src_pe / w - spec.dst_pe / w) +
+                            spec.folded_hops;
+  ++stats_.messages;
+  stats_.units += units;
+  stats_.wavelet_hops += wavelets * hops;
+  if (units == 1) return new_message(spec, static_cast<double>(wavelets));
+  // Packets leave in id order, so they queue behind one another on the injection ramp.
+  const auto first = static_cast<std::uint32_t>(items_.size());
+  for (std::int64_t u = 0; u < units; ++u) {
+    new_message(spec, static_cast<double>(std::min(unit, wavelets - u * unit)));
+  }
+  const ItemId group = new_item(Kind::packets);
+  items_[group].a = static_cast<std::int32_t>(first);
+  items_[group].b = static_cast<std::int32_t>(units);
+  for (std::int64_t u = 0; u < units; ++u) add_edge(first + static_cast<ItemId>(u), group);
+  return group;
+}
+
+void Network::add_edge(ItemId from, ItemId to) {
+  Item& source = items_[from];
+  if (source.successor == kNoItem) {
+    source.successor = to;
+  } else {
+    edges_.push_back(Edge{to, source.edges});
+    source.edges = static_cast<std::uint32_t>(edges_.size() - 1);
+  }
+  ++items_[to].deps;
+}
+
+void Network::after(ItemId item, ItemId dependency) {
+  if (dependency == kNoItem) return;
+  if (ran_) throw InternalError("sim::Network: dependency added after run()");
+  if (item >= items_.size() || dependency >= items_.size()) throw InternalError("sim::Network: unknown item");
+  const Item& it = items_[item];
+  if (it.kind == Kind::packets) {
+    const auto first = static_cast<ItemId>(it.a);
+    for (std::int32_t u = 0; u < it.b; ++u) add_edge(dependency, first + static_cast<ItemId>(u));
+  } else {
+    add_edge(dependency, item);
+  }
+}
+
+void Network::release_at(ItemId item, double time_cycles) {
+  if (item >= items_.size()) throw InternalError("sim::Network: unknown item");
+  Item& it = items_[item];
+  if (it.kind == Kind::packets) {
+    for (std::int32_t u = 0; u < it.b; ++u) {
+      Item& packet = items_[static_cast<std::size_t>(it.a) + static_cast<std::size_t>(u)];
+      packet.ready = std::max(packet.ready, time_cycles);
+    }
+  }
+  it.ready = std::max(it.ready, time_cycles);
+}
+
+std::uint64_t Network::bits_of(double time) {
+  std::uint64_t bits = 0;
+  std::memcpy(&bits, &time, sizeof bits);
+  return bits;
+}
+
+double Network::time_of(std::uint64_t bits) {
+  double time = 0;
+  std::memcpy(&time, &bits, sizeof time);
+  return time;
+}
+
+namespace {
+
+// Not the bit pattern of any time (it is a NaN): marks empty table slots and "no current time".
+constexpr std::uint64_t kNoTime = ~std::uint64_t{0};
+
+std::size_t slot_of(std::uint64_t key, std::size_t mask) {
+  return static_cast<std::size_t>((key * 0x9e3779b97f4a7c15ULL) >> 17) & mask;
+}
+
+}  // namespace
+
+std::uint32_t Network::bucket_for(std::uint64_t time_bits) {
+  if (table_keys_.empty() || 2 * (table_used_ + 1) > table_keys_.size()) {
+    // Grow (rarely: the table holds distinct pending times, not events).
+    std::vector<std::uint64_t> keys(std::max<std::size_t>(64, 2 * table_keys_.size()), kNoTime);
+    std::vector<std::uint32_t> values(keys.size(), 0);
+    const std::size_t mask = keys.size() - 1;
+    for (std::size_t i = 0; i < table_keys_.size(); ++i) {
+      if (table_keys_[i] == kNoTime) continue;
+      std::size_t j = slot_of(table_keys_[i], mask);
+      while (keys[j] != kNoTime) j = (j + 1) & mask;
+      keys[j] = table_keys_[i];
+      values[j] = table_buckets_[i];
+    }
+    table_keys_.swap(keys);
+    table_buckets_.swap(values);
+  }
+  const std::size_t mask = table_keys_.size() - 1;
+  std::size_t j = slot_of(time_bits, mask);
+  for (; table_keys_[j] != kNoTime; j = (j + 1) & mask) {
+    if (table_keys_[j] == time_bits) return table_buckets_[j];
+  }
+  std::uint32_t bucket = 0;
+  if (free_buckets_.empty()) {
+    buckets_.emplace_back();
+    bucket = static_cast<std::uint32_t>(buckets_.size() - 1);
+  } else {
+    bucket = free_buckets_.back();
+    free_buckets_.pop_back();
+  }
+  table_keys_[j] = time_bits;
+  table_buckets_[j] = bucket;
+  ++table_used_;
+  times_.push_back(TimeSlot{time_bits, bucket});
+  std::push_heap(times_.begin(), times_.end(),
+                 [](const TimeSlot& a, const TimeSlot& b) { return a.time_bits > b.time_bits; });
+  return bucket;
+}
+
+void Network::push(const Event& ev) {
+  if (ev.time_bits == now_bits_) {
+    late_.push_back(Pending{ev.item, ev.step});
+    std::push_heap(late_.begin(), late_.end(), [](const Pending& a, const Pending& b) { return a.item > b.item; });
+    return;
+  }
+  buckets_[bucket_for(ev.time_bits)].push_back(Pending{ev.item, ev.step});
+}
+
+bool Network::empty() const { return current_next_ == current_.size() && late_.empty() && times_.empty(); }
+
+// Whether `ev` (a message's next step, nothing pushed since its last one) would be popped next.
+bool Network::is_next(const Event& ev) const {
+  if (current_next_ < current_.size() || !late_.empty()) {
+    if (ev.time_bits != now_bits_) return false;
+    const bool before_current = current_next_ == current_.size() || ev.item < current_[current_next_].item;
+    return before_current && (late_.empty() || ev.item < late_.front().item);
+  }
+  // A later bucket's items are unsorted: only a strictly earlier time is surely next.
+  return times_.empty() || ev.time_bits < times_.front().time_bits;
+}
+
+Network::Event Network::pop() {
+  if (current_next_ == current_.size() && late_.empty()) {
+    // The next time's bucket becomes current; its slot leaves the table (backward-shift delete).
+    const TimeSlot slot = times_.front();
+    std::pop_heap(times_.begin(), times_.end(),
+                  [](const TimeSlot& a, const TimeSlot& b) { return a.time_bits > b.time_bits; });
+    times_.pop_back();
+    const std::size_t mask = table_keys_.size() - 1;
+    std::size_t j = slot_of(slot.time_bits, mask);
+    while (table_keys_[j] != slot.time_bits) j = (j + 1) & mask;
+    for (std::size_t k = (j + 1) & mask; table_keys_[k] != kNoTime; k = (k + 1) & mask) {
+      const std::size_t home = slot_of(table_keys_[k], mask);
+      // Move k back into the hole at j unless its home lies cyclically in (j, k].
+      if ((j < k) ? (home <= j || home > k) : (home <= j && home > k)) {
+        table_keys_[j] = table_keys_[k];
+        table_buckets_[j] = table_buckets_[k];
+        j = k;
+      }
+    }
+    table_keys_[j] = kNoTime;
+    --table_used_;
+    current_.clear();
+    current_.swap(buckets_[slot.bucket]);
+    free_buckets_.push_back(slot.bucket);
+    current_next_ = 0;
+    now_bits_ = slot.time_bits;
+    auto by_item = [](const Pending& a, const Pending& b) { return a.item < b.item; };
+    if (!std::is_sorted(current_.begin(), current_.end(), by_item)) std::sort(current_.begin(), current_.end(), by_item);
+  }
+  Pending next{};
+  if (!late_.empty() && (current_next_ == current_.size() || late_.front().item < current_[current_next_].item)) {
+    next = late_.front();
+    std::pop_heap(late_.begin(), late_.end(), [](const Pending& a, const Pending& b) { return a.item > b.item; });
+    late_.pop_back();
+  } else {
+    next = current_[current_next_++];
+  }
+  return Event{now_bits_, next.item, next.step};
+}
+
+void Network::notify(ItemId to, double finish) {
+  Item& next = items_[to];
+  if (finish > next.ready) next.ready = finish;
+  if (--next.deps == 0) push(Event{bits_of(next.ready), to, 0});
+}
+
+void Network::complete(ItemId id, double finish) {
+  Item& it = items_[id];
+  it.finish = finish;
+  it.deps = -1;  // marks "finished" for the cycle check
+  makespan_cycles_ = std::max(makespan_cycles_, finish);
+  if (it.successor != kNoItem) notify(it.successor, finish);
+  for (std::uint32_t e = it.edges; e != kNoItem; e = edges_[e].next) notify(edges_[e].to, finish);
+}
+
+void Network::process(Event ev) {
+  // A message keeps moving without a round trip through the heap while its next step would be
+  // popped next anyway: keys are unique, so this is the same order as pushing it.
+  for (;;) {
+    ++stats_.events;
+    const double now = time_of(ev.time_bits);
+    Item& it = items_[ev.item];
+    switch (it.kind) {
+      case Kind::task: {
+        double& pe_free = pe_free_[static_cast<std::size_t>(it.a)];
+        const double start = std::max(now, pe_free);
+        const double end = start + it.length;
+        pe_free = end;
+        if (config_.record_spans) spans_.push_back(Span{ev.item, it.a, -1, it.span, start, end});
+        complete(ev.item, end);
+        return;
+      }
+      case Kind::join:
+      case Kind::packets:
+        complete(ev.item, now);
+        return;
+      case Kind::message: {
+        const int inject = (it.flags & Flag::inject) != 0 ? 1 : 0;
+        const int path = inject + it.nx + it.ny + it.folded + ((it.flags & Flag::eject) != 0 ? 1 : 0);
+        if (path == 0) {
+          if (config_.record_spans) spans_.push_back(Span{ev.item, it.a, it.b, SpanKind::message, now, now});
+          complete(ev.item, now);
+          return;
+        }
+        // Which channel this step acquires, and the head latency across it.
+        std::int64_t k = static_cast<std::int64_t>(ev.step) - inject;
+        std::size_t channel = 0;
+        double latency = config_.alpha_cycles_per_hop;
+        if (k < 0) {
+          channel = static_cast<std::size_t>(it.a) * kChannelsPerPe + static_cast<std::size_t>(Port::ramp_in);
+          latency = 0.0;
+        } else if (k < it.nx) {
+          const bool minus = (it.flags & Flag::x_minus) != 0;
+          const std::int64_t pe = it.a + (minus ? -k : k);
+          channel = static_cast<std::size_t>(pe) * kChannelsPerPe + static_cast<std::size_t>(minus ? Port::west : Port::east);
+        } else if ((k -= it.nx) < it.ny) {
+          const bool minus = (it.flags & Flag::y_minus) != 0;
+          const std::int64_t pe = it.corner + (minus ? -k : k) * config_.width_pes;
+          channel = static_cast<std::size_t>(pe) * kChannelsPerPe + static_cast<std::size_t>(minus ? Port::north : Port::south);
+        } else if ((k -= it.ny) < it.folded) {
+          channel = static_cast<std::size_t>(it.a) * kChannelsPerPe + static_cast<std::size_t>(k == 0 ? Port::north : Port::south);
+        } else {
+          channel = static_cast<std::size_t>(it.b) * kChannelsPerPe + static_cast<std::size_t>(Port::ramp_out);
+          latency = 0.0;
+        }
+        double& free = channel_free_[channel];
+        const double start = std::max(now, free);
+        free = start + it.length;
+        if (config_.record_spans && ev.step == 0) first_start_[ev.item] = start;
+        if (static_cast<int>(ev.step) + 1 == path) {
+          const double delivered = start + latency + it.length;
+          if (config_.record_spans) {
+            spans_.push_back(Span{ev.item, it.a, it.b, SpanKind::message, first_start_[ev.item], delivered});
+          }
+          complete(ev.item, delivered);
+          return;
+        }
+        ev.time_bits = bits_of(start + latency);
+        ++ev.step;
+        if (is_next(ev)) continue;
+        push(ev);
+        return;
+      }
+    }
+    return;
+  }
+}
+
+void Network::run() {
+  if (ran_) throw InternalError("sim::Network: run() called twice");
+  ran_ = true;
+  now_bits_ = kNoTime;
+  for (std::size_t i = 0; i < items_.size(); ++i) {
+    if (items_[i].deps == 0) push(Event{bits_of(items_[i].ready), static_cast<ItemId>(i), 0});
+  }
+  if (config_.record_spans) first_start_.assign(items_.size(), 0.0);
+  while (!empty()) {
+    const Event ev = pop();
+    // The next event at this time is known: start loading its item while this one runs.
+    if (current_next_ < current_.size()) __builtin_prefetch(&items_[current_[current_next_].item]);
+    process(ev);
+  }
+  for (const Item& it : items_) {
+    if (it.deps != -1) throw InternalError("sim::Network: an item never became ready (dependency cycle)");
+  }
+}
+
+double Network::finish_cycles(ItemId item) const {
+  if (item >= items_.size()) throw InternalError("sim::Network: unknown item");
+  if (!ran_) throw InternalError("sim::Network: finish time asked before run()");
+  return items_[item].finish;
+}
+
+int Network::colours_max() const {
+  int most = 0;
+  for (std::uint64_t set : colours_) most = std::max(most, __builtin_popcountll(set));
+  return most;
+}
+
+}  // namespace wavel::sim
