@@ -255,8 +255,8 @@ void read_baselines(Validator& v, const Node& node, const wafer::WaferParams& wa
 void read_search(Validator& v, const Node& node, SearchConfig& s) {
   const std::string path = "search";
   v.check_map(node, path,
-              {"exhaustive", "cut_ratios", "max_cut_depth", "objectives", "time_limit_s", "seed",
-               "checkpoint_interval_s", "eval_batch"});
+              {"exhaustive", "cut_ratios", "strip_counts", "max_cut_depth", "group_scales", "used_fractions",
+               "objectives", "time_limit_s", "seed", "checkpoint_interval_s", "eval_batch"});
   read_bool(v, node, path, "exhaustive", s.exhaustive);
   if (present(node, "cut_ratios")) {
     s.cut_ratios = v.axis(child_or_null(node, "cut_ratios"), "search.cut_ratios",
@@ -269,7 +269,24 @@ void read_search(Validator& v, const Node& node, SearchConfig& s) {
                             return r;
                           });
   }
-  read_int(v, node, path, "max_cut_depth", s.max_cut_depth, 0, 64);
+  if (present(node, "strip_counts")) {
+    const Node& n = child_or_null(node, "strip_counts");
+    if (n.kind == Node::Kind::sequence && n.items.empty()) {
+      s.strip_counts.clear();  // an empty list turns n-way CUTs off
+    } else {
+      s.strip_counts = v.axis(n, "search.strip_counts",
+                              [&](const Node& item, const std::string& p) { return v.integer(item, p, 3, 64); });
+    }
+  }
+  read_int(v, node, path, "max_cut_depth", s.max_cut_depth, 0, 16);
+  if (present(node, "group_scales")) {
+    s.group_scales = v.axis(child_or_null(node, "group_scales"), "search.group_scales",
+                            [&](const Node& n, const std::string& p) { return v.number(n, p, 0.0, 64.0, true); });
+  }
+  if (present(node, "used_fractions")) {
+    s.used_fractions = v.axis(child_or_null(node, "used_fractions"), "search.used_fractions",
+                              [&](const Node& n, const std::string& p) { return v.number(n, p, 0.0, 1.0, true); });
+  }
   if (present(node, "objectives")) {
     s.objectives = v.axis(child_or_null(node, "objectives"), "search.objectives",
                           [&](const Node& n, const std::string& p) {
@@ -401,7 +418,14 @@ std::string to_yaml(const Config& c) {
   out << YAML::Key << "cut_ratios" << YAML::Value << YAML::Flow << YAML::BeginSeq;
   for (double r : s.cut_ratios) out << num(r);
   out << YAML::EndSeq;
+  out << YAML::Key << "strip_counts" << YAML::Value << YAML::Flow << s.strip_counts;
   out << YAML::Key << "max_cut_depth" << YAML::Value << s.max_cut_depth;
+  out << YAML::Key << "group_scales" << YAML::Value << YAML::Flow << YAML::BeginSeq;
+  for (double g : s.group_scales) out << num(g);
+  out << YAML::EndSeq;
+  out << YAML::Key << "used_fractions" << YAML::Value << YAML::Flow << YAML::BeginSeq;
+  for (double f : s.used_fractions) out << num(f);
+  out << YAML::EndSeq;
   out << YAML::Key << "objectives" << YAML::Value << YAML::Flow << s.objectives;
   out << YAML::Key << "time_limit_s" << YAML::Value << num(s.time_limit_s);
   out << YAML::Key << "seed" << YAML::Value << s.seed;

@@ -16,6 +16,7 @@
 #include "wavel/common/hash.hpp"
 #include "wavel/cost/model.hpp"
 #include "wavel/meshir/text.hpp"
+#include "wavel/search/search.hpp"
 #include "wavel/version_info.hpp"
 #include "wavel/workload/workload.hpp"
 
@@ -100,6 +101,21 @@ void pack(const SettingResult& r, Packer& p) {
     p.put(s.microbatches);
     p.put(s.meshir);
   }
+  p.put(static_cast<std::uint64_t>(r.front.size()));
+  for (const auto& f : r.front) {
+    p.put(f.source);
+    p.put(f.tokens_per_s);
+    p.put(f.latency_s);
+    p.put(f.pes_used);
+    p.put(f.microbatches);
+    p.put(f.stages);
+    p.put(f.sram_headroom);
+    p.put(f.meshir);
+  }
+  p.put(r.hypervolume);
+  p.put(r.hypervolume_latency_ref_s);
+  p.put(r.search);
+  p.put(r.search_wall_s);
 }
 
 SettingResult unpack(Unpacker& u) {
@@ -134,6 +150,22 @@ SettingResult unpack(Unpacker& u) {
     u.get(s.microbatches);
     u.get(s.meshir);
   }
+  u.get(n);
+  r.front.resize(n);
+  for (auto& f : r.front) {
+    u.get(f.source);
+    u.get(f.tokens_per_s);
+    u.get(f.latency_s);
+    u.get(f.pes_used);
+    u.get(f.microbatches);
+    u.get(f.stages);
+    u.get(f.sram_headroom);
+    u.get(f.meshir);
+  }
+  u.get(r.hypervolume);
+  u.get(r.hypervolume_latency_ref_s);
+  u.get(r.search);
+  u.get(r.search_wall_s);
   return r;
 }
 
@@ -192,6 +224,18 @@ std::string human(double value, const char* unit) {
   return out.str();
 }
 
+search::SearchOptions search_options(const config::Config& config) {
+  search::SearchOptions o;
+  o.exhaustive = config.search.exhaustive;
+  o.cut_ratios = config.search.cut_ratios;
+  o.strip_counts = config.search.strip_counts;
+  o.max_cut_depth = config.search.max_cut_depth;
+  o.group_scales = config.search.group_scales;
+  o.used_fractions = config.search.used_fractions;
+  o.time_limit_s = config.search.time_limit_s;
+  return o;
+}
+
 ScheduleResult score(const std::string& name, const std::optional<meshir::Schedule>& schedule,
                      const config::Config& config, const workload::Workload& w) {
   ScheduleResult r;
@@ -239,7 +283,6 @@ SettingResult evaluate(const config::Config& config, const config::Setting& sett
                             : static_cast<double>(w.tokens_per_step);
   s.roofline_tokens_per_s = s.roofline_step_s > 0 ? tokens / s.roofline_step_s : 0.0;
   if (with_schedules) {
-    s.schedules.push_back(score("fullchip", baselines::build_fullchip(w, config.wafer), config, w));
     const auto& b = config.baselines;
     std::vector<std::int64_t> sides;
     if (b.waferllm_region_side_pes > 0) {
@@ -248,8 +291,26 @@ SettingResult evaluate(const config::Config& config, const config::Setting& sett
       const std::int64_t largest = std::min(config.wafer.grid_w_pes, config.wafer.grid_h_pes);
       for (std::int64_t p = b.waferllm_side_step_pes; p <= largest; p += b.waferllm_side_step_pes) sides.push_back(p);
     }
-    s.schedules.push_back(
-        score("waferllm", baselines::build_waferllm_tuned(w, config.wafer, config.cost.params, sides), config, w));
+    const auto fullchip = baselines::build_fullchip(w, config.wafer);
+    const auto waferllm = baselines::build_waferllm_tuned(w, config.wafer, config.cost.params, sides);
+    s.schedules.push_back(score("fullchip", fullchip, config, w));
+    s.schedules.push_back(score("waferllm", waferllm, config, w));
+    // Both baselines are points of the space: they seed the front.
+    std::vector<std::pair<std::string, meshir::Schedule>> seeds{{"fullchip", fullchip}};
+    if (waferllm) seeds.emplace_back("waferllm", *waferllm);
+    const auto found = search::search_setting(w, config.wafer, config.cost.params, search_options(config), seeds);
+    for (const auto& p : found.front) {
+      s.front.push_back(FrontEntry{p.source, p.objectives.tokens_per_s, p.objectives.latency_s, p.objectives.pes,
+                                   p.microbatches, p.stages, p.sram_headroom, meshir::print(p.schedule)});
+    }
+    s.hypervolume = found.hypervolume;
+    s.hypervolume_latency_ref_s = found.reference.latency_ref_s;
+    const auto& st = found.stats;
+    s.search = SearchCounts{st.nodes_visited,      st.exhaustive_tree_nodes, st.pruned_sram,
+                            st.pruned_bound,       st.pruned_dominance,      st.pruned_symmetry,
+                            st.memo_hits,          st.candidates_evaluated,  st.block_costs,
+                            st.timed_out ? 1 : 0};
+    s.search_wall_s = st.wall_s;
   }
   return s;
 }
@@ -384,7 +445,102 @@ io::Table settings_table(const config::Config& config, const std::vector<config:
     table.columns.push_back({n + "_regions", "1", regions});
     table.columns.push_back({n + "_microbatches", "1", mb});
   }
+  if (results.empty() || results.front().schedules.empty()) return table;  // dry run: no search
+  D tps, latency, headroom, vs_waferllm, vs_fullchip, hv;
+  I pes, mb, stages, front_size, nodes, tree, p_sram, p_bound, p_dom, p_sym, memo, cands, costs, timed_out;
+  S source;
+  const FrontEntry nothing{"none", nan, nan, 0, 0, 0, nan, ""};
+  for (const auto& r : results) {
+    const auto& best = r.front.empty() ? nothing : r.front.front();
+    tps.push_back(best.tokens_per_s);
+    latency.push_back(best.latency_s);
+    headroom.push_back(best.sram_headroom);
+    pes.push_back(best.pes_used);
+    mb.push_back(best.microbatches);
+    stages.push_back(best.stages);
+    source.push_back(best.source);
+    const auto speedup = [&](std::size_t k) {
+      return k < r.schedules.size() && r.schedules[k].placed ? best.tokens_per_s / r.schedules[k].tokens_per_s : nan;
+    };
+    vs_fullchip.push_back(speedup(0));
+    vs_waferllm.push_back(speedup(1));
+    front_size.push_back(static_cast<std::int64_t>(r.front.size()));
+    hv.push_back(r.hypervolume);
+    nodes.push_back(r.search.nodes_visited);
+    tree.push_back(r.search.exhaustive_tree_nodes);
+    p_sram.push_back(r.search.pruned_sram);
+    p_bound.push_back(r.search.pruned_bound);
+    p_dom.push_back(r.search.pruned_dominance);
+    p_sym.push_back(r.search.pruned_symmetry);
+    memo.push_back(r.search.memo_hits);
+    cands.push_back(r.search.candidates_evaluated);
+    costs.push_back(r.search.block_costs);
+    timed_out.push_back(r.search.timed_out);
+  }
+  table.columns.push_back({"wavel_tokens_per_s", "tokens/s", tps});
+  table.columns.push_back({"wavel_latency_s", "s", latency});
+  table.columns.push_back({"wavel_pes_used", "PEs", pes});
+  table.columns.push_back({"wavel_sram_headroom", "1", headroom});
+  table.columns.push_back({"wavel_microbatches", "1", mb});
+  table.columns.push_back({"wavel_stages", "1", stages});
+  table.columns.push_back({"wavel_source", "", source});
+  table.columns.push_back({"speedup_vs_waferllm", "1", vs_waferllm});
+  table.columns.push_back({"speedup_vs_fullchip", "1", vs_fullchip});
+  table.columns.push_back({"front_size", "1", front_size});
+  table.columns.push_back({"hypervolume", "1", hv});
+  table.columns.push_back({"search_nodes_visited", "1", nodes});
+  table.columns.push_back({"search_exhaustive_tree_nodes", "1", tree});
+  table.columns.push_back({"search_pruned_sram", "1", p_sram});
+  table.columns.push_back({"search_pruned_bound", "1", p_bound});
+  table.columns.push_back({"search_pruned_dominance", "1", p_dom});
+  table.columns.push_back({"search_pruned_symmetry", "1", p_sym});
+  table.columns.push_back({"search_memo_hits", "1", memo});
+  table.columns.push_back({"search_candidates_evaluated", "1", cands});
+  table.columns.push_back({"search_block_costs", "1", costs});
+  table.columns.push_back({"search_timed_out", "bool", timed_out});
   return table;
+}
+
+io::Table front_table(const std::vector<SettingResult>& results) {
+  std::vector<std::int64_t> id, point, pes, mb, stages;
+  std::vector<double> tps, latency, headroom;
+  std::vector<std::string> source;
+  for (const auto& r : results) {
+    for (std::size_t i = 0; i < r.front.size(); ++i) {
+      const auto& f = r.front[i];
+      id.push_back(r.setting_id);
+      point.push_back(static_cast<std::int64_t>(i));
+      source.push_back(f.source);
+      tps.push_back(f.tokens_per_s);
+      latency.push_back(f.latency_s);
+      pes.push_back(f.pes_used);
+      mb.push_back(f.microbatches);
+      stages.push_back(f.stages);
+      headroom.push_back(f.sram_headroom);
+    }
+  }
+  return io::Table{"front",
+                   {{"setting_id", "1", id},
+                    {"point", "1", point},
+                    {"source", "", source},
+                    {"tokens_per_s", "tokens/s", tps},
+                    {"latency_s", "s", latency},
+                    {"pes_used", "PEs", pes},
+                    {"microbatches", "1", mb},
+                    {"stages", "1", stages},
+                    {"sram_headroom", "1", headroom}}};
+}
+
+io::Table timing_table(const std::vector<SettingResult>& results) {
+  std::vector<std::int64_t> id;
+  std::vector<double> wall, rate;
+  for (const auto& r : results) {
+    id.push_back(r.setting_id);
+    wall.push_back(r.search_wall_s);
+    rate.push_back(r.search_wall_s > 0 ? static_cast<double>(r.search.candidates_evaluated) / r.search_wall_s : 0.0);
+  }
+  return io::Table{"search_timing",
+                   {{"setting_id", "1", id}, {"wall_s", "s", wall}, {"candidates_per_s", "1/s", rate}}};
 }
 
 io::Table schedules_table(const std::vector<SettingResult>& results) {
@@ -397,6 +553,11 @@ io::Table schedules_table(const std::vector<SettingResult>& results) {
       name.push_back(s.name);
       text.push_back(s.meshir);
     }
+    for (std::size_t i = 0; i < r.front.size(); ++i) {
+      id.push_back(r.setting_id);
+      name.push_back(i == 0 ? "wavel" : "front." + std::to_string(i));
+      text.push_back(r.front[i].meshir);
+    }
   }
   return io::Table{"schedules", {{"setting_id", "1", id}, {"schedule", "", name}, {"meshir", "", text}}};
 }
@@ -408,6 +569,9 @@ void print_settings(std::ostream& out, const config::Config& config, const std::
   if (with_schedules) {
     for (const char* n : kScheduleNames) {
       for (const char* c : {" tok/s", " TPOT|TTFT", " PEs", " headroom"}) header.push_back(std::string(n) + c);
+    }
+    for (const char* c : {"wavel tok/s", "wavel TPOT|TTFT", "wavel PEs", "vs waferllm", "vs fullchip", "front"}) {
+      header.push_back(c);
     }
   } else {
     header.insert(header.end(), {"FLOP/step", "params", "KV cache", "roofline bound"});
@@ -431,6 +595,19 @@ void print_settings(std::ostream& out, const config::Config& config, const std::
         headroom << std::fixed << std::setprecision(1) << 100.0 * s.sram_headroom << '%';
         row.insert(row.end(), {human(s.tokens_per_s, "tok/s"), human(s.latency_s, "s"), std::to_string(s.pes_used),
                                headroom.str()});
+      }
+      if (r.front.empty()) {
+        row.insert(row.end(), {"no fit", "-", "-", "-", "-", "0"});
+      } else {
+        const auto& best = r.front.front();
+        auto ratio = [&](std::size_t k) {
+          if (k >= r.schedules.size() || !r.schedules[k].placed) return std::string("-");
+          std::ostringstream text;
+          text << std::fixed << std::setprecision(2) << best.tokens_per_s / r.schedules[k].tokens_per_s << 'x';
+          return text.str();
+        };
+        row.insert(row.end(), {human(best.tokens_per_s, "tok/s"), human(best.latency_s, "s"),
+                               std::to_string(best.pes_used), ratio(1), ratio(0), std::to_string(r.front.size())});
       }
     } else {
       row.insert(row.end(), {human(static_cast<double>(r.flops_per_step), "FLOP"),
@@ -489,13 +666,21 @@ void run(const config::Config& config, const RunContext& context, std::ostream& 
   const io::Table table = settings_table(config, settings, results);
   if (config.output.hdf5) {
     io::write_results_h5((dir / "results.h5").string(), provenance(config, context, resolved),
-                         {table, schedules_table(results)}, context.comm);
+                         {table, front_table(results), schedules_table(results), timing_table(results)}, context.comm);
   }
   if (config.output.csv) {
     on_root_agreed(context.comm, 0, [&] { io::write_csv((dir / "summary.csv").string(), table); });
   }
   if (context.rank == 0) {
     print_settings(out, config, settings, results);
+    double wall = 0;
+    std::int64_t candidates = 0;
+    for (const auto& r : results) {
+      wall += r.search_wall_s;
+      candidates += r.search.candidates_evaluated;
+    }
+    out << "search: " << candidates << " candidates in " << std::setprecision(3) << wall << " s of search time ("
+        << human(wall > 0 ? static_cast<double>(candidates) / wall : 0.0, "candidates/s") << ")\n";
     out << "results: " << dir.string() << "/" << (config.output.hdf5 ? "results.h5 " : "")
         << (config.output.csv ? "summary.csv" : "") << '\n';
   }

@@ -64,6 +64,21 @@ struct MinCostId {
   result_view_type value_;
 };
 
+// Runs `body(space)` on Kokkos::Serial when asked (and built), else on the default host space; the
+// results must not depend on which.
+template <class Body>
+void on_host_space(bool serial, Body&& body) {
+#ifdef KOKKOS_ENABLE_SERIAL
+  if (serial) {
+    body(Kokkos::Serial());
+    return;
+  }
+#else
+  (void)serial;
+#endif
+  body(Kokkos::DefaultHostExecutionSpace());
+}
+
 struct BlockCost {
   double cycles = 0;
   std::int64_t resident = 0;  ///< weights + KV bytes per PE
@@ -77,9 +92,8 @@ std::uint64_t table_key(int type, std::int64_t w, std::int64_t h, int tune) {
          (static_cast<std::uint64_t>(h) << 12) | static_cast<std::uint64_t>(tune);
 }
 
-std::vector<meshir::Tune> tune_choices(bool decode) {
+std::vector<meshir::Tune> tune_choices(bool decode, const std::vector<double>& scales) {
   std::vector<meshir::Tune> tunes;
-  const double scales[] = {1.0, 0.5, 2.0};  // the baseline's sqrt(side) first
   if (decode) {
     for (Axis entry : {Axis::x, Axis::y}) {
       for (double sx : scales) {
@@ -92,11 +106,13 @@ std::vector<meshir::Tune> tune_choices(bool decode) {
   return tunes;
 }
 
-// Used sizes TUNE may pick inside a side: all of it, three quarters, half.
-std::vector<std::int64_t> used_sides(std::int64_t side) {
-  std::vector<std::int64_t> sides{side, (3 * side + 3) / 4, (side + 1) / 2};
-  sides.erase(std::unique(sides.begin(), sides.end()), sides.end());
-  sides.erase(std::remove_if(sides.begin(), sides.end(), [](std::int64_t s) { return s < 1; }), sides.end());
+// Used sizes TUNE may pick inside a side (fractions rounded up), each once.
+std::vector<std::int64_t> used_sides(std::int64_t side, const std::vector<double>& fractions) {
+  std::vector<std::int64_t> sides;
+  for (double f : fractions) {
+    const auto s = std::clamp<std::int64_t>(static_cast<std::int64_t>(std::ceil(f * static_cast<double>(side))), 1, side);
+    if (std::find(sides.begin(), sides.end(), s) == sides.end()) sides.push_back(s);
+  }
   return sides;
 }
 
@@ -115,8 +131,10 @@ struct PlanEvaluator::Impl {
   std::vector<meshir::Tune> tunes;
   std::unordered_map<std::uint64_t, BlockCost> table;
   std::int64_t computed = 0;
+  bool serial = false;  ///< run the parallel loops on Kokkos::Serial (tests compare the two)
 
-  Impl(const workload::Workload& w, const wafer::WaferParams& wf, const cost::CostParams& p, std::int64_t mb)
+  Impl(const workload::Workload& w, const wafer::WaferParams& wf, const cost::CostParams& p, std::int64_t mb,
+       const std::vector<double>& group_scales)
       : wafer(wf), params(p), decode(w.shape.phase == workload::Phase::decode),
         requests(w.shape.concurrent_requests), prompt_tokens(w.shape.input_tokens), microbatches(mb),
         layers_total(w.model.num_layers) {
@@ -134,7 +152,7 @@ struct PlanEvaluator::Impl {
     for (std::size_t i = 0; i < blocks.size(); ++i) {
       if (blocks[i].type >= static_cast<int>(representative.size())) representative.push_back(static_cast<int>(i));
     }
-    tunes = tune_choices(decode);
+    tunes = tune_choices(decode, group_scales);
   }
 
   meshir::Schedule empty() const {
@@ -187,13 +205,14 @@ struct PlanEvaluator::Impl {
     missing.erase(std::unique(missing.begin(), missing.end()), missing.end());
     if (missing.empty()) return;
     std::vector<BlockCost> out(missing.size());
-    Kokkos::parallel_for(
-        "wavel::search::block_costs",
-        Kokkos::RangePolicy<Kokkos::DefaultHostExecutionSpace>(0, static_cast<int>(missing.size())),
-        [&](const int i) {
-          const auto& [type, w, h, tune] = missing[static_cast<std::size_t>(i)];
-          out[static_cast<std::size_t>(i)] = compute(type, w, h, tune);
-        });
+    on_host_space(serial, [&](auto space) {
+      Kokkos::parallel_for(
+          "wavel::search::block_costs",
+          Kokkos::RangePolicy<decltype(space)>(space, 0, static_cast<int>(missing.size())), [&](const int i) {
+            const auto& [type, w, h, tune] = missing[static_cast<std::size_t>(i)];
+            out[static_cast<std::size_t>(i)] = compute(type, w, h, tune);
+          });
+    });
     for (std::size_t i = 0; i < missing.size(); ++i) {
       const auto& [type, w, h, tune] = missing[i];
       table.emplace(table_key(type, w, h, tune), out[i]);
@@ -270,8 +289,9 @@ struct PlanEvaluator::Impl {
 };
 
 PlanEvaluator::PlanEvaluator(const workload::Workload& workload, const wafer::WaferParams& wafer,
-                             const cost::CostParams& params, std::int64_t microbatches)
-    : impl_(new Impl(workload, wafer, params, microbatches)) {}
+                             const cost::CostParams& params, std::int64_t microbatches,
+                             const std::vector<double>& group_scales)
+    : impl_(new Impl(workload, wafer, params, microbatches, group_scales)) {}
 PlanEvaluator::~PlanEvaluator() { delete impl_; }
 const std::vector<meshir::Tune>& PlanEvaluator::tunes() const { return impl_->tunes; }
 int PlanEvaluator::blocks() const { return static_cast<int>(impl_->blocks.size()); }
@@ -296,7 +316,7 @@ Objectives PlanEvaluator::evaluate(const std::vector<Leaf>& leaves) const {
     if (l > 0) pass += impl_->transfer(leaves[l - 1].region, leaf.region, leaf.first_block - 1);
     pass += c.cycles;
     bottleneck = std::max(bottleneck, c.cycles);
-    pes += leaf.used_w * leaf.used_h;
+    pes += leaf.region.pes();
   }
   return impl_->objectives(pass, bottleneck, pes);
 }
@@ -351,7 +371,7 @@ class Solver {
   }
 
   const std::vector<Point>& solve(const Rect& rect, int a, int b, int depth) {
-    ++stats_.nodes_visited;
+    ++stats_.subproblems;
     const bool positional = has_defects_ && contains_defect(rect);
     const auto key = std::make_tuple(rect.w, rect.h, a, b, depth, positional ? rect.x : -1, positional ? rect.y : -1);
     if (auto it = memo_.find(key); it != memo_.end()) {
@@ -364,21 +384,28 @@ class Solver {
     return memo_.emplace(key, std::move(points)).first->second;
   }
 
-  // Nodes of the unpruned, unmemoized tree below this sub-problem (every CUT option, both sides).
-  std::int64_t tree_nodes(std::int64_t w, std::int64_t h, int a, int b, int depth) {
+  // Size of the unpruned search tree below a sub-problem, whose nodes are partial schedules: every
+  // leaf TUNE candidate, and every combination a CUT chains from its children's schedules.
+  // Returns {complete schedules of the sub-problem, tree nodes}; doubles, since both explode.
+  std::pair<double, double> tree_size(std::int64_t w, std::int64_t h, int a, int b, int depth) {
     const auto key = std::make_tuple(w, h, a, b, depth);
     if (auto it = tree_memo_.find(key); it != tree_memo_.end()) return it->second;
-    std::int64_t nodes = 1;
+    const double leaves = static_cast<double>(ev_.tunes.size() * used_sides(w, opt_.used_fractions).size() *
+                                              used_sides(h, opt_.used_fractions).size());
+    double schedules = leaves, nodes = leaves;
     if (b - a >= 2 && depth < opt_.max_cut_depth) {
       for (const auto& c : cut_options(Rect{0, 0, w, h}, a, b, /*root=*/false)) {
+        double chained = 1;
         for (std::size_t i = 0; i < c.rects.size(); ++i) {
-          nodes += tree_nodes(c.rects[i].w, c.rects[i].h, c.bounds[i], c.bounds[i + 1], depth + 1);
-          nodes = std::min(nodes, std::numeric_limits<std::int64_t>::max() / 4);  // saturate
+          const auto [n, t] = tree_size(c.rects[i].w, c.rects[i].h, c.bounds[i], c.bounds[i + 1], depth + 1);
+          nodes += t;
+          chained *= n;
+          if (i > 0) nodes += chained;
         }
+        schedules += chained;
       }
     }
-    tree_memo_.emplace(key, nodes);
-    return nodes;
+    return tree_memo_.emplace(key, std::make_pair(schedules, nodes)).first->second;
   }
 
   const Plan& plan(int id) const { return plans_[static_cast<std::size_t>(id)]; }
@@ -489,8 +516,8 @@ class Solver {
 
   std::vector<Point> leaf_points(const Rect& rect, int a, int b) {
     std::vector<Point> points;
-    const auto widths = used_sides(rect.w);
-    const auto heights = used_sides(rect.h);
+    const auto widths = used_sides(rect.w, opt_.used_fractions);
+    const auto heights = used_sides(rect.h, opt_.used_fractions);
     const int tunes = static_cast<int>(ev_.tunes.size());
     std::vector<int> types;
     for (int i = a; i < b; ++i) types.push_back(ev_.blocks[static_cast<std::size_t>(i)].type);
@@ -514,14 +541,16 @@ class Solver {
         // Fastest tune that fits, ties to the lower index: a deterministic parallel reduction.
         CostId best{std::numeric_limits<double>::infinity(), INT_MAX};
         const PlanEvaluator::Impl& ev = ev_;
-        Kokkos::parallel_reduce(
-            "wavel::search::leaf_tune", Kokkos::RangePolicy<Kokkos::DefaultHostExecutionSpace>(0, tunes),
-            [&](const int t, CostId& acc) {
-              const auto c = ev.leaf(a, b, w, h, t);
-              const CostId mine{c.fits ? c.cycles : std::numeric_limits<double>::infinity(), t};
-              if (MinCostId::less(mine, acc)) acc = mine;
-            },
-            MinCostId(best));
+        on_host_space(ev.serial, [&](auto space) {
+          Kokkos::parallel_reduce(
+              "wavel::search::leaf_tune", Kokkos::RangePolicy<decltype(space)>(space, 0, tunes),
+              [&](const int t, CostId& acc) {
+                const auto c = ev.leaf(a, b, w, h, t);
+                const CostId mine{c.fits ? c.cycles : std::numeric_limits<double>::infinity(), t};
+                if (MinCostId::less(mine, acc)) acc = mine;
+              },
+              MinCostId(best));
+        });
         stats_.candidates_evaluated += tunes;
         if (!std::isfinite(best.cost)) continue;
         if (opt_.exhaustive) {
@@ -700,7 +729,7 @@ class Solver {
   double transfer_margin_ = 0;
   bool has_defects_ = false;
   std::map<std::tuple<std::int64_t, std::int64_t, int, int, int, std::int64_t, std::int64_t>, std::vector<Point>> memo_;
-  std::map<std::tuple<std::int64_t, std::int64_t, int, int, int>, std::int64_t> tree_memo_;
+  std::map<std::tuple<std::int64_t, std::int64_t, int, int, int>, std::pair<double, double>> tree_memo_;
   std::vector<Plan> plans_;
 };
 
@@ -751,8 +780,9 @@ SearchResult search_setting(const workload::Workload& workload, const wafer::Waf
     candidates.push_back(std::move(cand));
   }
   for (std::int64_t mb : microbatch_choices(workload.shape.concurrent_requests)) {
-    PlanEvaluator evaluator(workload, wafer, params, mb);
+    PlanEvaluator evaluator(workload, wafer, params, mb, options.group_scales);
     PlanEvaluator::Impl& ev = evaluator.impl();
+    ev.serial = options.serial;
     Solver solver(ev, options, result.stats, start);
     const int blocks = evaluator.blocks();
     std::int64_t resident = 0;
@@ -764,7 +794,10 @@ SearchResult search_setting(const workload::Workload& workload, const wafer::Waf
         ++result.stats.pruned_sram;
         continue;
       }
-      result.stats.exhaustive_tree_nodes += solver.tree_nodes(root.w, root.h, 0, blocks, 0);
+      const double tree = solver.tree_size(root.w, root.h, 0, blocks, 0).second;
+      const double cap = 9.0e18;  // saturate: the count only needs to show the scale
+      result.stats.exhaustive_tree_nodes = static_cast<std::int64_t>(
+          std::min(cap, static_cast<double>(result.stats.exhaustive_tree_nodes) + tree));
       const std::vector<Point>& points = solver.solve(root, 0, blocks, 0);
       std::vector<Objectives> objs;
       for (std::size_t i = 0; i < points.size(); ++i) {
@@ -807,6 +840,7 @@ SearchResult search_setting(const workload::Workload& workload, const wafer::Waf
   for (const auto& p : result.front) worst_latency = std::max(worst_latency, p.objectives.latency_s);
   result.reference = HypervolumeReference{2.0 * worst_latency, wafer.usable_pes()};
   result.hypervolume = normalized_hypervolume(front, result.reference);
+  result.stats.nodes_visited = result.stats.candidates_evaluated;
   result.stats.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return result;
 }

@@ -30,8 +30,11 @@ struct WorkloadAxes {
 /// CUT/TUNE search settings (validated now; used by the search).
 struct SearchConfig {
   bool exhaustive = false;                      ///< disable bound and dominance pruning
-  std::vector<double> cut_ratios{0.25, 0.5, 0.75};  ///< split positions as fractions of a side
-  std::int64_t max_cut_depth = 8;
+  std::vector<double> cut_ratios{0.25, 0.5, 0.75};  ///< two-way split positions as fractions of a side
+  std::vector<std::int64_t> strip_counts{3, 4, 6, 8};  ///< n-way splits into equal strips
+  std::int64_t max_cut_depth = 3;
+  std::vector<double> group_scales{1.0, 0.5, 2.0};     ///< TUNE: K-tree group = scale x sqrt(side)
+  std::vector<double> used_fractions{1.0, 0.75, 0.5};  ///< TUNE: fraction of each region side used
   std::vector<std::string> objectives{"throughput", "latency", "pes"};
   double time_limit_s = 0;                      ///< 0: no limit
   std::int64_t seed = 1;                        ///< seeds the counter-based sampler

@@ -28,6 +28,25 @@ struct ScheduleResult {
   std::string meshir;               ///< the schedule as MeshIR text
 };
 
+/// One point of a setting's Pareto front (predicted).
+struct FrontEntry {
+  std::string source;               ///< "search" or "seed:<baseline>"
+  double tokens_per_s = 0;
+  double latency_s = 0;
+  std::int64_t pes_used = 0;
+  std::int64_t microbatches = 0;
+  std::int64_t stages = 0;
+  double sram_headroom = 0;
+  std::string meshir;
+};
+
+/// Search statistics of one setting (deterministic counts).
+struct SearchCounts {
+  std::int64_t nodes_visited = 0, exhaustive_tree_nodes = 0, pruned_sram = 0, pruned_bound = 0,
+               pruned_dominance = 0, pruned_symmetry = 0, memo_hits = 0, candidates_evaluated = 0,
+               block_costs = 0, timed_out = 0;
+};
+
 /// Workload, wafer and schedule figures of one setting.
 struct SettingResult {
   std::int64_t setting_id = 0;
@@ -43,6 +62,11 @@ struct SettingResult {
   double roofline_step_s = 0;              ///< lower bound: FLOPs / wafer peak (not a prediction)
   double roofline_tokens_per_s = 0;        ///< upper bound on tokens/s implied by roofline_step_s
   std::vector<ScheduleResult> schedules;   ///< fullchip, then waferllm
+  std::vector<FrontEntry> front;           ///< the search's Pareto front, best throughput first
+  double hypervolume = 0;                  ///< normalized, see README
+  double hypervolume_latency_ref_s = 0;
+  SearchCounts search;
+  double search_wall_s = 0;                ///< timing only; kept out of the deterministic tables
 };
 
 /// Builds the setting's workload and baselines and evaluates them.
@@ -56,6 +80,12 @@ std::vector<SettingResult> evaluate_sweep(const config::Config& config, const st
 /// The `settings` table: one row per setting, columns with units.
 io::Table settings_table(const config::Config& config, const std::vector<config::Setting>& settings,
                          const std::vector<SettingResult>& results);
+
+/// The `front` table: every front point of every setting.
+io::Table front_table(const std::vector<SettingResult>& results);
+
+/// The `search_timing` table: wall time and evaluation rate per setting (varies run to run).
+io::Table timing_table(const std::vector<SettingResult>& results);
 
 /// The `schedules` table: setting_id, schedule name, MeshIR text.
 io::Table schedules_table(const std::vector<SettingResult>& results);

@@ -24,13 +24,17 @@ struct SearchOptions {
   std::vector<double> cut_ratios{0.25, 0.5, 0.75};  ///< two-way CUTs at these fractions of a side
   std::vector<std::int64_t> strip_counts{3, 4, 6, 8};  ///< n-way CUTs into equal strips
   std::int64_t max_cut_depth = 3;
+  std::vector<double> group_scales{1.0, 0.5, 2.0};     ///< TUNE: K-tree group = scale x sqrt(side)
+  std::vector<double> used_fractions{1.0, 0.75, 0.5};  ///< TUNE: fraction of each region side used
   double time_limit_s = 0;                       ///< 0: none (a limit makes results timing-dependent)
+  bool serial = false;                           ///< parallel loops on Kokkos::Serial instead of the default host space
 };
 
 /// What the search did, counted per pruning rule.
 struct SearchStats {
-  std::int64_t nodes_visited = 0;          ///< sub-problems entered, memo hits included
-  std::int64_t exhaustive_tree_nodes = 0;  ///< nodes of the full search tree (no pruning, no memo)
+  std::int64_t nodes_visited = 0;          ///< search-tree nodes (partial schedules) generated
+  std::int64_t exhaustive_tree_nodes = 0;  ///< nodes of the unpruned tree (every TUNE candidate and CUT combination)
+  std::int64_t subproblems = 0;            ///< (region, block range, depth) sub-problems entered, memo hits included
   std::int64_t pruned_sram = 0;            ///< CUT options cut before descending: a child cannot hold its weights
   std::int64_t pruned_bound = 0;           ///< CUT options whose lower bound an incumbent point beats
   std::int64_t pruned_dominance = 0;       ///< partial schedules dropped as dominated in their sub-problem
@@ -81,7 +85,7 @@ struct Leaf {
 class PlanEvaluator {
  public:
   PlanEvaluator(const workload::Workload& workload, const wafer::WaferParams& wafer, const cost::CostParams& params,
-                std::int64_t microbatches);
+                std::int64_t microbatches, const std::vector<double>& group_scales = {1.0, 0.5, 2.0});
   ~PlanEvaluator();
   PlanEvaluator(const PlanEvaluator&) = delete;
   PlanEvaluator& operator=(const PlanEvaluator&) = delete;

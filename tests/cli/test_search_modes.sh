@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# Search checks on whole runs: pruned and exhaustive give the same front; 1 and 2 threads give
+# identical files; the searched schedule is at least as fast as both baselines in every setting.
+set -u
+exe=$1; src=$2; tmp=$3
+rm -rf "$tmp"; mkdir -p "$tmp"
+fail=0
+run() {  # run NAME THREADS ARGS...
+  local name=$1 threads=$2; shift 2
+  OMP_NUM_THREADS=$threads "$exe" "$@" --output "$tmp/$name" >"$tmp/$name.log" 2>&1 || { echo "FAIL: $name"; cat "$tmp/$name.log"; exit 1; }
+}
+run pruned 1 "$src/configs/tiny.yaml"
+run exhaustive 1 "$src/configs/tiny.yaml" --set search.exhaustive=true
+run threads2 2 "$src/configs/tiny.yaml"
+run quick 2 "$src/configs/quickstart.yaml"
+
+/usr/bin/python3 - "$tmp" <<'PY' || fail=1
+import csv, math, sys
+tmp = sys.argv[1]
+def rows(name, table="summary"):
+    return list(csv.DictReader(open(f"{tmp}/{name}/summary.csv")))
+ok = True
+# 1. Same front, pruned and exhaustive (compared on the objectives, from the HDF5 front table).
+import h5py
+def front(name):
+    with h5py.File(f"{tmp}/{name}/results.h5", "r") as f:
+        g = f["front"]
+        return sorted(zip(g["setting_id"][:], g["tokens_per_s"][:], g["latency_s"][:], g["pes_used"][:]))
+if front("pruned") != front("exhaustive"):
+    print("FAIL: pruned and exhaustive fronts differ"); ok = False
+# 2. The pruned search visits at most 1 % of the exhaustive tree's nodes.
+for r in rows("pruned"):
+    ratio = int(r["search_nodes_visited"]) / float(r["search_exhaustive_tree_nodes"])
+    print(f"setting {r['setting_id']}: visited {r['search_nodes_visited']} of {r['search_exhaustive_tree_nodes']} tree nodes ({100*ratio:.6f} %)")
+    if ratio > 0.01:
+        print("FAIL: pruned search visited more than 1 % of the tree"); ok = False
+# 3. At least as fast as both baselines wherever a baseline is placed.
+for name in ("pruned", "quick"):
+    for r in rows(name):
+        for col in ("speedup_vs_waferllm", "speedup_vs_fullchip"):
+            v = float(r[col])
+            if not math.isnan(v) and v < 1.0:
+                print(f"FAIL: {name} setting {r['setting_id']} {col} = {v}"); ok = False
+sys.exit(0 if ok else 1)
+PY
+# 4. Thread count changes nothing but provenance and timing.
+cmp -s "$tmp/pruned/summary.csv" "$tmp/threads2/summary.csv" || { echo "FAIL: summary.csv differs between 1 and 2 threads"; fail=1; }
+for g in settings front schedules; do
+  cmp -s <(h5dump -g /$g "$tmp/pruned/results.h5" | grep -v '^HDF5 "') <(h5dump -g /$g "$tmp/threads2/results.h5" | grep -v '^HDF5 "') \
+    || { echo "FAIL: /$g differs between 1 and 2 threads"; fail=1; }
+done
+[ $fail = 0 ] && echo "ok: search modes, thread counts and baselines"
+exit $fail
