@@ -515,14 +515,14 @@ TEST_CASE("sim: a schedule is composed exactly as cost::evaluate composes it") {
     const bool decode = entry.second;
     CAPTURE(s.name);
     const auto c = cost::evaluate(s, wafer, params, decode, 512);
-    const auto switches = sim::detail::route_switch_cycles(s, params);
+    const auto switches = cost::route_switch_cycles(s, params);
     std::vector<double> totals;
     for (std::size_t i = 0; i < s.ops.size(); ++i) {
       const double own = cost::op_cost(s, s.ops[i], wafer, params).total_cycles + switches[i];
       CHECK(own == c.ops[i].total_cycles);
       totals.push_back(c.ops[i].total_cycles);
     }
-    const auto k = sim::detail::compose_schedule(s, totals, wafer.clock_hz, decode, 512);
+    const auto k = cost::compose(s, totals, wafer.clock_hz, decode, 512);
     CHECK(k.pass_cycles == c.pass_cycles);
     CHECK(k.bottleneck_stage_cycles == c.bottleneck_stage_cycles);
     CHECK(k.latency_s == c.latency_s);

@@ -5,6 +5,7 @@
 #include <map>
 
 #include "wavel/common/error.hpp"
+#include "wavel/cost/model.hpp"
 #include "wavel/meshir/verify.hpp"
 
 namespace wavel::sim {
@@ -154,7 +155,7 @@ SimResult simulate(const meshir::Schedule& schedule, const wafer::WaferParams& w
     ++out.ops_simulated;
     if (options.memoize) memo.emplace(key, static_cast<int>(i));
   }
-  const std::vector<double> switches = detail::route_switch_cycles(schedule, params);
+  const std::vector<double> switches = cost::route_switch_cycles(schedule, params);
   std::vector<double> totals(schedule.ops.size());
   for (std::size_t i = 0; i < out.ops.size(); ++i) {
     out.ops[i].route_switch_cycles = switches[i];
@@ -173,7 +174,7 @@ SimResult simulate(const meshir::Schedule& schedule, const wafer::WaferParams& w
     }
     step_start += longest;
   }
-  const detail::Composition c = detail::compose_schedule(schedule, totals, wafer.clock_hz, decode, prompt_tokens);
+  const cost::Composition c = cost::compose(schedule, totals, wafer.clock_hz, decode, prompt_tokens);
   out.pass_cycles = c.pass_cycles;
   out.bottleneck_stage_cycles = c.bottleneck_stage_cycles;
   out.latency_s = c.latency_s;
@@ -208,66 +209,5 @@ CandidateSample sample_candidates(std::size_t candidates, std::size_t samples, s
   return out;
 }
 
-namespace detail {
-
-Composition compose_schedule(const meshir::Schedule& schedule, const std::vector<double>& op_cycles, double clock_hz,
-                             bool decode, std::int64_t prompt_tokens) {
-  if (op_cycles.size() != schedule.ops.size()) throw InternalError("sim::compose_schedule: one time per op needed");
-  Composition out;
-  std::map<int, double> stage_cycles;
-  double pass = 0.0;
-  for (std::size_t i = 0; i < schedule.ops.size();) {
-    const int step = schedule.ops[i].step;
-    double step_max = 0.0;
-    std::map<int, double> stage_max;
-    for (; i < schedule.ops.size() && schedule.ops[i].step == step; ++i) {
-      step_max = std::max(step_max, op_cycles[i]);
-      // Transfers between stages run on the links while the stages compute other micro-batches,
-      // so they lengthen a pass but not a stage's turn.
-      if (schedule.ops[i].kernel == Kernel::transfer) continue;
-      double& s = stage_max[schedule.ops[i].stage];
-      s = std::max(s, op_cycles[i]);
-    }
-    pass += step_max;
-    for (const auto& [stage, cycles] : stage_max) stage_cycles[stage] += cycles;
-  }
-  const double scale = static_cast<double>(std::max<std::int64_t>(1, schedule.layer_scale));
-  out.pass_cycles = pass * scale;
-  for (const auto& [stage, cycles] : stage_cycles) {
-    out.bottleneck_stage_cycles = std::max(out.bottleneck_stage_cycles, cycles * scale);
-  }
-  const double mb = static_cast<double>(std::max<std::int64_t>(1, schedule.microbatches));
-  const double requests = static_cast<double>(std::max<std::int64_t>(1, schedule.concurrent_requests));
-  if (decode) {
-    const double round = std::max(out.pass_cycles, mb * out.bottleneck_stage_cycles);
-    out.latency_s = round / clock_hz;
-    out.tokens_per_s = requests / out.latency_s;
-    out.tpr_tokens_per_s = 1.0 / out.latency_s;
-  } else {
-    // The last micro-batch of prompts finishes after one pass and mb - 1 slowest-stage turns;
-    // TTFT is the mean over the micro-batches.
-    const double total = out.pass_cycles + (mb - 1.0) * out.bottleneck_stage_cycles;
-    const double mean_ttft = out.pass_cycles + (mb - 1.0) / 2.0 * out.bottleneck_stage_cycles;
-    out.latency_s = mean_ttft / clock_hz;
-    out.tokens_per_s = static_cast<double>(prompt_tokens) * requests / (total / clock_hz);
-    out.tpr_tokens_per_s = static_cast<double>(prompt_tokens) / out.latency_s;
-  }
-  return out;
-}
-
-std::vector<double> route_switch_cycles(const meshir::Schedule& schedule, const cost::CostParams& params) {
-  std::vector<double> out(schedule.ops.size(), 0.0);
-  std::map<int, Axis> last_axis;
-  for (std::size_t i = 0; i < schedule.ops.size(); ++i) {
-    const PlacedOp& op = schedule.ops[i];
-    if (op.kernel != Kernel::meshgemv) continue;
-    const auto it = last_axis.find(op.region);
-    if (it != last_axis.end() && it->second != op.reduce_axis) out[i] = params.route_switch_cycles;
-    last_axis[op.region] = op.reduce_axis;
-  }
-  return out;
-}
-
-}  // namespace detail
 
 }  // namespace wavel::sim

@@ -266,24 +266,23 @@ OpCost op_cost(const meshir::Schedule& schedule, const PlacedOp& op, const wafer
   return c;
 }
 
-ScheduleCost evaluate(const meshir::Schedule& schedule, const wafer::WaferParams& wafer, const CostParams& params,
-                      bool decode, std::int64_t prompt_tokens) {
-  ScheduleCost out;
-  out.ops.reserve(schedule.ops.size());
-  // A meshgemv whose reduce axis differs from the previous one in its region re-configures routes.
+std::vector<double> route_switch_cycles(const meshir::Schedule& schedule, const CostParams& params) {
+  std::vector<double> out(schedule.ops.size(), 0.0);
   std::map<int, Axis> last_axis;
-  for (const auto& op : schedule.ops) {
-    OpCost c = op_cost(schedule, op, wafer, params);
-    if (op.kernel == Kernel::meshgemv) {
-      auto it = last_axis.find(op.region);
-      if (it != last_axis.end() && it->second != op.reduce_axis) {
-        c.overhead_cycles += params.route_switch_cycles;
-        c.total_cycles += params.route_switch_cycles;
-      }
-      last_axis[op.region] = op.reduce_axis;
-    }
-    out.ops.push_back(c);
+  for (std::size_t i = 0; i < schedule.ops.size(); ++i) {
+    const PlacedOp& op = schedule.ops[i];
+    if (op.kernel != Kernel::meshgemv) continue;
+    const auto it = last_axis.find(op.region);
+    if (it != last_axis.end() && it->second != op.reduce_axis) out[i] = params.route_switch_cycles;
+    last_axis[op.region] = op.reduce_axis;
   }
+  return out;
+}
+
+Composition compose(const meshir::Schedule& schedule, const std::vector<double>& op_total_cycles, double clock_hz,
+                    bool decode, std::int64_t prompt_tokens) {
+  if (op_total_cycles.size() != schedule.ops.size()) throw InternalError("cost::compose: one time per op needed");
+  Composition out;
   // Steps run one after another; ops of a step overlap. Stages are timed the same way on their own ops.
   std::map<int, double> stage_cycles;
   double pass = 0.0;
@@ -292,12 +291,12 @@ ScheduleCost evaluate(const meshir::Schedule& schedule, const wafer::WaferParams
     double step_max = 0.0;
     std::map<int, double> stage_max;
     for (; i < schedule.ops.size() && schedule.ops[i].step == step; ++i) {
-      step_max = std::max(step_max, out.ops[i].total_cycles);
+      step_max = std::max(step_max, op_total_cycles[i]);
       // Transfers between stages run on the links while the stages compute other micro-batches,
       // so they lengthen a pass but not a stage's turn.
       if (schedule.ops[i].kernel == Kernel::transfer) continue;
       double& s = stage_max[schedule.ops[i].stage];
-      s = std::max(s, out.ops[i].total_cycles);
+      s = std::max(s, op_total_cycles[i]);
     }
     pass += step_max;
     for (const auto& [stage, cycles] : stage_max) stage_cycles[stage] += cycles;
@@ -307,14 +306,13 @@ ScheduleCost evaluate(const meshir::Schedule& schedule, const wafer::WaferParams
   for (const auto& [stage, cycles] : stage_cycles) {
     out.bottleneck_stage_cycles = std::max(out.bottleneck_stage_cycles, cycles * scale);
   }
-  // Micro-batches pipeline through the stages: a round takes the longer of one full pass and
-  // `microbatches` turns of the slowest stage.
   const double mb = static_cast<double>(std::max<std::int64_t>(1, schedule.microbatches));
-  const double clock = wafer.clock_hz;
   const double requests = static_cast<double>(std::max<std::int64_t>(1, schedule.concurrent_requests));
   if (decode) {
+    // Micro-batches pipeline through the stages: a round takes the longer of one full pass and
+    // `microbatches` turns of the slowest stage.
     const double round = std::max(out.pass_cycles, mb * out.bottleneck_stage_cycles);
-    out.latency_s = round / clock;
+    out.latency_s = round / clock_hz;
     out.tokens_per_s = requests / out.latency_s;
     out.tpr_tokens_per_s = 1.0 / out.latency_s;
   } else {
@@ -323,10 +321,33 @@ ScheduleCost evaluate(const meshir::Schedule& schedule, const wafer::WaferParams
     // the mean over micro-batches.
     const double total = out.pass_cycles + (mb - 1.0) * out.bottleneck_stage_cycles;
     const double mean_ttft = out.pass_cycles + (mb - 1.0) / 2.0 * out.bottleneck_stage_cycles;
-    out.latency_s = mean_ttft / clock;
-    out.tokens_per_s = static_cast<double>(prompt_tokens) * requests / (total / clock);
+    out.latency_s = mean_ttft / clock_hz;
+    out.tokens_per_s = static_cast<double>(prompt_tokens) * requests / (total / clock_hz);
     out.tpr_tokens_per_s = static_cast<double>(prompt_tokens) / out.latency_s;
   }
+  return out;
+}
+
+ScheduleCost evaluate(const meshir::Schedule& schedule, const wafer::WaferParams& wafer, const CostParams& params,
+                      bool decode, std::int64_t prompt_tokens) {
+  ScheduleCost out;
+  out.ops.reserve(schedule.ops.size());
+  const std::vector<double> switches = route_switch_cycles(schedule, params);
+  std::vector<double> totals;
+  totals.reserve(schedule.ops.size());
+  for (std::size_t i = 0; i < schedule.ops.size(); ++i) {
+    OpCost c = op_cost(schedule, schedule.ops[i], wafer, params);
+    c.overhead_cycles += switches[i];
+    c.total_cycles += switches[i];
+    totals.push_back(c.total_cycles);
+    out.ops.push_back(c);
+  }
+  const Composition c = compose(schedule, totals, wafer.clock_hz, decode, prompt_tokens);
+  out.pass_cycles = c.pass_cycles;
+  out.bottleneck_stage_cycles = c.bottleneck_stage_cycles;
+  out.latency_s = c.latency_s;
+  out.tokens_per_s = c.tokens_per_s;
+  out.tpr_tokens_per_s = c.tpr_tokens_per_s;
   // PEs allocated to the schedule: its regions (a TUNE may leave part of a region idle, but nothing
   // else can use those PEs).
   out.pes_used = union_pes(schedule.regions);

@@ -37,6 +37,27 @@ struct ScheduleCost {
   double sram_headroom = 0;            ///< 1 - max SRAM per PE / SRAM per PE (negative: does not fit)
 };
 
+/// Schedule-level figures composed from per-op times.
+struct Composition {
+  double pass_cycles = 0;
+  double bottleneck_stage_cycles = 0;
+  double latency_s = 0;
+  double tokens_per_s = 0;
+  double tpr_tokens_per_s = 0;
+};
+
+/// The composition rules, shared by the cost model and the simulator: steps in sequence and the
+/// ops of a step overlapped; stages timed on their own ops (transfers excluded: they run on the
+/// links while the stages work on other micro-batches); layer_scale; micro-batches pipelined
+/// (decode: a round is max(pass, microbatches x slowest stage); prefill: the last prompt group ends
+/// after pass + (mb - 1) x slowest stage and TTFT is the mean, pass + (mb - 1) / 2 x slowest stage).
+Composition compose(const meshir::Schedule& schedule, const std::vector<double>& op_total_cycles, double clock_hz,
+                    bool decode, std::int64_t prompt_tokens);
+
+/// `params.route_switch_cycles` for each MeshGEMV whose allreduce axis differs from the previous
+/// MeshGEMV's in its region; 0 elsewhere.
+std::vector<double> route_switch_cycles(const meshir::Schedule& schedule, const CostParams& params);
+
 /// Cost of one op of `schedule` (which supplies regions and the requests each op sees).
 OpCost op_cost(const meshir::Schedule& schedule, const meshir::PlacedOp& op, const wafer::WaferParams& wafer,
                const CostParams& params);

@@ -89,29 +89,4 @@ struct CandidateSample {
 /// counter-based hash of (seed, index), ties by index, so every rank picks the same ones.
 CandidateSample sample_candidates(std::size_t candidates, std::size_t samples, std::uint64_t seed);
 
-namespace detail {
-
-/// The schedule-level figures cost::evaluate derives from per-op cycles.
-struct Composition {
-  double pass_cycles = 0;
-  double bottleneck_stage_cycles = 0;
-  double latency_s = 0;
-  double tokens_per_s = 0;
-  double tpr_tokens_per_s = 0;
-};
-
-/// Stand-in for a shared cost function (proposed to the lead; delete this copy once cost exports it):
-/// steps in sequence, the ops of a step overlapped, stages timed on their own ops (transfers excluded:
-/// they run on the links while the stages work on other micro-batches), layer_scale, and
-/// micro-batches pipelined (decode: max(pass, mb x slowest stage); prefill: the last prompt group
-/// ends after pass + (mb - 1) x slowest stage, TTFT is the mean, pass + (mb - 1) / 2 x slowest stage).
-Composition compose_schedule(const meshir::Schedule& schedule, const std::vector<double>& op_cycles,
-                             double clock_hz, bool decode, std::int64_t prompt_tokens);
-
-/// Stand-in for the same: route_switch_cycles for each MeshGEMV whose reduce axis differs from the
-/// previous MeshGEMV's in its region, 0 elsewhere.
-std::vector<double> route_switch_cycles(const meshir::Schedule& schedule, const cost::CostParams& params);
-
-}  // namespace detail
-
 }  // namespace wavel::sim
