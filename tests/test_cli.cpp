@@ -59,9 +59,10 @@ TEST_CASE("usage errors exit 64") {
   CHECK(cli({"--no-such-flag", "x.yaml"}).code == 64);
   CHECK(cli({"a.yaml", "b.yaml"}).code == 64);
   CHECK(cli({"--dry", "x.yaml"}).code == 64);  // no prefix guessing: --dry is not --dry-run
-  auto planned = cli({"simulate", "x.meshir"});
-  CHECK(planned.code == 64);
-  if (rank() == 0) CHECK(planned.err.find("subcommand 'simulate' is not available") != std::string::npos);
+  auto misplaced = cli({"show", "r.h5", "--trace", "t.json"});
+  CHECK(misplaced.code == 64);
+  if (rank() == 0) CHECK(misplaced.err.find("option --trace does not apply to 'show'") != std::string::npos);
+  CHECK(cli({"simulate", "/nonexistent.meshir"}).code == 66);
 }
 
 TEST_CASE("a missing config exits 66") {

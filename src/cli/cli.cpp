@@ -13,6 +13,7 @@
 #include "wavel/driver/commands.hpp"
 #include "wavel/driver/run.hpp"
 #include "wavel/driver/runtime.hpp"
+#include "wavel/sim/command.hpp"
 #include "wavel/version_info.hpp"
 
 namespace wavel::cli {
@@ -21,9 +22,9 @@ namespace po = boost::program_options;
 
 namespace {
 
-const std::vector<std::string> kSubcommands{"run", "validate", "calibrate", "show", "check"};
-// Named now so that `wavel-dse simulate` is not read as a config path.
-const std::vector<std::string> kPlannedSubcommands{"simulate"};
+const std::vector<std::string> kSubcommands{"run", "validate", "calibrate", "show", "check", "simulate"};
+// Subcommands announced for later versions, so that their names are not read as config paths.
+const std::vector<std::string> kPlannedSubcommands{};
 
 struct Options {
   std::string subcommand = "run";
@@ -38,6 +39,7 @@ struct Options {
   std::int64_t setting = -1;
   std::string schedule;
   std::string wafer = "wse3";
+  std::string trace_path;
   std::vector<std::string> kokkos_args;  ///< --kokkos-* arguments, handed to Kokkos untouched
 };
 
@@ -58,7 +60,9 @@ po::options_description visible_options() {
        "gemm_efficiency,step_overhead_cycles)")  //
       ("setting", po::value<std::int64_t>()->value_name("N"), "show: setting id")  //
       ("schedule", po::value<std::string>()->value_name("NAME"), "show: schedule name (fullchip, waferllm)")  //
-      ("wafer", po::value<std::string>()->value_name("PRESET"), "check: wafer preset for clock, SIMD and links (default wse3)");
+      ("wafer", po::value<std::string>()->value_name("PRESET"),
+       "check, simulate: wafer preset for clock, SIMD and links (default wse3)")  //
+      ("trace", po::value<std::string>()->value_name("FILE.json"), "simulate: write a Chrome/Perfetto trace");
   return d;
 }
 
@@ -69,16 +73,16 @@ std::string usage_text() {
          "       wavel-dse calibrate REFERENCE.yaml [--params START] [--fit A,B,...] [-o DIR]\n"
          "       wavel-dse show RESULTS.h5 [--setting N] [--schedule NAME]\n"
          "       wavel-dse check FILE.meshir [--wafer PRESET] [--params FILE]\n"
+         "       wavel-dse simulate FILE.meshir [--wafer PRESET] [--params FILE] [--trace FILE.json]\n"
          "\n"
          "run: builds and scores the Full-Chip and WaferLLM schedules of every setting of the sweep in\n"
          "CONFIG.yaml and writes results.h5 and summary.csv; run it under mpirun/srun to spread settings\n"
          "over ranks. validate/calibrate compare the cost model with published measurements; show prints a\n"
-         "stored schedule; check verifies and scores a MeshIR file.\n"
+         "stored schedule; check verifies and scores a MeshIR file; simulate runs it in the mesh simulator.\n"
          "\n"
       << visible_options()
       << "  --kokkos-*                   passed to Kokkos (e.g. --kokkos-threads=N)\n"
          "\n"
-         "Subcommand planned for a later version: simulate.\n"
          "\n"
          "Exit codes: 0 ok, 64 usage, 65 bad data, 66 missing input, 70 internal error,\n"
          "73 cannot write output, 75 checkpointed (requeue), 78 invalid config.\n"
@@ -125,6 +129,7 @@ Options parse(const std::vector<std::string>& args) {
   if (vm.count("setting")) o.setting = vm["setting"].as<std::int64_t>();
   if (vm.count("schedule")) o.schedule = vm["schedule"].as<std::string>();
   if (vm.count("wafer")) o.wafer = vm["wafer"].as<std::string>();
+  if (vm.count("trace")) o.trace_path = vm["trace"].as<std::string>();
   if (vm.count("fit")) {
     std::stringstream list(vm["fit"].as<std::string>());
     for (std::string name; std::getline(list, name, ',');) {
@@ -140,15 +145,16 @@ Options parse(const std::vector<std::string>& args) {
       {"validate", {"params", "output"}},
       {"calibrate", {"params", "fit", "output"}},
       {"show", {"setting", "schedule"}},
-      {"check", {"wafer", "params"}}};
-  for (const char* option : {"dry-run", "set", "output", "params", "fit", "setting", "schedule", "wafer"}) {
+      {"check", {"wafer", "params"}},
+      {"simulate", {"wafer", "params", "trace"}}};
+  for (const char* option : {"dry-run", "set", "output", "params", "fit", "setting", "schedule", "wafer", "trace"}) {
     if (vm.count(option) && !listed(allowed.at(o.subcommand), option)) {
       throw UsageError("option --" + std::string(option) + " does not apply to '" + o.subcommand + "'");
     }
   }
   const char* input_name = o.subcommand == "run"         ? "CONFIG.yaml"
                            : o.subcommand == "show"      ? "RESULTS.h5"
-                           : o.subcommand == "check"     ? "FILE.meshir"
+                           : o.subcommand == "check" || o.subcommand == "simulate" ? "FILE.meshir"
                                                          : "REFERENCE.yaml";
   if (!vm.count("config")) throw UsageError(std::string("missing ") + input_name);
   const auto inputs = vm["config"].as<std::vector<std::string>>();
@@ -165,6 +171,9 @@ void execute(const Options& o, std::ostream& out, MPI_Comm comm) {
   }
   if (o.subcommand == "show") return driver::show_command(o.config_path, o.setting, o.schedule, context, out);
   if (o.subcommand == "check") return driver::check_command(o.config_path, o.wafer, o.params_path, context, out);
+  if (o.subcommand == "simulate") {
+    return sim::simulate_command(o.config_path, o.wafer, o.params_path, o.trace_path, context, out);
+  }
   const std::string text = driver::read_file_on_root(o.config_path, comm);
   std::vector<std::string> overrides = o.overrides;
   if (!o.params_path.empty()) overrides.push_back("cost.params_file=" + o.params_path);

@@ -195,32 +195,41 @@ void show_command(const std::string& results_path, std::int64_t setting, const s
   });
 }
 
-void check_command(const std::string& meshir_path, const std::string& wafer_preset, const std::string& params_path,
-                   const RunContext& context, std::ostream& out) {
+CheckedSchedule load_checked_schedule(const std::string& meshir_path, const std::string& wafer_preset,
+                                      const std::string& params_path, const RunContext& context) {
   const std::string text = read_file_on_root(meshir_path, context.comm);
   const auto parsed = meshir::parse_with_lines(text, meshir_path);
-  const auto& s = parsed.schedule;
-  wafer::WaferParams wafer = wafer_named(wafer_preset, meshir_path);
+  CheckedSchedule c;
+  c.schedule = parsed.schedule;
+  const auto& s = c.schedule;
+  c.wafer = wafer_named(wafer_preset, meshir_path);
   // The schedule names the grid it was built for; the preset supplies clock, SIMD and links.
-  wafer.grid_w_pes = s.grid_w_pes;
-  wafer.grid_h_pes = s.grid_h_pes;
-  wafer.sram_per_pe_bytes = s.sram_per_pe_bytes;
-  wafer.routable_colours = s.colours;
-  wafer.defective_pes.clear();
-  for (const auto& [x, y] : s.defective_pes) wafer.defective_pes.push_back({x, y});
+  c.wafer.grid_w_pes = s.grid_w_pes;
+  c.wafer.grid_h_pes = s.grid_h_pes;
+  c.wafer.sram_per_pe_bytes = s.sram_per_pe_bytes;
+  c.wafer.routable_colours = s.colours;
+  c.wafer.defective_pes.clear();
+  for (const auto& [x, y] : s.defective_pes) c.wafer.defective_pes.push_back({x, y});
   meshir::VerifyOptions options{meshir_path, parsed.lines, [](const meshir::PlacedOp& op) { return cost::colours_needed(op); }};
   meshir::verify_or_throw(s, options);
-  const auto params = params_for(wafer, params_path);
-  bool prefill = false;
-  std::int64_t prompt_tokens = 0;
+  c.params = params_for(c.wafer, params_path);
+  // A schedule with MeshGEMMs is a prefill; its prompt length is the GEMM rows per request.
   const std::int64_t per_batch = (s.concurrent_requests + s.microbatches - 1) / std::max<std::int64_t>(1, s.microbatches);
   for (const auto& op : s.ops) {
     if (op.kernel == meshir::Kernel::meshgemm || op.kernel == meshir::Kernel::gemm_t) {
-      prefill = true;
-      prompt_tokens = std::max(prompt_tokens, op.work.m / std::max<std::int64_t>(1, per_batch));
+      c.decode = false;
+      c.prompt_tokens = std::max(c.prompt_tokens, op.work.m / std::max<std::int64_t>(1, per_batch));
     }
   }
-  const auto cost = cost::evaluate(s, wafer, params, !prefill, prompt_tokens);
+  return c;
+}
+
+void check_command(const std::string& meshir_path, const std::string& wafer_preset, const std::string& params_path,
+                   const RunContext& context, std::ostream& out) {
+  const CheckedSchedule checked = load_checked_schedule(meshir_path, wafer_preset, params_path, context);
+  const auto& s = checked.schedule;
+  const bool prefill = !checked.decode;
+  const auto cost = cost::evaluate(s, checked.wafer, checked.params, checked.decode, checked.prompt_tokens);
   if (context.rank != 0) return;
   out << "schedule '" << s.name << "': " << s.ops.size() << " ops, " << s.regions.size() << " regions, verified OK\n";
   out << std::left << std::setw(5) << "op" << std::setw(34) << "name" << std::setw(13) << "kernel" << std::right

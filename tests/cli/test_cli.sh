@@ -23,4 +23,13 @@ expect 0 "results: $tmp/run/results.h5" -- "$src/configs/quickstart.yaml" --outp
 h5dump -a /config_hash_fnv1a64 "$tmp/run/results.h5" >/dev/null || { echo "FAIL: no provenance attribute"; fail=1; }
 /usr/bin/python3 "$src/scripts/read_results.py" "$tmp/run/results.h5" >"$tmp/read.txt" || { echo "FAIL: read_results.py"; fail=1; }
 grep -q "llama2-13b" "$tmp/read.txt" || { echo "FAIL: read_results.py printed no rows"; fail=1; }
+# Inspection: show a stored schedule, check and simulate it, with a trace.
+expect 0 "stored schedules of setting 2" -- show "$tmp/run/results.h5" --setting 2
+"$exe" show "$tmp/run/results.h5" --setting 2 --schedule wavel >"$tmp/wavel.meshir" || { echo "FAIL: show wavel"; fail=1; }
+expect 0 "verified OK" -- check "$tmp/wavel.meshir" --params "$src/configs/params/wse2-waferllm.yaml"
+expect 0 "mean |sim - model| / model over ops" -- simulate "$tmp/wavel.meshir" --trace "$tmp/trace.json"
+/usr/bin/python3 -c "import json,sys; d=json.load(open(sys.argv[1])); assert d['traceEvents']" "$tmp/trace.json" \
+  || { echo "FAIL: trace.json is not a Chrome trace"; fail=1; }
+sed 's/^grid .*/grid 8 8/' "$tmp/wavel.meshir" >"$tmp/bad.meshir"
+expect 65 "outside" -- check "$tmp/bad.meshir"
 exit $fail

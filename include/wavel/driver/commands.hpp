@@ -6,7 +6,10 @@
 #include <string>
 #include <vector>
 
+#include "wavel/cost/params.hpp"
 #include "wavel/driver/runtime.hpp"
+#include "wavel/meshir/schedule.hpp"
+#include "wavel/wafer/wafer.hpp"
 
 namespace wavel::driver {
 
@@ -25,6 +28,20 @@ void calibrate_command(const std::string& reference_path, const std::string& par
 /// (without --schedule: lists the stored schedules).
 void show_command(const std::string& results_path, std::int64_t setting, const std::string& schedule,
                   const RunContext& context, std::ostream& out);
+
+/// A parsed, verified schedule with the wafer and parameters to score it, and its phase.
+struct CheckedSchedule {
+  meshir::Schedule schedule;
+  wafer::WaferParams wafer;
+  cost::CostParams params;
+  bool decode = true;               ///< false when the schedule has MeshGEMM/GEMM-T ops
+  std::int64_t prompt_tokens = 0;   ///< prefill: GEMM rows per request
+};
+
+/// Reads (on rank 0), parses and verifies a MeshIR file; the preset supplies clock, SIMD and links,
+/// the file its grid, SRAM, colours and defects. Verification failures throw DataError (exit 65).
+CheckedSchedule load_checked_schedule(const std::string& meshir_path, const std::string& wafer_preset,
+                                      const std::string& params_path, const RunContext& context);
 
 /// `check FILE.meshir`: verifies a schedule against `wafer_preset` (grid, SRAM and colours from the
 /// file) and prints its cost with a per-op breakdown. Verification failures throw DataError.

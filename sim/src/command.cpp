@@ -1,0 +1,58 @@
+// The simulate subcommand: verification and scoring shared with `check`, then the sampled simulation.
+#include "wavel/sim/command.hpp"
+
+#include <cmath>
+#include <iomanip>
+
+#include "wavel/cost/model.hpp"
+#include "wavel/driver/commands.hpp"
+#include "wavel/io/results.hpp"
+#include "wavel/meshir/schedule.hpp"
+#include "wavel/sim/simulate.hpp"
+#include "wavel/sim/trace.hpp"
+
+namespace wavel::sim {
+
+void simulate_command(const std::string& meshir_path, const std::string& wafer_preset, const std::string& params_path,
+                      const std::string& trace_path, const driver::RunContext& context, std::ostream& out) {
+  const auto checked = driver::load_checked_schedule(meshir_path, wafer_preset, params_path, context);
+  const auto& s = checked.schedule;
+  SimOptions options;
+  options.record_trace = !trace_path.empty();
+  const auto model = cost::evaluate(s, checked.wafer, checked.params, checked.decode, checked.prompt_tokens);
+  const auto simulated = simulate(s, checked.wafer, checked.params, checked.decode, checked.prompt_tokens, options);
+  if (!trace_path.empty()) {
+    driver::on_root_agreed(context.comm, 0, [&] {
+      io::write_file_atomically(trace_path, schedule_trace_json(s, simulated, checked.wafer.clock_hz));
+    });
+  }
+  if (context.rank != 0) return;
+  out << "schedule '" << s.name << "': " << s.ops.size() << " ops, verified OK; simulated "
+      << simulated.ops_simulated << " ops (" << simulated.ops_reused << " reused), " << simulated.events
+      << " events, " << simulated.wavelet_hops << " wavelet-hops\n";
+  out << std::left << std::setw(5) << "op" << std::setw(34) << "name" << std::setw(13) << "kernel" << std::right
+      << std::setw(14) << "model cyc" << std::setw(14) << "sim cyc" << std::setw(9) << "diff" << "  sample\n";
+  double abs_rel_sum = 0;
+  std::size_t counted = 0;
+  for (std::size_t i = 0; i < s.ops.size(); ++i) {
+    const double m = model.ops[i].total_cycles;
+    const double x = simulated.ops[i].total_cycles;
+    const double rel = m > 0 ? (x - m) / m : 0.0;
+    if (m > 0) {
+      abs_rel_sum += std::abs(rel);
+      ++counted;
+    }
+    out << std::left << std::setw(5) << i << std::setw(34) << s.ops[i].name.substr(0, 33) << std::setw(13)
+        << meshir::to_string(s.ops[i].kernel) << std::right << std::fixed << std::setprecision(0) << std::setw(14) << m
+        << std::setw(14) << x << std::setw(8) << std::setprecision(1) << 100.0 * rel << "%  "
+        << simulated.ops[i].sample.rule << std::defaultfloat << '\n';
+  }
+  out << std::setprecision(6) << "mean |sim - model| / model over ops: "
+      << (counted ? 100.0 * abs_rel_sum / static_cast<double>(counted) : 0.0) << " %\n";
+  out << (checked.decode ? "TPOT" : "TTFT") << ": model " << model.latency_s << " s, simulated " << simulated.latency_s
+      << " s; throughput: model " << model.tokens_per_s << ", simulated " << simulated.tokens_per_s
+      << " tokens/s (both PREDICTED; " << simulated.scale_rule << ")\n";
+  if (!trace_path.empty()) out << "trace: " << trace_path << " (open in ui.perfetto.dev or chrome://tracing)\n";
+}
+
+}  // namespace wavel::sim
