@@ -13,7 +13,6 @@
 #include "wavel/driver/commands.hpp"
 #include "wavel/driver/run.hpp"
 #include "wavel/driver/runtime.hpp"
-#include "wavel/sim/command.hpp"
 #include "wavel/version_info.hpp"
 
 namespace wavel::cli {
@@ -172,7 +171,7 @@ void execute(const Options& o, std::ostream& out, MPI_Comm comm) {
   if (o.subcommand == "show") return driver::show_command(o.config_path, o.setting, o.schedule, context, out);
   if (o.subcommand == "check") return driver::check_command(o.config_path, o.wafer, o.params_path, context, out);
   if (o.subcommand == "simulate") {
-    return sim::simulate_command(o.config_path, o.wafer, o.params_path, o.trace_path, context, out);
+    return driver::simulate_command(o.config_path, o.wafer, o.params_path, o.trace_path, context, out);
   }
   const std::string text = driver::read_file_on_root(o.config_path, comm);
   std::vector<std::string> overrides = o.overrides;

@@ -303,6 +303,18 @@ void read_search(Validator& v, const Node& node, SearchConfig& s) {
   read_int(v, node, path, "eval_batch", s.eval_batch, 1, 1 << 26);
 }
 
+void read_sim(Validator& v, const Node& node, SimConfig& c) {
+  const std::string path = "sim";
+  v.check_map(node, path, {"samples", "fidelity", "model_ramps"});
+  read_int(v, node, path, "samples", c.samples, 0, 1 << 20);
+  if (present(node, "fidelity")) {
+    if (auto f = v.choice(child_or_null(node, "fidelity"), "sim.fidelity", {"message", "packet", "wavelet"})) {
+      c.fidelity = *f;
+    }
+  }
+  read_bool(v, node, path, "model_ramps", c.model_ramps);
+}
+
 void read_output(Validator& v, const Node& node, OutputConfig& o, const std::string& file) {
   const std::string path = "output";
   v.check_map(node, path, {"dir", "hdf5", "csv", "progress"});
@@ -345,12 +357,13 @@ Config parse_config(const std::string& text, const std::string& file, const std:
     v.error(root.where, "", root.kind == Node::Kind::null ? "the config is empty" : "the config must be a map");
     v.throw_if_errors();
   }
-  v.check_map(root, "", {"wafer", "workloads", "cost", "baselines", "search", "output"});
+  v.check_map(root, "", {"wafer", "workloads", "cost", "baselines", "search", "sim", "output"});
   read_wafer(v, child_or_null(root, "wafer"), config.wafer);
   read_cost(v, child_or_null(root, "cost"), config.wafer, config.cost, file);
   read_baselines(v, child_or_null(root, "baselines"), config.wafer, config.baselines);
   read_workloads(v, root, child_or_null(root, "workloads"), config.workloads, file);
   read_search(v, child_or_null(root, "search"), config.search);
+  read_sim(v, child_or_null(root, "sim"), config.sim);
   read_output(v, child_or_null(root, "output"), config.output, file);
   v.throw_if_errors();
   return config;
@@ -431,6 +444,12 @@ std::string to_yaml(const Config& c) {
   out << YAML::Key << "seed" << YAML::Value << s.seed;
   out << YAML::Key << "checkpoint_interval_s" << YAML::Value << num(s.checkpoint_interval_s);
   out << YAML::Key << "eval_batch" << YAML::Value << s.eval_batch;
+  out << YAML::EndMap;
+
+  out << YAML::Key << "sim" << YAML::Value << YAML::BeginMap;
+  out << YAML::Key << "samples" << YAML::Value << c.sim.samples;
+  out << YAML::Key << "fidelity" << YAML::Value << c.sim.fidelity;
+  out << YAML::Key << "model_ramps" << YAML::Value << c.sim.model_ramps;
   out << YAML::EndMap;
 
   const auto& o = c.output;

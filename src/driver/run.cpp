@@ -17,6 +17,7 @@
 #include "wavel/cost/model.hpp"
 #include "wavel/meshir/text.hpp"
 #include "wavel/search/search.hpp"
+#include "wavel/sim/simulate.hpp"
 #include "wavel/version_info.hpp"
 #include "wavel/workload/workload.hpp"
 
@@ -116,6 +117,26 @@ void pack(const SettingResult& r, Packer& p) {
   p.put(r.hypervolume_latency_ref_s);
   p.put(r.search);
   p.put(r.search_wall_s);
+  p.put(static_cast<std::uint64_t>(r.sim.size()));
+  for (const auto& x : r.sim) {
+    p.put(x.schedule);
+    p.put(x.model_latency_s);
+    p.put(x.sim_latency_s);
+    p.put(x.model_tokens_per_s);
+    p.put(x.sim_tokens_per_s);
+    p.put(x.ops_simulated);
+    p.put(x.events);
+  }
+  p.put(static_cast<std::uint64_t>(r.sim_ops.size()));
+  for (const auto& x : r.sim_ops) {
+    p.put(x.schedule);
+    p.put(x.op);
+    p.put(x.kernel);
+    p.put(x.used_w_pes);
+    p.put(x.used_h_pes);
+    p.put(x.model_cycles);
+    p.put(x.sim_cycles);
+  }
 }
 
 SettingResult unpack(Unpacker& u) {
@@ -166,6 +187,28 @@ SettingResult unpack(Unpacker& u) {
   u.get(r.hypervolume_latency_ref_s);
   u.get(r.search);
   u.get(r.search_wall_s);
+  u.get(n);
+  r.sim.resize(n);
+  for (auto& x : r.sim) {
+    u.get(x.schedule);
+    u.get(x.model_latency_s);
+    u.get(x.sim_latency_s);
+    u.get(x.model_tokens_per_s);
+    u.get(x.sim_tokens_per_s);
+    u.get(x.ops_simulated);
+    u.get(x.events);
+  }
+  u.get(n);
+  r.sim_ops.resize(n);
+  for (auto& x : r.sim_ops) {
+    u.get(x.schedule);
+    u.get(x.op);
+    u.get(x.kernel);
+    u.get(x.used_w_pes);
+    u.get(x.used_h_pes);
+    u.get(x.model_cycles);
+    u.get(x.sim_cycles);
+  }
   return r;
 }
 
@@ -234,6 +277,27 @@ search::SearchOptions search_options(const config::Config& config) {
   o.used_fractions = config.search.used_fractions;
   o.time_limit_s = config.search.time_limit_s;
   return o;
+}
+
+// Simulates one schedule beside its model cost and records the pairs.
+void simulate_sample(const std::string& name, const meshir::Schedule& schedule, const config::Config& config,
+                     const workload::Workload& w, SettingResult& out) {
+  const bool decode = w.shape.phase == workload::Phase::decode;
+  sim::SimOptions options;
+  options.fidelity = config.sim.fidelity == "wavelet"  ? sim::Fidelity::wavelet
+                     : config.sim.fidelity == "packet" ? sim::Fidelity::packet
+                                                       : sim::Fidelity::message;
+  options.model_ramps = config.sim.model_ramps;
+  const auto model = cost::evaluate(schedule, config.wafer, config.cost.params, decode, w.shape.input_tokens);
+  const auto simulated = sim::simulate(schedule, config.wafer, config.cost.params, decode, w.shape.input_tokens, options);
+  out.sim.push_back(SimPair{name, model.latency_s, simulated.latency_s, model.tokens_per_s, simulated.tokens_per_s,
+                            simulated.ops_simulated, simulated.events});
+  for (std::size_t i = 0; i < schedule.ops.size(); ++i) {
+    if (simulated.ops[i].reused_from >= 0) continue;
+    const auto& op = schedule.ops[i];
+    out.sim_ops.push_back(SimOpPair{name, static_cast<std::int64_t>(i), std::string(meshir::to_string(op.kernel)),
+                                    op.used.w, op.used.h, model.ops[i].total_cycles, simulated.ops[i].total_cycles});
+  }
 }
 
 ScheduleResult score(const std::string& name, const std::optional<meshir::Schedule>& schedule,
@@ -311,6 +375,15 @@ SettingResult evaluate(const config::Config& config, const config::Setting& sett
                             st.memo_hits,          st.candidates_evaluated,  st.block_costs,
                             st.timed_out ? 1 : 0};
     s.search_wall_s = st.wall_s;
+    // Sampled simulation: the front first (best throughput first), then the baselines.
+    std::int64_t budget = config.sim.samples;
+    for (std::size_t i = 0; i < found.front.size() && budget > 0; ++i, --budget) {
+      simulate_sample(i == 0 ? "wavel" : "front." + std::to_string(i), found.front[i].schedule, config, w, s);
+    }
+    for (const auto& [name, schedule] : seeds) {
+      if (budget-- <= 0) break;
+      simulate_sample(name, schedule, config, w, s);
+    }
   }
   return s;
 }
@@ -498,7 +571,72 @@ io::Table settings_table(const config::Config& config, const std::vector<config:
   table.columns.push_back({"search_candidates_evaluated", "1", cands});
   table.columns.push_back({"search_block_costs", "1", costs});
   table.columns.push_back({"search_timed_out", "bool", timed_out});
+  D sim_latency, sim_error;
+  for (const auto& r : results) {
+    const bool best = !r.sim.empty() && r.sim.front().schedule == "wavel";
+    sim_latency.push_back(best ? r.sim.front().sim_latency_s : nan);
+    sim_error.push_back(best ? (r.sim.front().model_latency_s - r.sim.front().sim_latency_s) / r.sim.front().sim_latency_s
+                             : nan);
+  }
+  table.columns.push_back({"wavel_sim_latency_s", "s", sim_latency});
+  table.columns.push_back({"wavel_model_vs_sim_rel_error", "1", sim_error});
   return table;
+}
+
+io::Table sim_pairs_table(const std::vector<SettingResult>& results) {
+  std::vector<std::int64_t> id, ops, events;
+  std::vector<std::string> name;
+  std::vector<double> ml, sl, mt, st, err;
+  for (const auto& r : results) {
+    for (const auto& x : r.sim) {
+      id.push_back(r.setting_id);
+      name.push_back(x.schedule);
+      ml.push_back(x.model_latency_s);
+      sl.push_back(x.sim_latency_s);
+      mt.push_back(x.model_tokens_per_s);
+      st.push_back(x.sim_tokens_per_s);
+      err.push_back((x.model_latency_s - x.sim_latency_s) / x.sim_latency_s);
+      ops.push_back(x.ops_simulated);
+      events.push_back(x.events);
+    }
+  }
+  return io::Table{"sim_pairs",
+                   {{"setting_id", "1", id},
+                    {"schedule", "", name},
+                    {"model_latency_s", "s", ml},
+                    {"sim_latency_s", "s", sl},
+                    {"model_tokens_per_s", "tokens/s", mt},
+                    {"sim_tokens_per_s", "tokens/s", st},
+                    {"model_vs_sim_rel_error", "1", err},
+                    {"ops_simulated", "1", ops},
+                    {"events", "1", events}}};
+}
+
+io::Table sim_op_pairs_table(const std::vector<SettingResult>& results) {
+  std::vector<std::int64_t> id, op, w, h;
+  std::vector<std::string> name, kernel;
+  std::vector<double> model, simulated;
+  for (const auto& r : results) {
+    for (const auto& x : r.sim_ops) {
+      id.push_back(r.setting_id);
+      name.push_back(x.schedule);
+      op.push_back(x.op);
+      kernel.push_back(x.kernel);
+      w.push_back(x.used_w_pes);
+      h.push_back(x.used_h_pes);
+      model.push_back(x.model_cycles);
+      simulated.push_back(x.sim_cycles);
+    }
+  }
+  return io::Table{"sim_op_pairs",
+                   {{"setting_id", "1", id},
+                    {"schedule", "", name},
+                    {"op", "1", op},
+                    {"kernel", "", kernel},
+                    {"used_w_pes", "PEs", w},
+                    {"used_h_pes", "PEs", h},
+                    {"model_cycles", "cycles", model},
+                    {"sim_cycles", "cycles", simulated}}};
 }
 
 io::Table front_table(const std::vector<SettingResult>& results) {
@@ -666,7 +804,9 @@ void run(const config::Config& config, const RunContext& context, std::ostream& 
   const io::Table table = settings_table(config, settings, results);
   if (config.output.hdf5) {
     io::write_results_h5((dir / "results.h5").string(), provenance(config, context, resolved),
-                         {table, front_table(results), schedules_table(results), timing_table(results)}, context.comm);
+                         {table, front_table(results), schedules_table(results), sim_pairs_table(results),
+                          sim_op_pairs_table(results), timing_table(results)},
+                         context.comm);
   }
   if (config.output.csv) {
     on_root_agreed(context.comm, 0, [&] { io::write_csv((dir / "summary.csv").string(), table); });

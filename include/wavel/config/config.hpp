@@ -63,6 +63,13 @@ struct BaselinesConfig {
   std::int64_t waferllm_side_step_pes = 60;   ///< tuning tries multiples of this that fit the grid
 };
 
+/// Sampled simulation in the main run.
+struct SimConfig {
+  std::int64_t samples = 1;        ///< schedules simulated per setting: front points first, then baselines
+  std::string fidelity = "message";  ///< message, packet or wavelet
+  bool model_ramps = true;         ///< PE-router ramps have occupancy
+};
+
 /// A fully validated configuration.
 struct Config {
   std::string file;             ///< path as given, used in messages
@@ -73,6 +80,7 @@ struct Config {
   CostConfig cost;
   BaselinesConfig baselines;
   SearchConfig search;
+  SimConfig sim;
   OutputConfig output;
 };
 

@@ -48,6 +48,12 @@ CheckedSchedule load_checked_schedule(const std::string& meshir_path, const std:
 void check_command(const std::string& meshir_path, const std::string& wafer_preset, const std::string& params_path,
                    const RunContext& context, std::ostream& out);
 
+/// `simulate FILE.meshir`: verifies like `check`, simulates the schedule (sampled, see
+/// sim::SimOptions), prints simulated against analytic cycles per op and for the schedule, and
+/// writes a Chrome/Perfetto trace to `trace_path` (atomically) when it is not empty.
+void simulate_command(const std::string& meshir_path, const std::string& wafer_preset, const std::string& params_path,
+                      const std::string& trace_path, const RunContext& context, std::ostream& out);
+
 /// Default fitted parameters of `calibrate`: shared by every model and point.
 std::vector<std::string> default_fit_names();
 

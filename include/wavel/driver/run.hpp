@@ -40,6 +40,27 @@ struct FrontEntry {
   std::string meshir;
 };
 
+/// One schedule simulated beside the cost model (both predicted).
+struct SimPair {
+  std::string schedule;             ///< "wavel", "front.N", "fullchip", "waferllm"
+  double model_latency_s = 0;
+  double sim_latency_s = 0;
+  double model_tokens_per_s = 0;
+  double sim_tokens_per_s = 0;
+  std::int64_t ops_simulated = 0;
+  std::int64_t events = 0;
+};
+
+/// One op simulated on its own (reused ops are not repeated): calibration data.
+struct SimOpPair {
+  std::string schedule;
+  std::int64_t op = 0;
+  std::string kernel;
+  std::int64_t used_w_pes = 0, used_h_pes = 0;
+  double model_cycles = 0;
+  double sim_cycles = 0;
+};
+
 /// Search statistics of one setting (deterministic counts).
 struct SearchCounts {
   std::int64_t nodes_visited = 0, exhaustive_tree_nodes = 0, pruned_sram = 0, pruned_bound = 0,
@@ -67,6 +88,8 @@ struct SettingResult {
   double hypervolume_latency_ref_s = 0;
   SearchCounts search;
   double search_wall_s = 0;                ///< timing only; kept out of the deterministic tables
+  std::vector<SimPair> sim;                ///< sampled simulation (config sim.samples)
+  std::vector<SimOpPair> sim_ops;
 };
 
 /// Builds the setting's workload and baselines and evaluates them.
@@ -83,6 +106,10 @@ io::Table settings_table(const config::Config& config, const std::vector<config:
 
 /// The `front` table: every front point of every setting.
 io::Table front_table(const std::vector<SettingResult>& results);
+
+/// The `sim_pairs` and `sim_op_pairs` tables: model against simulation per schedule and per op.
+io::Table sim_pairs_table(const std::vector<SettingResult>& results);
+io::Table sim_op_pairs_table(const std::vector<SettingResult>& results);
 
 /// The `search_timing` table: wall time and evaluation rate per setting (varies run to run).
 io::Table timing_table(const std::vector<SettingResult>& results);

@@ -1,29 +1,28 @@
 // The simulate subcommand: verification and scoring shared with `check`, then the sampled simulation.
-#include "wavel/sim/command.hpp"
+#include "wavel/driver/commands.hpp"
 
 #include <cmath>
 #include <iomanip>
 
 #include "wavel/cost/model.hpp"
-#include "wavel/driver/commands.hpp"
 #include "wavel/io/results.hpp"
 #include "wavel/meshir/schedule.hpp"
 #include "wavel/sim/simulate.hpp"
 #include "wavel/sim/trace.hpp"
 
-namespace wavel::sim {
+namespace wavel::driver {
 
 void simulate_command(const std::string& meshir_path, const std::string& wafer_preset, const std::string& params_path,
-                      const std::string& trace_path, const driver::RunContext& context, std::ostream& out) {
-  const auto checked = driver::load_checked_schedule(meshir_path, wafer_preset, params_path, context);
+                      const std::string& trace_path, const RunContext& context, std::ostream& out) {
+  const auto checked = load_checked_schedule(meshir_path, wafer_preset, params_path, context);
   const auto& s = checked.schedule;
-  SimOptions options;
+  sim::SimOptions options;
   options.record_trace = !trace_path.empty();
   const auto model = cost::evaluate(s, checked.wafer, checked.params, checked.decode, checked.prompt_tokens);
-  const auto simulated = simulate(s, checked.wafer, checked.params, checked.decode, checked.prompt_tokens, options);
+  const auto simulated = sim::simulate(s, checked.wafer, checked.params, checked.decode, checked.prompt_tokens, options);
   if (!trace_path.empty()) {
-    driver::on_root_agreed(context.comm, 0, [&] {
-      io::write_file_atomically(trace_path, schedule_trace_json(s, simulated, checked.wafer.clock_hz));
+    on_root_agreed(context.comm, 0, [&] {
+      io::write_file_atomically(trace_path, sim::schedule_trace_json(s, simulated, checked.wafer.clock_hz));
     });
   }
   if (context.rank != 0) return;
@@ -55,4 +54,4 @@ void simulate_command(const std::string& meshir_path, const std::string& wafer_p
   if (!trace_path.empty()) out << "trace: " << trace_path << " (open in ui.perfetto.dev or chrome://tracing)\n";
 }
 
-}  // namespace wavel::sim
+}  // namespace wavel::driver
