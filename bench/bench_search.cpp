@@ -78,12 +78,7 @@ void BM_QuickstartSearch(benchmark::State& state) {
   const std::string path = std::string(WAVEL_SOURCE_DIR) + "/configs/quickstart.yaml";
   const auto config = config::parse_config(read(path), path, {});
   const auto settings = config::expand_sweep(config);
-  search::SearchOptions options;
-  options.cut_ratios = config.search.cut_ratios;
-  options.strip_counts = config.search.strip_counts;
-  options.max_cut_depth = config.search.max_cut_depth;
-  options.group_scales = config.search.group_scales;
-  options.used_fractions = config.search.used_fractions;
+  const search::SearchOptions options = search::options_from(config.search);
   std::int64_t candidates = 0;
   for (auto _ : state) {
     const auto start = std::chrono::steady_clock::now();

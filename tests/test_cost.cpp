@@ -1,48 +1,15 @@
 // Cost model: golden values computed by hand for small cases, and physical sanity properties.
 #include <doctest/doctest.h>
 
+#include "cost_fixtures.hpp"
 #include "wavel/cost/model.hpp"
 #include "wavel/cost/params.hpp"
 
 using namespace wavel;
-
-namespace {
-
-wafer::WaferParams wse3() { return *wafer::find_wafer_preset("wse3"); }
-
-cost::CostParams round_params() {
-  cost::CostParams p;
-  p.alpha_cycles_per_hop = 1.0;
-  p.beta_cycles_per_stage = 30.0;
-  p.gemm_efficiency = 0.5;
-  p.gemv_efficiency = 0.5;
-  p.elementwise_efficiency = 0.5;
-  p.step_overhead_cycles = 20.0;
-  p.kernel_overhead_cycles = 100.0;
-  p.route_switch_cycles = 50.0;
-  return p;
-}
-
-meshir::Schedule one_region(std::int64_t w, std::int64_t h) {
-  meshir::Schedule s;
-  s.name = "t";
-  s.grid_w_pes = 64;
-  s.grid_h_pes = 64;
-  s.sram_per_pe_bytes = 49152;
-  s.colours = 24;
-  s.regions = {meshir::Rect{0, 0, w, h}};
-  return s;
-}
-
-meshir::PlacedOp op_on(const meshir::Rect& r, meshir::Kernel kernel) {
-  meshir::PlacedOp op;
-  op.name = "op";
-  op.kernel = kernel;
-  op.used = r;
-  return op;
-}
-
-}  // namespace
+using wavel::test::one_region;
+using wavel::test::op_on;
+using wavel::test::round_params;
+using wavel::test::wse3;
 
 TEST_CASE("K-tree allreduce of a GEMV on 8x8, by hand") {
   const auto s = one_region(8, 8);

@@ -13,6 +13,7 @@
 #include "test_support.hpp"
 #include "wavel/baselines/baselines.hpp"
 #include "wavel/common/error.hpp"
+#include "cost_fixtures.hpp"
 #include "wavel/cost/model.hpp"
 #include "wavel/sim/kernels.hpp"
 #include "wavel/sim/network.hpp"
@@ -21,10 +22,12 @@
 #include "wavel/workload/workload.hpp"
 
 using namespace wavel;
+using wavel::test::one_region;
+using wavel::test::op_on;
+using wavel::test::round_params;
+using wavel::test::wse3;
 
 namespace {
-
-wafer::WaferParams wse3() { return *wafer::find_wafer_preset("wse3"); }
 
 // alpha 1, beta 30, 4 bytes per cycle per link, ramps modelled.
 sim::NetworkConfig mesh(std::int64_t w, std::int64_t h) {
@@ -45,37 +48,6 @@ sim::SendSpec message(std::int64_t src, std::int64_t dst, std::int64_t bytes) {
   return s;
 }
 
-cost::CostParams round_params() {
-  cost::CostParams p;
-  p.alpha_cycles_per_hop = 1.0;
-  p.beta_cycles_per_stage = 30.0;
-  p.gemm_efficiency = 0.5;
-  p.gemv_efficiency = 0.5;
-  p.elementwise_efficiency = 0.5;
-  p.step_overhead_cycles = 20.0;
-  p.kernel_overhead_cycles = 100.0;
-  p.route_switch_cycles = 50.0;
-  return p;
-}
-
-meshir::Schedule one_region(std::int64_t w, std::int64_t h) {
-  meshir::Schedule s;
-  s.name = "t";
-  s.grid_w_pes = 64;
-  s.grid_h_pes = 64;
-  s.sram_per_pe_bytes = 49152;
-  s.colours = 24;
-  s.regions = {meshir::Rect{0, 0, w, h}};
-  return s;
-}
-
-meshir::PlacedOp op_on(const meshir::Rect& r, meshir::Kernel kernel) {
-  meshir::PlacedOp op;
-  op.name = "op";
-  op.kernel = kernel;
-  op.used = r;
-  return op;
-}
 
 // The 8x8 GEMV of test_cost.cpp: reduce along x in groups of 4, 16-byte messages.
 meshir::Schedule gemv_8x8() {

@@ -267,18 +267,6 @@ std::string human(double value, const char* unit) {
   return out.str();
 }
 
-search::SearchOptions search_options(const config::Config& config) {
-  search::SearchOptions o;
-  o.exhaustive = config.search.exhaustive;
-  o.cut_ratios = config.search.cut_ratios;
-  o.strip_counts = config.search.strip_counts;
-  o.max_cut_depth = config.search.max_cut_depth;
-  o.group_scales = config.search.group_scales;
-  o.used_fractions = config.search.used_fractions;
-  o.time_limit_s = config.search.time_limit_s;
-  return o;
-}
-
 // Simulates one schedule beside its model cost and records the pairs.
 void simulate_sample(const std::string& name, const meshir::Schedule& schedule, const config::Config& config,
                      const workload::Workload& w, SettingResult& out) {
@@ -362,7 +350,7 @@ SettingResult evaluate(const config::Config& config, const config::Setting& sett
     // Both baselines are points of the space: they seed the front.
     std::vector<std::pair<std::string, meshir::Schedule>> seeds{{"fullchip", fullchip}};
     if (waferllm) seeds.emplace_back("waferllm", *waferllm);
-    const auto found = search::search_setting(w, config.wafer, config.cost.params, search_options(config), seeds);
+    const auto found = search::search_setting(w, config.wafer, config.cost.params, search::options_from(config.search), seeds);
     for (const auto& p : found.front) {
       s.front.push_back(FrontEntry{p.source, p.objectives.tokens_per_s, p.objectives.latency_s, p.objectives.pes,
                                    p.microbatches, p.stages, p.sram_headroom, meshir::print(p.schedule)});

@@ -753,6 +753,18 @@ std::vector<std::int64_t> microbatch_choices(std::int64_t requests) {
 
 }  // namespace
 
+SearchOptions options_from(const config::SearchConfig& search) {
+  SearchOptions o;
+  o.exhaustive = search.exhaustive;
+  o.cut_ratios = search.cut_ratios;
+  o.strip_counts = search.strip_counts;
+  o.max_cut_depth = search.max_cut_depth;
+  o.group_scales = search.group_scales;
+  o.used_fractions = search.used_fractions;
+  o.time_limit_s = search.time_limit_s;
+  return o;
+}
+
 SearchResult search_setting(const workload::Workload& workload, const wafer::WaferParams& wafer,
                             const cost::CostParams& params, const SearchOptions& options,
                             const std::vector<std::pair<std::string, meshir::Schedule>>& seeds) {

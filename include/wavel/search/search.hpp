@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "wavel/config/config.hpp"
 #include "wavel/cost/params.hpp"
 #include "wavel/meshir/placer.hpp"
 #include "wavel/meshir/schedule.hpp"
@@ -29,6 +30,9 @@ struct SearchOptions {
   double time_limit_s = 0;                       ///< 0: none (a limit makes results timing-dependent)
   bool serial = false;                           ///< parallel loops on Kokkos::Serial instead of the default host space
 };
+
+/// The options a config's `search` section asks for.
+SearchOptions options_from(const config::SearchConfig& search);
 
 /// What the search did, counted per pruning rule.
 struct SearchStats {

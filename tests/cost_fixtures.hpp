@@ -1,0 +1,49 @@
+// Small hand-checkable fixtures shared by the cost-model and simulator tests.
+#pragma once
+
+#include <cstdint>
+
+#include "wavel/cost/params.hpp"
+#include "wavel/meshir/schedule.hpp"
+#include "wavel/wafer/wafer.hpp"
+
+namespace wavel::test {
+
+inline wafer::WaferParams wse3() { return *wafer::find_wafer_preset("wse3"); }
+
+/// Round numbers for hand computation: alpha 1, beta 30, efficiencies 0.5, overheads 20 and 100.
+inline cost::CostParams round_params() {
+  cost::CostParams p;
+  p.alpha_cycles_per_hop = 1.0;
+  p.beta_cycles_per_stage = 30.0;
+  p.gemm_efficiency = 0.5;
+  p.gemv_efficiency = 0.5;
+  p.elementwise_efficiency = 0.5;
+  p.step_overhead_cycles = 20.0;
+  p.kernel_overhead_cycles = 100.0;
+  p.route_switch_cycles = 50.0;
+  return p;
+}
+
+/// A 64 x 64 grid with one w x h region at the origin and no ops.
+inline meshir::Schedule one_region(std::int64_t w, std::int64_t h) {
+  meshir::Schedule s;
+  s.name = "t";
+  s.grid_w_pes = 64;
+  s.grid_h_pes = 64;
+  s.sram_per_pe_bytes = 49152;
+  s.colours = 24;
+  s.regions = {meshir::Rect{0, 0, w, h}};
+  return s;
+}
+
+/// An op of `kernel` using all of `r`, with no work yet.
+inline meshir::PlacedOp op_on(const meshir::Rect& r, meshir::Kernel kernel) {
+  meshir::PlacedOp op;
+  op.name = "op";
+  op.kernel = kernel;
+  op.used = r;
+  return op;
+}
+
+}  // namespace wavel::test
