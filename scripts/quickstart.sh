@@ -3,7 +3,7 @@
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
-bash scripts/setup.sh
+WAVEL_BUILD_TARGET=${WAVEL_BUILD_TARGET:-wavel-dse} bash scripts/setup.sh
 
 # Open MPI refuses root unless told; with 2 ranks it binds each to one core, so let threads float.
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1

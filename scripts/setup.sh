@@ -7,6 +7,7 @@
 #   WAVEL_BUILD_DIR=DIR   build directory (default: build)
 #   WAVEL_CMAKE_ARGS=...  extra arguments for the CMake configure step
 #   WAVEL_JOBS=N          parallel build jobs (default: nproc)
+#   WAVEL_BUILD_TARGET=T  build only target T (e.g. wavel-dse); default: everything
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -95,6 +96,6 @@ fi
 say "configuring ($build_dir, Release)"
 # shellcheck disable=SC2086
 cmake -S "$root" -B "$root/$build_dir" -DCMAKE_BUILD_TYPE=Release -DKokkos_ROOT="$kokkos_root" ${WAVEL_CMAKE_ARGS:-}
-say "building with $jobs jobs"
-cmake --build "$root/$build_dir" -j "$jobs"
+say "building ${WAVEL_BUILD_TARGET:-all targets} with $jobs jobs"
+cmake --build "$root/$build_dir" -j "$jobs" ${WAVEL_BUILD_TARGET:+--target "$WAVEL_BUILD_TARGET"}
 say "done: $root/$build_dir/wavel-dse"
