@@ -694,7 +694,7 @@ void print_settings(std::ostream& out, const config::Config& config, const std::
   const bool with_schedules = !results.empty() && !results.front().schedules.empty();
   if (with_schedules) {
     for (const char* n : kScheduleNames) {
-      for (const char* c : {" tok/s", " TPOT|TTFT", " PEs", " headroom"}) header.push_back(std::string(n) + c);
+      for (const char* c : {" tok/s", " TPOT|TTFT"}) header.push_back(std::string(n) + c);
     }
     for (const char* c : {"wavel tok/s", "wavel TPOT|TTFT", "wavel PEs", "vs waferllm", "vs fullchip", "front"}) {
       header.push_back(c);
@@ -714,13 +714,10 @@ void print_settings(std::ostream& out, const config::Config& config, const std::
     if (with_schedules) {
       for (const auto& s : r.schedules) {
         if (!s.placed) {
-          row.insert(row.end(), {"no fit", "-", "-", s.meshir.empty() ? "-" : "overflow"});
+          row.insert(row.end(), {s.meshir.empty() ? "no fit" : "SRAM overflow", "-"});
           continue;
         }
-        std::ostringstream headroom;
-        headroom << std::fixed << std::setprecision(1) << 100.0 * s.sram_headroom << '%';
-        row.insert(row.end(), {human(s.tokens_per_s, "tok/s"), human(s.latency_s, "s"), std::to_string(s.pes_used),
-                               headroom.str()});
+        row.insert(row.end(), {human(s.tokens_per_s, "tok/s"), human(s.latency_s, "s")});
       }
       if (r.front.empty()) {
         row.insert(row.end(), {"no fit", "-", "-", "-", "-", "0"});
