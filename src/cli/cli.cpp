@@ -166,6 +166,12 @@ void execute(const Options& o, std::ostream& out, MPI_Comm comm) {
   const driver::RunContext context = driver::make_run_context(comm);
   if (o.subcommand == "validate") return driver::validate_command(o.config_path, o.params_path, o.output_dir, context, out);
   if (o.subcommand == "calibrate") {
+    // A config (it has `workloads:`) calibrates against the simulator; anything else is a reference file.
+    const std::string text = driver::read_file_on_root(o.config_path, comm);
+    if (text.find("\nworkloads:") != std::string::npos || text.rfind("workloads:", 0) == 0) {
+      return driver::calibrate_against_sim_command(o.config_path, o.params_path, o.fit_names, o.output_dir, context,
+                                                   out);
+    }
     return driver::calibrate_command(o.config_path, o.params_path, o.fit_names, o.output_dir, context, out);
   }
   if (o.subcommand == "show") return driver::show_command(o.config_path, o.setting, o.schedule, context, out);

@@ -30,6 +30,11 @@ expect 0 "verified OK" -- check "$tmp/wavel.meshir" --params "$src/configs/param
 expect 0 "mean |sim - model| / model over ops" -- simulate "$tmp/wavel.meshir" --trace "$tmp/trace.json"
 /usr/bin/python3 -c "import json,sys; d=json.load(open(sys.argv[1])); assert d['traceEvents']" "$tmp/trace.json" \
   || { echo "FAIL: trace.json is not a Chrome trace"; fail=1; }
+# Calibration against the simulator, then a run with the fitted parameters.
+expect 0 "Spearman" -- calibrate "$src/configs/tiny.yaml" --output "$tmp/cal"
+[ -s "$tmp/cal/params.yaml" ] && [ -s "$tmp/cal/sim_pairs.csv" ] || { echo "FAIL: calibrate wrote no params.yaml or sim_pairs.csv"; fail=1; }
+expect 0 "results: $tmp/tuned/results.h5" -- "$src/configs/tiny.yaml" --params "$tmp/cal/params.yaml" --output "$tmp/tuned"
+expect 0 "held-out test" -- calibrate "$src/tests/data/reference/waferllm_measured.yaml" --output "$tmp/calref"
 sed 's/^grid .*/grid 8 8/' "$tmp/wavel.meshir" >"$tmp/bad.meshir"
 expect 65 "outside" -- check "$tmp/bad.meshir"
 exit $fail

@@ -57,4 +57,16 @@ void simulate_command(const std::string& meshir_path, const std::string& wafer_p
 /// Default fitted parameters of `calibrate`: shared by every model and point.
 std::vector<std::string> default_fit_names();
 
+/// `calibrate CONFIG.yaml`: builds the baselines and search fronts of every setting, simulates them
+/// (with the config's parameters), samples up to 8 distinct ops per (kernel, phase, power-of-two
+/// region size) stratum, and fits `fit_names` to the simulated op times by least squares in log
+/// space, holding out part of each stratum group; reports MAPE and Spearman rank correlation on the
+/// held-out ops before and after, and writes params.yaml, sim_pairs.csv, calibration.csv, results.h5.
+void calibrate_against_sim_command(const std::string& config_path, const std::string& params_path,
+                                   const std::vector<std::string>& fit_names, const std::string& output_dir,
+                                   const RunContext& context, std::ostream& out);
+
+/// Default fitted parameters of `calibrate CONFIG.yaml`.
+std::vector<std::string> default_sim_fit_names();
+
 }  // namespace wavel::driver
