@@ -176,11 +176,7 @@ void calibrate_against_sim_command(const std::string& config_path, const std::st
   const auto result = calibrate::calibrate(set, predict, start, names);
 
   const std::string dir = output_dir.empty() ? "results/runs/calibrate-sim-" + fs::path(config_path).stem().string() : output_dir;
-  on_root_agreed(context.comm, 0, [&] {
-    std::error_code ec;
-    fs::create_directories(dir, ec);
-    if (ec || !fs::is_directory(dir)) throw OutputError("cannot create output directory '" + dir + "': " + ec.message());
-  });
+  make_output_dir(dir, context.comm);
   // The pairs with their features, before and after the fit.
   std::vector<std::string> kernel, phase;
   std::vector<std::int64_t> pes, op, held;
@@ -240,12 +236,7 @@ void calibrate_against_sim_command(const std::string& config_path, const std::st
       << " % -> " << result.after.test_mape_pct << " %, Spearman " << rho_before << " -> " << rho_after
       << "; training (" << result.after.train_points << " ops): MAPE " << result.before.train_mape_pct << " % -> "
       << result.after.train_mape_pct << " %\n";
-  out << std::setprecision(6) << "fitted parameters:\n";
-  for (const auto& info : cost::param_registry()) {
-    if (std::find(result.fit_names.begin(), result.fit_names.end(), info.name) == result.fit_names.end()) continue;
-    out << "  " << std::left << std::setw(24) << info.name << std::right << std::setw(12) << start.*(info.field)
-        << " -> " << std::setw(12) << result.fitted.*(info.field) << ' ' << info.units << '\n';
-  }
+  print_fitted_parameters(out, result);
   out << "written: " << dir << "/params.yaml (run again with --params), sim_pairs.csv, calibration.csv, results.h5\n";
 }
 

@@ -39,14 +39,6 @@ std::string default_dir(const std::string& command, const std::string& input) {
   return "results/runs/" + command + "-" + fs::path(input).stem().string();
 }
 
-void make_dir(const std::string& dir, const RunContext& context) {
-  on_root_agreed(context.comm, 0, [&] {
-    std::error_code ec;
-    fs::create_directories(dir, ec);
-    if (ec || !fs::is_directory(dir)) throw OutputError("cannot create output directory '" + dir + "': " + ec.message());
-  });
-}
-
 std::string percent(double value) {
   if (!std::isfinite(value)) return "n/a";
   std::ostringstream out;
@@ -88,6 +80,15 @@ std::vector<io::Attribute> command_provenance(const std::string& command, const 
 
 }  // namespace
 
+void print_fitted_parameters(std::ostream& out, const calibrate::CalibrationResult& result) {
+  out << std::setprecision(6) << "fitted parameters (shared by every point):\n";
+  for (const auto& info : cost::param_registry()) {
+    if (std::find(result.fit_names.begin(), result.fit_names.end(), info.name) == result.fit_names.end()) continue;
+    out << "  " << std::left << std::setw(24) << info.name << std::right << std::setw(12) << result.start.*(info.field)
+        << " -> " << std::setw(12) << result.fitted.*(info.field) << ' ' << info.units << '\n';
+  }
+}
+
 std::vector<std::string> default_fit_names() {
   // Two per phase: decode's routing-stage cost and fixed kernel cost, prefill's GEMM efficiency and
   // per-step cost. The published points give two training grids per phase, so no more can be identified.
@@ -101,7 +102,7 @@ void validate_command(const std::string& reference_path, const std::string& para
   const auto params = params_for(wafer, params_path);
   const auto report = calibrate::validate(set, calibrate::waferllm_predictor(wafer), params);
   const std::string dir = output_dir.empty() ? default_dir("validate", reference_path) : output_dir;
-  make_dir(dir, context);
+  make_output_dir(dir, context.comm);
   const auto table = calibrate::validation_table(set, report);
   auto attrs = command_provenance("validate", reference_path, params_path, context);
   attrs.push_back({"mape_pct", report.mape_pct});
@@ -125,7 +126,7 @@ void calibrate_command(const std::string& reference_path, const std::string& par
   const auto names = fit_names.empty() ? default_fit_names() : fit_names;
   const auto result = calibrate::calibrate(set, calibrate::waferllm_predictor(wafer), start, names);
   const std::string dir = output_dir.empty() ? default_dir("calibrate", reference_path) : output_dir;
-  make_dir(dir, context);
+  make_output_dir(dir, context.comm);
 
   std::ostringstream header;
   header << "Fitted by: wavel-dse calibrate " << reference_path;
@@ -156,12 +157,8 @@ void calibrate_command(const std::string& reference_path, const std::string& par
   print_validation(out, set, result.before, "Before fitting (start parameters):");
   out << '\n';
   print_validation(out, set, result.after, "After fitting:");
-  out << std::setprecision(6) << "\nfitted parameters (shared by every model and point):\n";
-  for (const auto& info : cost::param_registry()) {
-    if (std::find(result.fit_names.begin(), result.fit_names.end(), info.name) == result.fit_names.end()) continue;
-    out << "  " << std::left << std::setw(24) << info.name << std::right << std::setw(12) << start.*(info.field)
-        << " -> " << std::setw(12) << result.fitted.*(info.field) << ' ' << info.units << '\n';
-  }
+  out << '\n';
+  print_fitted_parameters(out, result);
   out << "objective " << result.objective_start << " -> " << result.objective_final << " after "
       << result.iterations << " iterations" << (result.converged ? "" : " (iteration cap reached)") << '\n';
   out << "written: " << dir << "/params.yaml (use with --params), validation.csv, calibration.csv, results.h5\n";

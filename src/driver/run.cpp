@@ -779,13 +779,7 @@ void run(const config::Config& config, const RunContext& context, std::ostream& 
   const std::string resolved = config::to_yaml(config);
   const fs::path dir = config.output.dir;
 
-  on_root_agreed(context.comm, 0, [&] {
-    std::error_code ec;
-    fs::create_directories(dir, ec);
-    if (ec || !fs::is_directory(dir)) {
-      throw OutputError("cannot create output directory '" + dir.string() + "': " + ec.message());
-    }
-  });
+  make_output_dir(dir.string(), context.comm);
   const io::Table table = settings_table(config, settings, results);
   if (config.output.hdf5) {
     io::write_results_h5((dir / "results.h5").string(), provenance(config, context, resolved),

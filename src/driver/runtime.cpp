@@ -3,6 +3,7 @@
 
 #include <Kokkos_Core.hpp>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <vector>
@@ -58,6 +59,16 @@ void on_root_agreed(MPI_Comm comm, int root, const std::function<void()>& action
   if (code == 0) return;
   broadcast_string(message, comm, root);
   throw Error(static_cast<ExitCode>(code), message);
+}
+
+void make_output_dir(const std::string& dir, MPI_Comm comm) {
+  on_root_agreed(comm, 0, [&] {
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    if (ec || !std::filesystem::is_directory(dir)) {
+      throw OutputError("cannot create output directory '" + dir + "': " + ec.message());
+    }
+  });
 }
 
 std::string read_file_on_root(const std::string& path, MPI_Comm comm, int root) {

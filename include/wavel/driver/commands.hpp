@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "wavel/calibrate/fit.hpp"
 #include "wavel/cost/params.hpp"
 #include "wavel/driver/runtime.hpp"
 #include "wavel/meshir/schedule.hpp"
@@ -53,6 +54,9 @@ void check_command(const std::string& meshir_path, const std::string& wafer_pres
 /// writes a Chrome/Perfetto trace to `trace_path` (atomically) when it is not empty.
 void simulate_command(const std::string& meshir_path, const std::string& wafer_preset, const std::string& params_path,
                       const std::string& trace_path, const RunContext& context, std::ostream& out);
+
+/// Prints each fitted parameter: start value -> fitted value, units.
+void print_fitted_parameters(std::ostream& out, const calibrate::CalibrationResult& result);
 
 /// Default fitted parameters of `calibrate`: shared by every model and point.
 std::vector<std::string> default_fit_names();

@@ -25,6 +25,9 @@ RunContext make_run_context(MPI_Comm comm);
 /// Throws wavel::InputMissingError on every rank if it cannot be read.
 std::string read_file_on_root(const std::string& path, MPI_Comm comm, int root = 0);
 
+/// Creates `dir` (and its parents) on rank 0; every rank throws OutputError if that fails.
+void make_output_dir(const std::string& dir, MPI_Comm comm);
+
 /// Runs `action` on `root` only and makes its outcome collective: if it throws a wavel::Error,
 /// every rank throws an error with the same exit code and message.
 void on_root_agreed(MPI_Comm comm, int root, const std::function<void()>& action);
