@@ -134,3 +134,18 @@ TEST_CASE("the committed parameters reproduce the published WaferLLM figures wit
   CHECK(report.mape_pct <= 10.0);
   CHECK(report.test_mape_pct <= 10.0);
 }
+
+TEST_CASE("with defective PEs, Full-Chip takes the largest clean rectangle and WaferLLM skips dirty slots") {
+  auto wafer = *wafer::find_wafer_preset("wse3");
+  wafer.defective_pes = {{700, 10}, {100, 1000}};
+  const auto w = make("llama3-8b", workload::Phase::decode, 1, 2048);
+  const auto full = baselines::build_fullchip(w, wafer);
+  REQUIRE(full.regions.size() == 1);
+  // Right of x = 100 and below y = 10 avoids both: 654 x 1163 = 760,602 PEs, more than 755 x 989
+  // (between the rows) or 700 x 1000 (above and left of both).
+  CHECK(full.regions[0] == meshir::Rect{101, 11, 654, 1163});
+  check_valid_and_round_trips(full);
+  const auto tuned = baselines::build_waferllm_tuned(w, wafer, cost::default_params(wafer));
+  REQUIRE(tuned.has_value());
+  check_valid_and_round_trips(*tuned);
+}

@@ -75,10 +75,41 @@ workload::Workload per_microbatch(const workload::Workload& w, std::int64_t micr
   return part;
 }
 
+// The largest rectangle of the grid that holds no defective PE (the whole grid without defects):
+// its sides can only start or end at the grid's edges or next to a defect.
+Rect largest_clean_rect(const wafer::WaferParams& wafer) {
+  const Rect grid{0, 0, wafer.grid_w_pes, wafer.grid_h_pes};
+  if (wafer.defective_pes.empty()) return grid;
+  std::vector<std::int64_t> xs{0, grid.w}, ys{0, grid.h};
+  for (const auto& pe : wafer.defective_pes) {
+    xs.insert(xs.end(), {pe.x, pe.x + 1});
+    ys.insert(ys.end(), {pe.y, pe.y + 1});
+  }
+  std::sort(xs.begin(), xs.end());
+  xs.erase(std::unique(xs.begin(), xs.end()), xs.end());
+  std::sort(ys.begin(), ys.end());
+  ys.erase(std::unique(ys.begin(), ys.end()), ys.end());
+  Rect best{0, 0, 0, 0};
+  for (std::size_t x0 = 0; x0 < xs.size(); ++x0) {
+    for (std::size_t x1 = x0 + 1; x1 < xs.size(); ++x1) {
+      for (std::size_t y0 = 0; y0 < ys.size(); ++y0) {
+        for (std::size_t y1 = y0 + 1; y1 < ys.size(); ++y1) {
+          const Rect r{xs[x0], ys[y0], xs[x1] - xs[x0], ys[y1] - ys[y0]};
+          if (r.pes() <= best.pes()) continue;
+          bool clean = true;
+          for (const auto& pe : wafer.defective_pes) clean = clean && !r.contains(pe.x, pe.y);
+          if (clean) best = r;
+        }
+      }
+    }
+  }
+  return best;
+}
+
 Schedule fullchip_with(const workload::Workload& w, const wafer::WaferParams& wafer, std::int64_t microbatches) {
   Schedule s = empty_schedule("fullchip", w, wafer);
   s.microbatches = microbatches;
-  s.regions.push_back(Rect{0, 0, wafer.grid_w_pes, wafer.grid_h_pes});
+  s.regions.push_back(largest_clean_rect(wafer));
   meshir::Placer b(s, is_decode(w));
   for (const auto& layer : per_microbatch(w, microbatches).layers) b.place(layer, 0, s.regions[0], 0, {});
   return s;

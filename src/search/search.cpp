@@ -782,7 +782,11 @@ SearchResult search_setting(const workload::Workload& workload, const wafer::Waf
   std::int64_t next_id = 0;
   for (const auto& [name, schedule] : seeds) {
     const auto c = cost::evaluate(schedule, wafer, params, decode, workload.shape.input_tokens);
-    if (c.sram_headroom < 0) continue;  // a seed that does not fit is not a schedule
+    // A seed that does not fit or does not verify (e.g. a region on a defective PE) is not a schedule.
+    if (c.sram_headroom < 0 ||
+        !meshir::verify(schedule, name, {}, [](const meshir::PlacedOp& op) { return cost::colours_needed(op); }).empty()) {
+      continue;
+    }
     Candidate cand;
     cand.objectives = Objectives{c.tokens_per_s, c.latency_s, c.pes_used, next_id++};
     cand.source = "seed:" + name;

@@ -12,8 +12,8 @@
 
 namespace wavel::baselines {
 
-/// Full-Chip: all weights resident over the whole usable wafer; every layer runs on the whole
-/// wafer, one after another.
+/// Full-Chip: all weights resident over the whole usable wafer (with defects: its largest rectangle
+/// free of defective PEs); every layer runs on it, one after another.
 meshir::Schedule build_fullchip(const workload::Workload& workload, const wafer::WaferParams& wafer);
 
 /// WaferLLM with a fixed square region side P: one P x P region per layer; decode pipelines over as
