@@ -39,6 +39,7 @@ struct Options {
   std::string schedule;
   std::string wafer = "wse3";
   std::string trace_path;
+  driver::SweepSlice slice;
   std::vector<std::string> kokkos_args;  ///< --kokkos-* arguments, handed to Kokkos untouched
 };
 
@@ -61,13 +62,18 @@ po::options_description visible_options() {
       ("schedule", po::value<std::string>()->value_name("NAME"), "show: schedule name (fullchip, waferllm)")  //
       ("wafer", po::value<std::string>()->value_name("PRESET"),
        "check, simulate: wafer preset for clock, SIMD and links (default wse3)")  //
-      ("trace", po::value<std::string>()->value_name("FILE.json"), "simulate: write a Chrome/Perfetto trace");
+      ("trace", po::value<std::string>()->value_name("FILE.json"), "simulate: write a Chrome/Perfetto trace")  //
+      ("sweep-index", po::value<std::int64_t>()->value_name("I"),
+       "run: only task I of the sweep (a Slurm array task; output in <output>/sweep-I)")  //
+      ("sweep-count", po::value<std::int64_t>()->value_name("N"),
+       "run: the sweep is split into N contiguous tasks (default: one per setting)");
   return d;
 }
 
 std::string usage_text() {
   std::ostringstream out;
   out << "Usage: wavel-dse [run] CONFIG.yaml [--dry-run] [--set KEY=VALUE]... [--params FILE] [-o DIR]\n"
+         "                 [--sweep-index I [--sweep-count N]]\n"
          "       wavel-dse validate REFERENCE.yaml [--params FILE] [-o DIR]\n"
          "       wavel-dse calibrate REFERENCE.yaml [--params START] [--fit A,B,...] [-o DIR]\n"
          "       wavel-dse show RESULTS.h5 [--setting N] [--schedule NAME]\n"
@@ -129,6 +135,9 @@ Options parse(const std::vector<std::string>& args) {
   if (vm.count("schedule")) o.schedule = vm["schedule"].as<std::string>();
   if (vm.count("wafer")) o.wafer = vm["wafer"].as<std::string>();
   if (vm.count("trace")) o.trace_path = vm["trace"].as<std::string>();
+  if (vm.count("sweep-index")) o.slice.index = vm["sweep-index"].as<std::int64_t>();
+  if (vm.count("sweep-count")) o.slice.count = vm["sweep-count"].as<std::int64_t>();
+  if (vm.count("sweep-count") && !vm.count("sweep-index")) throw UsageError("--sweep-count needs --sweep-index");
   if (vm.count("fit")) {
     std::stringstream list(vm["fit"].as<std::string>());
     for (std::string name; std::getline(list, name, ',');) {
@@ -140,13 +149,14 @@ Options parse(const std::vector<std::string>& args) {
   }
   // Options that mean nothing to a subcommand are mistakes, not no-ops.
   const std::map<std::string, std::vector<std::string>> allowed{
-      {"run", {"dry-run", "set", "output", "params"}},
+      {"run", {"dry-run", "set", "output", "params", "sweep-index", "sweep-count"}},
       {"validate", {"params", "output"}},
       {"calibrate", {"params", "fit", "output"}},
       {"show", {"setting", "schedule"}},
       {"check", {"wafer", "params"}},
       {"simulate", {"wafer", "params", "trace"}}};
-  for (const char* option : {"dry-run", "set", "output", "params", "fit", "setting", "schedule", "wafer", "trace"}) {
+  for (const char* option : {"dry-run", "set", "output", "params", "fit", "setting", "schedule", "wafer", "trace",
+                             "sweep-index", "sweep-count"}) {
     if (vm.count(option) && !listed(allowed.at(o.subcommand), option)) {
       throw UsageError("option --" + std::string(option) + " does not apply to '" + o.subcommand + "'");
     }
@@ -184,10 +194,11 @@ void execute(const Options& o, std::ostream& out, MPI_Comm comm) {
   if (!o.params_path.empty()) overrides.push_back("cost.params_file=" + o.params_path);
   config::Config config = config::parse_config(text, o.config_path, overrides);
   if (!o.output_dir.empty()) config.output.dir = o.output_dir;
+  if (o.slice.index >= 0) config.output.dir += "/sweep-" + std::to_string(o.slice.index);
   if (o.dry_run) {
-    driver::dry_run(config, context, out);
+    driver::dry_run(config, context, out, o.slice);
   } else {
-    driver::run(config, context, out);
+    driver::run(config, context, out, o.slice);
   }
 }
 

@@ -1,6 +1,8 @@
 // Sweep expansion: a fixed axis order keeps setting ids stable for a given config.
 #include "wavel/config/sweep.hpp"
 
+#include "wavel/common/error.hpp"
+
 namespace wavel::config {
 
 std::vector<Setting> expand_sweep(const Config& config) {
@@ -24,6 +26,14 @@ std::vector<Setting> expand_sweep(const Config& config) {
     }
   }
   return settings;
+}
+
+std::vector<Setting> sweep_slice(const std::vector<Setting>& settings, std::int64_t index, std::int64_t count) {
+  if (count < 1 || index < 0 || index >= count) {
+    throw UsageError("--sweep-index " + std::to_string(index) + " is not in [0, " + std::to_string(count) + ")");
+  }
+  const auto n = static_cast<std::int64_t>(settings.size());
+  return std::vector<Setting>(settings.begin() + index * n / count, settings.begin() + (index + 1) * n / count);
 }
 
 std::string setting_label(const Config& config, const Setting& s) {

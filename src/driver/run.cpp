@@ -221,6 +221,14 @@ std::string utc_now() {
   return text;
 }
 
+// The resolved config without its output section: what the results depend on, so the tasks of a
+// split sweep (written to different folders) share it.
+std::string results_identity(const config::Config& config) {
+  config::Config c = config;
+  c.output = config::OutputConfig{};
+  return config::to_yaml(c);
+}
+
 std::vector<io::Attribute> provenance(const config::Config& config, const RunContext& context,
                                       const std::string& resolved) {
   std::string overrides;
@@ -233,7 +241,7 @@ std::vector<io::Attribute> provenance(const config::Config& config, const RunCon
       {"config_text", config.text},
       {"config_overrides", overrides},
       {"config_resolved", resolved},
-      {"config_hash_fnv1a64", to_hex(fnv1a64(resolved))},
+      {"config_hash_fnv1a64", to_hex(fnv1a64(results_identity(config)))},
       {"params_file", config.cost.params_file},
       {"mpi_ranks", std::int64_t{context.ranks}},
       {"kokkos_backend", context.kokkos_backend},
@@ -764,8 +772,14 @@ void print_settings(std::ostream& out, const config::Config& config, const std::
   }
 }
 
-void dry_run(const config::Config& config, const RunContext& context, std::ostream& out) {
-  const auto settings = config::expand_sweep(config);
+std::vector<config::Setting> selected_settings(const config::Config& config, const SweepSlice& slice) {
+  const auto all = config::expand_sweep(config);
+  if (slice.index < 0) return all;
+  return config::sweep_slice(all, slice.index, slice.count > 0 ? slice.count : static_cast<std::int64_t>(all.size()));
+}
+
+void dry_run(const config::Config& config, const RunContext& context, std::ostream& out, const SweepSlice& slice) {
+  const auto settings = selected_settings(config, slice);
   const auto results = gather(config, settings, context, false);
   if (context.rank != 0) return;
   out << "# resolved config (" << config.file << ")\n" << config::to_yaml(config);
@@ -773,8 +787,8 @@ void dry_run(const config::Config& config, const RunContext& context, std::ostre
   print_settings(out, config, settings, results);
 }
 
-void run(const config::Config& config, const RunContext& context, std::ostream& out) {
-  const auto settings = config::expand_sweep(config);
+void run(const config::Config& config, const RunContext& context, std::ostream& out, const SweepSlice& slice) {
+  const auto settings = selected_settings(config, slice);
   const auto results = evaluate_sweep(config, settings, context);
   const std::string resolved = config::to_yaml(config);
   const fs::path dir = config.output.dir;

@@ -20,6 +20,11 @@ struct Setting {
 /// models, phases, concurrent_requests, input_tokens, output_tokens.
 std::vector<Setting> expand_sweep(const Config& config);
 
+/// Task `index` of `count` (0-based, count >= 1) takes the contiguous settings
+/// [index * n / count, (index + 1) * n / count), keeping their ids; for Slurm job arrays.
+/// Throws wavel::UsageError when index is not in [0, count).
+std::vector<Setting> sweep_slice(const std::vector<Setting>& settings, std::int64_t index, std::int64_t count);
+
 /// Human-readable label, e.g. "llama3-8b decode r4 in2048 out128".
 std::string setting_label(const Config& config, const Setting& setting);
 

@@ -121,10 +121,19 @@ io::Table schedules_table(const std::vector<SettingResult>& results);
 void print_settings(std::ostream& out, const config::Config& config, const std::vector<config::Setting>& settings,
                     const std::vector<SettingResult>& results);
 
-/// Validates and prints the resolved config and the settings; writes nothing.
-void dry_run(const config::Config& config, const RunContext& context, std::ostream& out);
+/// Which settings of the sweep a run covers (a Slurm array task covers one slice).
+struct SweepSlice {
+  std::int64_t index = -1;  ///< -1: the whole sweep
+  std::int64_t count = 0;   ///< tasks the sweep is split into; 0: one per setting
+};
 
-/// Runs the sweep and writes results.h5 and summary.csv under config.output.dir.
-void run(const config::Config& config, const RunContext& context, std::ostream& out);
+/// The settings of the sweep that `slice` selects, ids unchanged.
+std::vector<config::Setting> selected_settings(const config::Config& config, const SweepSlice& slice);
+
+/// Validates and prints the resolved config and the settings; writes nothing.
+void dry_run(const config::Config& config, const RunContext& context, std::ostream& out, const SweepSlice& slice = {});
+
+/// Runs the sweep (or its slice) and writes results.h5 and summary.csv under config.output.dir.
+void run(const config::Config& config, const RunContext& context, std::ostream& out, const SweepSlice& slice = {});
 
 }  // namespace wavel::driver
