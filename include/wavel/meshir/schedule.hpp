@@ -112,7 +112,6 @@ struct Schedule {
                                     ///< op work is that of one group (ceil(requests / microbatches))
   std::int64_t layer_scale = 1;     ///< >1: the ops cover a subset of layers, costs are scaled (labelled)
   std::int64_t layers_total = 0;    ///< model depth the schedule stands for
-  std::int64_t resident_bytes_per_pe_max = 0;  ///< filled by the verifier/cost model; not printed
 };
 
 std::string_view to_string(Kernel kernel);

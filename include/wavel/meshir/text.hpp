@@ -28,7 +28,6 @@ struct ParsedSchedule {
 inline constexpr int text_format_version = 1;
 
 /// Prints `schedule` in the text form; the same schedule always gives the same text.
-/// resident_bytes_per_pe_max is derived, so it is not printed.
 std::string print(const Schedule& schedule);
 
 /// Parses the text form. Throws wavel::DataError with one Diagnostic per problem found (file
