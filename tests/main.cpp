@@ -7,7 +7,8 @@
 #include <fstream>
 
 int main(int argc, char** argv) {
-  MPI_Init(&argc, &argv);
+  int provided = 0;
+  MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);  // the hub thread talks MPI beside the worker
   int rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   int result = 0;

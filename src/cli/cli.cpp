@@ -40,6 +40,7 @@ struct Options {
   std::string wafer = "wse3";
   std::string trace_path;
   driver::SweepSlice slice;
+  bool resume = false;
   std::vector<std::string> kokkos_args;  ///< --kokkos-* arguments, handed to Kokkos untouched
 };
 
@@ -66,14 +67,15 @@ po::options_description visible_options() {
       ("sweep-index", po::value<std::int64_t>()->value_name("I"),
        "run: only task I of the sweep (a Slurm array task; output in <output>/sweep-I)")  //
       ("sweep-count", po::value<std::int64_t>()->value_name("N"),
-       "run: the sweep is split into N contiguous tasks (default: one per setting)");
+       "run: the sweep is split into N contiguous tasks (default: one per setting)")  //
+      ("resume", "run: continue from <output>/checkpoint.wckp (written on SIGUSR1/SIGTERM, exit 75)");
   return d;
 }
 
 std::string usage_text() {
   std::ostringstream out;
   out << "Usage: wavel-dse [run] CONFIG.yaml [--dry-run] [--set KEY=VALUE]... [--params FILE] [-o DIR]\n"
-         "                 [--sweep-index I [--sweep-count N]]\n"
+         "                 [--sweep-index I [--sweep-count N]] [--resume]\n"
          "       wavel-dse validate REFERENCE.yaml [--params FILE] [-o DIR]\n"
          "       wavel-dse calibrate REFERENCE.yaml [--params START] [--fit A,B,...] [-o DIR]\n"
          "       wavel-dse show RESULTS.h5 [--setting N] [--schedule NAME]\n"
@@ -81,8 +83,8 @@ std::string usage_text() {
          "       wavel-dse simulate FILE.meshir [--wafer PRESET] [--params FILE] [--trace FILE.json]\n"
          "\n"
          "run: builds and scores the Full-Chip and WaferLLM schedules of every setting of the sweep in\n"
-         "CONFIG.yaml and writes results.h5 and summary.csv; run it under mpirun/srun to spread settings\n"
-         "over ranks. validate/calibrate compare the cost model with published measurements; show prints a\n"
+         "CONFIG.yaml, searches CUT/TUNE schedules, and writes results.h5 and summary.csv; run it under\n"
+         "mpirun/srun to spread the work over ranks. validate/calibrate compare the cost model with published measurements; show prints a\n"
          "stored schedule; check verifies and scores a MeshIR file; simulate runs it in the mesh simulator.\n"
          "\n"
       << visible_options()
@@ -137,6 +139,8 @@ Options parse(const std::vector<std::string>& args) {
   if (vm.count("trace")) o.trace_path = vm["trace"].as<std::string>();
   if (vm.count("sweep-index")) o.slice.index = vm["sweep-index"].as<std::int64_t>();
   if (vm.count("sweep-count")) o.slice.count = vm["sweep-count"].as<std::int64_t>();
+  o.resume = vm.count("resume") > 0;
+  if (o.resume && vm.count("dry-run")) throw UsageError("--resume and --dry-run exclude each other");
   if (vm.count("sweep-count") && !vm.count("sweep-index")) throw UsageError("--sweep-count needs --sweep-index");
   if (vm.count("fit")) {
     std::stringstream list(vm["fit"].as<std::string>());
@@ -149,14 +153,14 @@ Options parse(const std::vector<std::string>& args) {
   }
   // Options that mean nothing to a subcommand are mistakes, not no-ops.
   const std::map<std::string, std::vector<std::string>> allowed{
-      {"run", {"dry-run", "set", "output", "params", "sweep-index", "sweep-count"}},
+      {"run", {"dry-run", "set", "output", "params", "sweep-index", "sweep-count", "resume"}},
       {"validate", {"params", "output"}},
       {"calibrate", {"params", "fit", "output"}},
       {"show", {"setting", "schedule"}},
       {"check", {"wafer", "params"}},
       {"simulate", {"wafer", "params", "trace"}}};
   for (const char* option : {"dry-run", "set", "output", "params", "fit", "setting", "schedule", "wafer", "trace",
-                             "sweep-index", "sweep-count"}) {
+                             "sweep-index", "sweep-count", "resume"}) {
     if (vm.count(option) && !listed(allowed.at(o.subcommand), option)) {
       throw UsageError("option --" + std::string(option) + " does not apply to '" + o.subcommand + "'");
     }
@@ -198,7 +202,9 @@ void execute(const Options& o, std::ostream& out, MPI_Comm comm) {
   if (o.dry_run) {
     driver::dry_run(config, context, out, o.slice);
   } else {
-    driver::run(config, context, out, o.slice);
+    driver::RunOptions run_options;
+    run_options.resume = o.resume;
+    driver::run(config, context, out, o.slice, run_options);
   }
 }
 

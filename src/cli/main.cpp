@@ -8,7 +8,8 @@
 #include "wavel/cli/cli.hpp"
 
 int main(int argc, char** argv) {
-  MPI_Init(&argc, &argv);
+  int provided = 0;
+  MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);  // the hub thread talks MPI beside the worker
   const std::vector<std::string> args(argv + 1, argv + argc);
   const int code = wavel::cli::run_cli(args, std::cout, std::cerr, MPI_COMM_WORLD);
   MPI_Finalize();

@@ -256,7 +256,7 @@ void read_search(Validator& v, const Node& node, SearchConfig& s) {
   const std::string path = "search";
   v.check_map(node, path,
               {"exhaustive", "cut_ratios", "strip_counts", "max_cut_depth", "group_scales", "used_fractions",
-               "objectives", "time_limit_s", "seed", "checkpoint_interval_s", "eval_batch"});
+               "objectives", "time_limit_s", "seed", "checkpoint_interval_s", "eval_batch", "root_chunks"});
   read_bool(v, node, path, "exhaustive", s.exhaustive);
   if (present(node, "cut_ratios")) {
     s.cut_ratios = v.axis(child_or_null(node, "cut_ratios"), "search.cut_ratios",
@@ -301,6 +301,7 @@ void read_search(Validator& v, const Node& node, SearchConfig& s) {
   read_int(v, node, path, "seed", s.seed, 0, std::numeric_limits<std::int64_t>::max());
   read_double(v, node, path, "checkpoint_interval_s", s.checkpoint_interval_s, 0.0, 1e9);
   read_int(v, node, path, "eval_batch", s.eval_batch, 1, 1 << 26);
+  read_int(v, node, path, "root_chunks", s.root_chunks, 1, 4096);
 }
 
 void read_sim(Validator& v, const Node& node, SimConfig& c) {
@@ -444,6 +445,7 @@ std::string to_yaml(const Config& c) {
   out << YAML::Key << "seed" << YAML::Value << s.seed;
   out << YAML::Key << "checkpoint_interval_s" << YAML::Value << num(s.checkpoint_interval_s);
   out << YAML::Key << "eval_batch" << YAML::Value << s.eval_batch;
+  out << YAML::Key << "root_chunks" << YAML::Value << s.root_chunks;
   out << YAML::EndMap;
 
   out << YAML::Key << "sim" << YAML::Value << YAML::BeginMap;

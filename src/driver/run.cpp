@@ -1,4 +1,5 @@
-// Sweep driver: settings are owned round-robin by rank, gathered in id order, written by all ranks.
+// Sweep driver: settings evaluated across ranks (distribute.cpp), written by all ranks; dry runs
+// describe settings round-robin.
 #include "wavel/driver/run.hpp"
 
 #include <algorithm>
@@ -9,15 +10,19 @@
 #include <filesystem>
 #include <iomanip>
 #include <limits>
+#include <iostream>
 #include <sstream>
 
-#include "wavel/baselines/baselines.hpp"
+#include <unistd.h>
+
 #include "wavel/common/error.hpp"
 #include "wavel/common/hash.hpp"
+#include "wavel/driver/distribute.hpp"
+#include "wavel/driver/pack.hpp"
+#include "wavel/driver/setting_tasks.hpp"
 #include "wavel/cost/model.hpp"
 #include "wavel/meshir/text.hpp"
 #include "wavel/search/search.hpp"
-#include "wavel/sim/simulate.hpp"
 #include "wavel/version_info.hpp"
 #include "wavel/workload/workload.hpp"
 
@@ -29,188 +34,6 @@ namespace {
 
 constexpr const char* kFormatVersion = "wavel-results/1";
 const char* const kScheduleNames[] = {"fullchip", "waferllm"};
-
-// Flat byte encoding of results for the gather; memcpy keeps doubles bit-exact.
-class Packer {
- public:
-  template <class T>
-  void put(const T& value) {
-    static_assert(std::is_trivially_copyable_v<T>);
-    bytes_.append(reinterpret_cast<const char*>(&value), sizeof value);
-  }
-  void put(const std::string& s) {
-    put(static_cast<std::uint64_t>(s.size()));
-    bytes_ += s;
-  }
-  [[nodiscard]] const std::string& bytes() const { return bytes_; }
-
- private:
-  std::string bytes_;
-};
-
-class Unpacker {
- public:
-  explicit Unpacker(const std::string& bytes) : bytes_(bytes) {}
-  template <class T>
-  void get(T& value) {
-    static_assert(std::is_trivially_copyable_v<T>);
-    need(sizeof value);
-    std::memcpy(&value, bytes_.data() + pos_, sizeof value);
-    pos_ += sizeof value;
-  }
-  void get(std::string& s) {
-    std::uint64_t size = 0;
-    get(size);
-    need(size);
-    s.assign(bytes_.data() + pos_, size);
-    pos_ += size;
-  }
-  [[nodiscard]] bool done() const { return pos_ == bytes_.size(); }
-
- private:
-  void need(std::size_t n) const {
-    if (pos_ + n > bytes_.size()) throw InternalError("truncated result record in gather");
-  }
-  const std::string& bytes_;
-  std::size_t pos_ = 0;
-};
-
-void pack(const SettingResult& r, Packer& p) {
-  p.put(r.setting_id);
-  p.put(r.tokens_per_step);
-  p.put(r.context_tokens);
-  p.put(r.flops_per_step);
-  p.put(r.param_bytes);
-  p.put(r.kv_cache_bytes);
-  p.put(r.activation_peak_bytes);
-  p.put(r.sram_required_bytes);
-  p.put(r.wafer_sram_bytes);
-  p.put(r.fits_sram);
-  p.put(r.roofline_step_s);
-  p.put(r.roofline_tokens_per_s);
-  p.put(static_cast<std::uint64_t>(r.schedules.size()));
-  for (const auto& s : r.schedules) {
-    p.put(s.name);
-    p.put(static_cast<std::uint8_t>(s.placed));
-    p.put(s.tokens_per_s);
-    p.put(s.latency_s);
-    p.put(s.tpr_tokens_per_s);
-    p.put(s.pes_used);
-    p.put(s.sram_headroom);
-    p.put(s.region_side_pes);
-    p.put(s.regions);
-    p.put(s.microbatches);
-    p.put(s.meshir);
-  }
-  p.put(static_cast<std::uint64_t>(r.front.size()));
-  for (const auto& f : r.front) {
-    p.put(f.source);
-    p.put(f.tokens_per_s);
-    p.put(f.latency_s);
-    p.put(f.pes_used);
-    p.put(f.microbatches);
-    p.put(f.stages);
-    p.put(f.sram_headroom);
-    p.put(f.meshir);
-  }
-  p.put(r.hypervolume);
-  p.put(r.hypervolume_latency_ref_s);
-  p.put(r.search);
-  p.put(r.search_wall_s);
-  p.put(static_cast<std::uint64_t>(r.sim.size()));
-  for (const auto& x : r.sim) {
-    p.put(x.schedule);
-    p.put(x.model_latency_s);
-    p.put(x.sim_latency_s);
-    p.put(x.model_tokens_per_s);
-    p.put(x.sim_tokens_per_s);
-    p.put(x.ops_simulated);
-    p.put(x.events);
-  }
-  p.put(static_cast<std::uint64_t>(r.sim_ops.size()));
-  for (const auto& x : r.sim_ops) {
-    p.put(x.schedule);
-    p.put(x.op);
-    p.put(x.kernel);
-    p.put(x.used_w_pes);
-    p.put(x.used_h_pes);
-    p.put(x.model_cycles);
-    p.put(x.sim_cycles);
-  }
-}
-
-SettingResult unpack(Unpacker& u) {
-  SettingResult r;
-  u.get(r.setting_id);
-  u.get(r.tokens_per_step);
-  u.get(r.context_tokens);
-  u.get(r.flops_per_step);
-  u.get(r.param_bytes);
-  u.get(r.kv_cache_bytes);
-  u.get(r.activation_peak_bytes);
-  u.get(r.sram_required_bytes);
-  u.get(r.wafer_sram_bytes);
-  u.get(r.fits_sram);
-  u.get(r.roofline_step_s);
-  u.get(r.roofline_tokens_per_s);
-  std::uint64_t n = 0;
-  u.get(n);
-  r.schedules.resize(n);
-  for (auto& s : r.schedules) {
-    std::uint8_t placed = 0;
-    u.get(s.name);
-    u.get(placed);
-    s.placed = placed != 0;
-    u.get(s.tokens_per_s);
-    u.get(s.latency_s);
-    u.get(s.tpr_tokens_per_s);
-    u.get(s.pes_used);
-    u.get(s.sram_headroom);
-    u.get(s.region_side_pes);
-    u.get(s.regions);
-    u.get(s.microbatches);
-    u.get(s.meshir);
-  }
-  u.get(n);
-  r.front.resize(n);
-  for (auto& f : r.front) {
-    u.get(f.source);
-    u.get(f.tokens_per_s);
-    u.get(f.latency_s);
-    u.get(f.pes_used);
-    u.get(f.microbatches);
-    u.get(f.stages);
-    u.get(f.sram_headroom);
-    u.get(f.meshir);
-  }
-  u.get(r.hypervolume);
-  u.get(r.hypervolume_latency_ref_s);
-  u.get(r.search);
-  u.get(r.search_wall_s);
-  u.get(n);
-  r.sim.resize(n);
-  for (auto& x : r.sim) {
-    u.get(x.schedule);
-    u.get(x.model_latency_s);
-    u.get(x.sim_latency_s);
-    u.get(x.model_tokens_per_s);
-    u.get(x.sim_tokens_per_s);
-    u.get(x.ops_simulated);
-    u.get(x.events);
-  }
-  u.get(n);
-  r.sim_ops.resize(n);
-  for (auto& x : r.sim_ops) {
-    u.get(x.schedule);
-    u.get(x.op);
-    u.get(x.kernel);
-    u.get(x.used_w_pes);
-    u.get(x.used_h_pes);
-    u.get(x.model_cycles);
-    u.get(x.sim_cycles);
-  }
-  return r;
-}
 
 std::string utc_now() {
   const std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
@@ -226,6 +49,7 @@ std::string utc_now() {
 std::string results_identity(const config::Config& config) {
   config::Config c = config;
   c.output = config::OutputConfig{};
+  c.search.checkpoint_interval_s = 0;  // when to checkpoint does not change results
   return config::to_yaml(c);
 }
 
@@ -275,124 +99,16 @@ std::string human(double value, const char* unit) {
   return out.str();
 }
 
-// Simulates one schedule beside its model cost and records the pairs.
-void simulate_sample(const std::string& name, const meshir::Schedule& schedule, const config::Config& config,
-                     const workload::Workload& w, SettingResult& out) {
-  const bool decode = w.shape.phase == workload::Phase::decode;
-  sim::SimOptions options;
-  options.fidelity = config.sim.fidelity == "wavelet"  ? sim::Fidelity::wavelet
-                     : config.sim.fidelity == "packet" ? sim::Fidelity::packet
-                                                       : sim::Fidelity::message;
-  options.model_ramps = config.sim.model_ramps;
-  const auto model = cost::evaluate(schedule, config.wafer, config.cost.params, decode, w.shape.input_tokens);
-  const auto simulated = sim::simulate(schedule, config.wafer, config.cost.params, decode, w.shape.input_tokens, options);
-  out.sim.push_back(SimPair{name, model.latency_s, simulated.latency_s, model.tokens_per_s, simulated.tokens_per_s,
-                            simulated.ops_simulated, simulated.events});
-  for (std::size_t i = 0; i < schedule.ops.size(); ++i) {
-    if (simulated.ops[i].reused_from >= 0) continue;
-    const auto& op = schedule.ops[i];
-    out.sim_ops.push_back(SimOpPair{name, static_cast<std::int64_t>(i), std::string(meshir::to_string(op.kernel)),
-                                    op.used.w, op.used.h, model.ops[i].total_cycles, simulated.ops[i].total_cycles});
-  }
-}
-
-ScheduleResult score(const std::string& name, const std::optional<meshir::Schedule>& schedule,
-                     const config::Config& config, const workload::Workload& w) {
-  ScheduleResult r;
-  r.name = name;
-  r.sram_headroom = std::numeric_limits<double>::quiet_NaN();
-  if (!schedule) return r;
-  const bool decode = w.shape.phase == workload::Phase::decode;
-  const auto cost = cost::evaluate(*schedule, config.wafer, config.cost.params, decode, w.shape.input_tokens);
-  // A schedule whose SRAM overflows cannot execute: report it as not placed, with its headroom.
-  r.placed = cost.sram_headroom >= 0.0;
-  r.tokens_per_s = cost.tokens_per_s;
-  r.latency_s = cost.latency_s;
-  r.tpr_tokens_per_s = cost.tpr_tokens_per_s;
-  r.pes_used = cost.pes_used;
-  r.sram_headroom = cost.sram_headroom;
-  r.region_side_pes = schedule->regions.empty() ? 0 : schedule->regions.front().w;
-  r.regions = static_cast<std::int64_t>(schedule->regions.size());
-  r.microbatches = schedule->microbatches;
-  r.meshir = meshir::print(*schedule);
-  return r;
-}
-
-SettingResult evaluate(const config::Config& config, const config::Setting& setting, bool with_schedules) {
-  const auto& model = config.workloads.models.at(setting.model_index).spec;
-  const workload::Workload w = workload::build_workload(model, setting.shape);
-  SettingResult s;
-  s.setting_id = setting.id;
-  s.tokens_per_step = w.tokens_per_step;
-  s.context_tokens = w.context_tokens;
-  s.flops_per_step = w.flops;
-  s.param_bytes = w.param_bytes;
-  s.kv_cache_bytes = w.kv_cache_bytes;
-  for (const auto& layer : w.layers) {
-    for (const auto& op : layer.ops) {
-      s.activation_peak_bytes = std::max(s.activation_peak_bytes, op.input_bytes + op.output_bytes);
-    }
-  }
-  s.sram_required_bytes = s.param_bytes + s.kv_cache_bytes + s.activation_peak_bytes;
-  s.wafer_sram_bytes = config.wafer.total_sram_bytes();
-  s.fits_sram = s.sram_required_bytes <= s.wafer_sram_bytes ? 1 : 0;
-  s.roofline_step_s = static_cast<double>(w.flops) / config.wafer.peak_flops_per_s();
-  // Tokens produced by one step: one per request in decode, the whole prompt in prefill.
-  const double tokens = setting.shape.phase == workload::Phase::decode
-                            ? static_cast<double>(setting.shape.concurrent_requests)
-                            : static_cast<double>(w.tokens_per_step);
-  s.roofline_tokens_per_s = s.roofline_step_s > 0 ? tokens / s.roofline_step_s : 0.0;
-  if (with_schedules) {
-    const auto& b = config.baselines;
-    std::vector<std::int64_t> sides;
-    if (b.waferllm_region_side_pes > 0) {
-      sides.push_back(b.waferllm_region_side_pes);
-    } else {
-      const std::int64_t largest = std::min(config.wafer.grid_w_pes, config.wafer.grid_h_pes);
-      for (std::int64_t p = b.waferllm_side_step_pes; p <= largest; p += b.waferllm_side_step_pes) sides.push_back(p);
-    }
-    const auto fullchip = baselines::build_fullchip(w, config.wafer);
-    const auto waferllm = baselines::build_waferllm_tuned(w, config.wafer, config.cost.params, sides);
-    s.schedules.push_back(score("fullchip", fullchip, config, w));
-    s.schedules.push_back(score("waferllm", waferllm, config, w));
-    // Both baselines are points of the space: they seed the front.
-    std::vector<std::pair<std::string, meshir::Schedule>> seeds{{"fullchip", fullchip}};
-    if (waferllm) seeds.emplace_back("waferllm", *waferllm);
-    const auto found = search::search_setting(w, config.wafer, config.cost.params, search::options_from(config.search), seeds);
-    for (const auto& p : found.front) {
-      s.front.push_back(FrontEntry{p.source, p.objectives.tokens_per_s, p.objectives.latency_s, p.objectives.pes,
-                                   p.microbatches, p.stages, p.sram_headroom, meshir::print(p.schedule)});
-    }
-    s.hypervolume = found.hypervolume;
-    s.hypervolume_latency_ref_s = found.reference.latency_ref_s;
-    const auto& st = found.stats;
-    s.search = SearchCounts{st.nodes_visited,      st.exhaustive_tree_nodes, st.pruned_sram,
-                            st.pruned_bound,       st.pruned_dominance,      st.pruned_symmetry,
-                            st.memo_hits,          st.candidates_evaluated,  st.block_costs,
-                            st.timed_out ? 1 : 0};
-    s.search_wall_s = st.wall_s;
-    // Sampled simulation: the front first (best throughput first), then the baselines.
-    std::int64_t budget = config.sim.samples;
-    for (std::size_t i = 0; i < found.front.size() && budget > 0; ++i, --budget) {
-      simulate_sample(i == 0 ? "wavel" : "front." + std::to_string(i), found.front[i].schedule, config, w, s);
-    }
-    for (const auto& [name, schedule] : seeds) {
-      if (budget-- <= 0) break;
-      simulate_sample(name, schedule, config, w, s);
-    }
-  }
-  return s;
-}
-
-std::vector<SettingResult> gather(const config::Config& config, const std::vector<config::Setting>& settings,
-                                  const RunContext& context, bool with_schedules) {
+// Dry run: each rank describes the settings it owns round-robin; gathered in id order.
+std::vector<SettingResult> describe_all(const config::Config& config, const std::vector<config::Setting>& settings,
+                                        const RunContext& context) {
   Packer mine;
   int local_error = 0;
   std::string message;
   try {
     for (const auto& setting : settings) {
       if (setting.id % context.ranks != context.rank) continue;
-      pack(evaluate(config, setting, with_schedules), mine);
+      pack_setting(describe_setting(config, setting, setting_workload(config, setting)), mine);
     }
   } catch (const Error& e) {
     local_error = static_cast<int>(e.code());
@@ -417,7 +133,7 @@ std::vector<SettingResult> gather(const config::Config& config, const std::vecto
                  context.comm);
   std::vector<SettingResult> results;
   Unpacker u(all);
-  while (!u.done()) results.push_back(unpack(u));
+  while (!u.done()) results.push_back(unpack_setting(u));
   std::sort(results.begin(), results.end(),
             [](const SettingResult& a, const SettingResult& b) { return a.setting_id < b.setting_id; });
   if (results.size() != settings.size()) {
@@ -428,15 +144,6 @@ std::vector<SettingResult> gather(const config::Config& config, const std::vecto
 }
 
 }  // namespace
-
-SettingResult evaluate_setting(const config::Config& config, const config::Setting& setting) {
-  return evaluate(config, setting, true);
-}
-
-std::vector<SettingResult> evaluate_sweep(const config::Config& config, const std::vector<config::Setting>& settings,
-                                          const RunContext& context) {
-  return gather(config, settings, context, true);
-}
 
 io::Table settings_table(const config::Config& config, const std::vector<config::Setting>& settings,
                          const std::vector<SettingResult>& results) {
@@ -516,7 +223,7 @@ io::Table settings_table(const config::Config& config, const std::vector<config:
   }
   if (results.empty() || results.front().schedules.empty()) return table;  // dry run: no search
   D tps, latency, headroom, vs_waferllm, vs_fullchip, hv;
-  I pes, mb, stages, front_size, nodes, tree, p_sram, p_bound, p_dom, p_sym, memo, cands, costs, timed_out;
+  I pes, mb, stages, front_size;
   S source;
   const FrontEntry nothing{"none", nan, nan, 0, 0, 0, nan, ""};
   for (const auto& r : results) {
@@ -535,16 +242,6 @@ io::Table settings_table(const config::Config& config, const std::vector<config:
     vs_waferllm.push_back(speedup(1));
     front_size.push_back(static_cast<std::int64_t>(r.front.size()));
     hv.push_back(r.hypervolume);
-    nodes.push_back(r.search.nodes_visited);
-    tree.push_back(r.search.exhaustive_tree_nodes);
-    p_sram.push_back(r.search.pruned_sram);
-    p_bound.push_back(r.search.pruned_bound);
-    p_dom.push_back(r.search.pruned_dominance);
-    p_sym.push_back(r.search.pruned_symmetry);
-    memo.push_back(r.search.memo_hits);
-    cands.push_back(r.search.candidates_evaluated);
-    costs.push_back(r.search.block_costs);
-    timed_out.push_back(r.search.timed_out);
   }
   table.columns.push_back({"wavel_tokens_per_s", "tokens/s", tps});
   table.columns.push_back({"wavel_latency_s", "s", latency});
@@ -557,16 +254,6 @@ io::Table settings_table(const config::Config& config, const std::vector<config:
   table.columns.push_back({"speedup_vs_fullchip", "1", vs_fullchip});
   table.columns.push_back({"front_size", "1", front_size});
   table.columns.push_back({"hypervolume", "1", hv});
-  table.columns.push_back({"search_nodes_visited", "1", nodes});
-  table.columns.push_back({"search_exhaustive_tree_nodes", "1", tree});
-  table.columns.push_back({"search_pruned_sram", "1", p_sram});
-  table.columns.push_back({"search_pruned_bound", "1", p_bound});
-  table.columns.push_back({"search_pruned_dominance", "1", p_dom});
-  table.columns.push_back({"search_pruned_symmetry", "1", p_sym});
-  table.columns.push_back({"search_memo_hits", "1", memo});
-  table.columns.push_back({"search_candidates_evaluated", "1", cands});
-  table.columns.push_back({"search_block_costs", "1", costs});
-  table.columns.push_back({"search_timed_out", "bool", timed_out});
   D sim_latency, sim_error;
   for (const auto& r : results) {
     const bool best = !r.sim.empty() && r.sim.front().schedule == "wavel";
@@ -665,16 +352,62 @@ io::Table front_table(const std::vector<SettingResult>& results) {
                     {"sram_headroom", "1", headroom}}};
 }
 
-io::Table timing_table(const std::vector<SettingResult>& results) {
-  std::vector<std::int64_t> id;
+io::Table search_stats_table(const std::vector<SettingResult>& results) {
+  std::vector<std::int64_t> id, nodes, tree, p_sram, p_bound, p_inc, p_dom, p_sym, memo, cands, costs, timed_out;
   std::vector<double> wall, rate;
   for (const auto& r : results) {
     id.push_back(r.setting_id);
+    nodes.push_back(r.search.nodes_visited);
+    tree.push_back(r.search.exhaustive_tree_nodes);
+    p_sram.push_back(r.search.pruned_sram);
+    p_bound.push_back(r.search.pruned_bound);
+    p_inc.push_back(r.search.pruned_incumbent);
+    p_dom.push_back(r.search.pruned_dominance);
+    p_sym.push_back(r.search.pruned_symmetry);
+    memo.push_back(r.search.memo_hits);
+    cands.push_back(r.search.candidates_evaluated);
+    costs.push_back(r.search.block_costs);
+    timed_out.push_back(r.search.timed_out);
     wall.push_back(r.search_wall_s);
     rate.push_back(r.search_wall_s > 0 ? static_cast<double>(r.search.candidates_evaluated) / r.search_wall_s : 0.0);
   }
-  return io::Table{"search_timing",
-                   {{"setting_id", "1", id}, {"wall_s", "s", wall}, {"candidates_per_s", "1/s", rate}}};
+  return io::Table{"search_stats",
+                   {{"setting_id", "1", id},
+                    {"nodes_visited", "1", nodes},
+                    {"exhaustive_tree_nodes", "1", tree},
+                    {"pruned_sram", "1", p_sram},
+                    {"pruned_bound", "1", p_bound},
+                    {"pruned_incumbent", "1", p_inc},
+                    {"pruned_dominance", "1", p_dom},
+                    {"pruned_symmetry", "1", p_sym},
+                    {"memo_hits", "1", memo},
+                    {"candidates_evaluated", "1", cands},
+                    {"block_costs", "1", costs},
+                    {"timed_out", "bool", timed_out},
+                    {"wall_s", "s", wall},
+                    {"candidates_per_s", "1/s", rate}}};
+}
+
+io::Table rank_stats_table(const std::vector<RankStats>& ranks) {
+  std::vector<std::int64_t> rank, tasks, nodes, evals;
+  std::vector<double> busy, idle, wall;
+  for (const auto& r : ranks) {
+    rank.push_back(r.rank);
+    tasks.push_back(r.tasks);
+    nodes.push_back(r.nodes);
+    evals.push_back(r.evaluations);
+    busy.push_back(r.busy_s);
+    idle.push_back(r.idle_s);
+    wall.push_back(r.wall_s);
+  }
+  return io::Table{"rank_stats",
+                   {{"rank", "1", rank},
+                    {"tasks", "1", tasks},
+                    {"nodes", "1", nodes},
+                    {"evaluations", "1", evals},
+                    {"busy_s", "s", busy},
+                    {"idle_s", "s", idle},
+                    {"wall_s", "s", wall}}};
 }
 
 io::Table schedules_table(const std::vector<SettingResult>& results) {
@@ -780,31 +513,47 @@ std::vector<config::Setting> selected_settings(const config::Config& config, con
 
 void dry_run(const config::Config& config, const RunContext& context, std::ostream& out, const SweepSlice& slice) {
   const auto settings = selected_settings(config, slice);
-  const auto results = gather(config, settings, context, false);
+  const auto results = describe_all(config, settings, context);
   if (context.rank != 0) return;
   out << "# resolved config (" << config.file << ")\n" << config::to_yaml(config);
   out << "# " << settings.size() << " setting" << (settings.size() == 1 ? "" : "s") << " (dry run: nothing written)\n";
   print_settings(out, config, settings, results);
 }
 
-void run(const config::Config& config, const RunContext& context, std::ostream& out, const SweepSlice& slice) {
+void run(const config::Config& config, const RunContext& context, std::ostream& out, const SweepSlice& slice,
+         const RunOptions& run_options) {
   const auto settings = selected_settings(config, slice);
-  const auto results = evaluate_sweep(config, settings, context);
   const std::string resolved = config::to_yaml(config);
   const fs::path dir = config.output.dir;
-
   make_output_dir(dir.string(), context.comm);
+
+  DistributeOptions options;
+  options.checkpoint_path = (dir / "checkpoint.wckp").string();
+  options.resume = run_options.resume;
+  options.checkpoint_interval_s = config.search.checkpoint_interval_s;
+  options.progress = config.output.progress == "always" || (config.output.progress == "auto" && isatty(2));
+  options.config_hash = to_hex(fnv1a64(results_identity(config)));
+  if (context.rank == 0 && !options.resume && fs::exists(options.checkpoint_path)) {
+    std::cerr << "wavel-dse: note: starting afresh; the checkpoint '" << options.checkpoint_path
+              << "' will be replaced (pass --resume to continue from it)\n";
+  }
+  install_checkpoint_signals();
+  const auto outcome = evaluate_distributed(config, settings, context, options);
+  const auto& results = outcome.results;
+
   const io::Table table = settings_table(config, settings, results);
   if (config.output.hdf5) {
     io::write_results_h5((dir / "results.h5").string(), provenance(config, context, resolved),
                          {table, front_table(results), schedules_table(results), sim_pairs_table(results),
-                          sim_op_pairs_table(results), timing_table(results)},
+                          sim_op_pairs_table(results), search_stats_table(results), rank_stats_table(outcome.ranks)},
                          context.comm);
   }
   if (config.output.csv) {
     on_root_agreed(context.comm, 0, [&] { io::write_csv((dir / "summary.csv").string(), table); });
   }
   if (context.rank == 0) {
+    std::error_code ignored;
+    fs::remove(options.checkpoint_path, ignored);  // the results supersede it
     print_settings(out, config, settings, results);
     double wall = 0;
     std::int64_t candidates = 0;

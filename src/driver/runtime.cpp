@@ -23,8 +23,6 @@ RunContext make_run_context(MPI_Comm comm) {
   return c;
 }
 
-namespace {
-
 void broadcast_string(std::string& text, MPI_Comm comm, int root) {
   unsigned long long size = text.size();
   MPI_Bcast(&size, 1, MPI_UNSIGNED_LONG_LONG, root, comm);
@@ -36,8 +34,6 @@ void broadcast_string(std::string& text, MPI_Comm comm, int root) {
     MPI_Bcast(text.data() + offset, count, MPI_CHAR, root, comm);
   }
 }
-
-}  // namespace
 
 void on_root_agreed(MPI_Comm comm, int root, const std::function<void()>& action) {
   int rank = 0;

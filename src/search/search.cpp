@@ -10,6 +10,7 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <memory>
 #include <tuple>
 #include <unordered_map>
 
@@ -64,17 +65,20 @@ struct MinCostId {
   result_view_type value_;
 };
 
-// Runs `body(space)` on Kokkos::Serial when asked (and built), else on the default host space; the
-// results must not depend on which.
+// Runs `body(space)` on Kokkos::Serial when asked or when `items` are too few to pay for waking
+// the threads (a parallel region costs microseconds; a leaf's tune choice is a few items of
+// nanoseconds each), else on the default host space; results never depend on which.
 template <class Body>
-void on_host_space(bool serial, Body&& body) {
+void on_host_space(bool serial, std::size_t items, std::size_t min_parallel_items, Body&& body) {
 #ifdef KOKKOS_ENABLE_SERIAL
-  if (serial) {
+  if (serial || items < min_parallel_items) {
     body(Kokkos::Serial());
     return;
   }
 #else
   (void)serial;
+  (void)items;
+  (void)min_parallel_items;
 #endif
   body(Kokkos::DefaultHostExecutionSpace());
 }
@@ -205,7 +209,8 @@ struct PlanEvaluator::Impl {
     missing.erase(std::unique(missing.begin(), missing.end()), missing.end());
     if (missing.empty()) return;
     std::vector<BlockCost> out(missing.size());
-    on_host_space(serial, [&](auto space) {
+    // Each entry places and costs a whole block: worth a thread from two entries on.
+    on_host_space(serial, missing.size(), 2, [&](auto space) {
       Kokkos::parallel_for(
           "wavel::search::block_costs",
           Kokkos::RangePolicy<decltype(space)>(space, 0, static_cast<int>(missing.size())), [&](const int i) {
@@ -350,9 +355,7 @@ Rect shifted(const Rect& r, std::int64_t dx, std::int64_t dy) { return Rect{r.x 
 
 class Solver {
  public:
-  Solver(PlanEvaluator::Impl& ev, const SearchOptions& options, SearchStats& stats,
-         std::chrono::steady_clock::time_point start)
-      : ev_(ev), opt_(options), stats_(stats), start_(start) {
+  Solver(PlanEvaluator::Impl& ev, const SearchOptions& options) : ev_(ev), opt_(options) {
     const auto& blocks = ev_.blocks;
     resident_prefix_.assign(blocks.size() + 1, 0);
     flops_prefix_.assign(blocks.size() + 1, 0.0);
@@ -370,16 +373,35 @@ class Solver {
     has_defects_ = !ev_.wafer.defective_pes.empty();
   }
 
+  // Starts a piece of work: where its statistics go, and its clock (the time limit is per piece).
+  void begin(SearchStats* stats, std::chrono::steady_clock::time_point start) {
+    stats_ = stats;
+    start_ = start;
+  }
+
+  // The root of one piece: the root CUT options whose index is `chunk` modulo `chunks`, and (chunk
+  // 0) the root as one leaf. Not memoized: the pieces of a root are disjoint.
+  std::vector<Point> root_points(const Rect& rect, int b, int chunk, int chunks, const std::vector<Objectives>& incumbents) {
+    ++stats_->subproblems;
+    std::vector<Point> points;
+    if (chunk == 0) points = leaf_points(rect, 0, b);
+    if (b >= 2 && opt_.max_cut_depth > 0 && !out_of_time()) {
+      cut_points(rect, 0, b, 0, points, RootSlice{chunk, chunks, &incumbents});
+    }
+    if (!opt_.exhaustive) points = filter(std::move(points), 0, b);
+    return points;
+  }
+
   const std::vector<Point>& solve(const Rect& rect, int a, int b, int depth) {
-    ++stats_.subproblems;
+    ++stats_->subproblems;
     const bool positional = has_defects_ && contains_defect(rect);
     const auto key = std::make_tuple(rect.w, rect.h, a, b, depth, positional ? rect.x : -1, positional ? rect.y : -1);
     if (auto it = memo_.find(key); it != memo_.end()) {
-      ++stats_.memo_hits;
+      ++stats_->memo_hits;
       return it->second;
     }
     std::vector<Point> points = leaf_points(rect, a, b);
-    if (b - a >= 2 && depth < opt_.max_cut_depth && !out_of_time()) cut_points(rect, a, b, depth, points);
+    if (b - a >= 2 && depth < opt_.max_cut_depth && !out_of_time()) cut_points(rect, a, b, depth, points, RootSlice{0, 1, nullptr});
     if (!opt_.exhaustive) points = filter(std::move(points), a, b);
     return memo_.emplace(key, std::move(points)).first->second;
   }
@@ -429,8 +451,8 @@ class Solver {
   bool out_of_time() {
     if (opt_.time_limit_s <= 0) return false;
     const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
-    if (elapsed > opt_.time_limit_s) stats_.timed_out = true;
-    return stats_.timed_out;
+    if (elapsed > opt_.time_limit_s) stats_->timed_out = true;
+    return stats_->timed_out;
   }
 
   bool contains_defect(const Rect& r) const {
@@ -485,7 +507,7 @@ class Solver {
         if (!ok) continue;
         for (bool low_first : {true, false}) {
           if (!low_first && root && !has_defects_) {
-            ++stats_.pruned_symmetry;
+            ++stats_->pruned_symmetry;
             continue;
           }
           CutOption c;
@@ -533,7 +555,6 @@ class Solver {
       }
     }
     ev_.ensure(wanted);
-    stats_.block_costs = ev_.computed;
     for (auto w : widths) {
       for (auto h : heights) {
         const Rect used{0, 0, w, h};
@@ -541,7 +562,7 @@ class Solver {
         // Fastest tune that fits, ties to the lower index: a deterministic parallel reduction.
         CostId best{std::numeric_limits<double>::infinity(), INT_MAX};
         const PlanEvaluator::Impl& ev = ev_;
-        on_host_space(ev.serial, [&](auto space) {
+        on_host_space(ev.serial, static_cast<std::size_t>(tunes), 4096, [&](auto space) {
           Kokkos::parallel_reduce(
               "wavel::search::leaf_tune", Kokkos::RangePolicy<decltype(space)>(space, 0, tunes),
               [&](const int t, CostId& acc) {
@@ -551,7 +572,7 @@ class Solver {
               },
               MinCostId(best));
         });
-        stats_.candidates_evaluated += tunes;
+        stats_->candidates_evaluated += tunes;
         if (!std::isfinite(best.cost)) continue;
         if (opt_.exhaustive) {
           // Keep every feasible tune: exhaustive mode does no dominance pruning.
@@ -560,7 +581,7 @@ class Solver {
             if (c.fits) points.push_back(leaf_point(rect, a, b, used, t, c.cycles));
           }
         } else {
-          stats_.pruned_dominance += tunes - 1;  // the other tunes of this used size are dominated
+          stats_->pruned_dominance += tunes - 1;  // the other tunes of this used size are dominated
           points.push_back(leaf_point(rect, a, b, used, best.id, best.cost));
         }
       }
@@ -596,9 +617,19 @@ class Solver {
            flops / (2.0 * static_cast<double>(ev_.wafer.simd_fp16_lanes) * static_cast<double>(pes));
   }
 
-  void cut_points(const Rect& rect, int a, int b, int depth, std::vector<Point>& points) {
+  // Which root options a piece takes, and the best points other pieces have found so far.
+  struct RootSlice {
+    int chunk;
+    int chunks;
+    const std::vector<Objectives>* incumbents;
+  };
+
+  void cut_points(const Rect& rect, int a, int b, int depth, std::vector<Point>& points, const RootSlice& slice) {
     const std::int64_t sram = ev_.wafer.sram_per_pe_bytes;
-    for (const auto& c : cut_options(rect, a, b, depth == 0)) {
+    const auto options = cut_options(rect, a, b, depth == 0);
+    for (std::size_t index = 0; index < options.size(); ++index) {
+      if (static_cast<int>(index % static_cast<std::size_t>(slice.chunks)) != slice.chunk) continue;
+      const CutOption& c = options[index];
       // SRAM: a child that cannot hold its blocks' weights and KV even using all its PEs.
       bool fits = true;
       for (std::size_t i = 0; i < c.rects.size(); ++i) {
@@ -607,11 +638,15 @@ class Solver {
         fits = fits && need <= c.rects[i].pes() * sram;
       }
       if (!fits) {
-        ++stats_.pruned_sram;
+        ++stats_->pruned_sram;
         continue;
       }
       if (!opt_.exhaustive && bound_pruned(c, points)) {
-        ++stats_.pruned_bound;
+        ++stats_->pruned_bound;
+        continue;
+      }
+      if (!opt_.exhaustive && slice.incumbents != nullptr && incumbent_beats(c, rect, *slice.incumbents)) {
+        ++stats_->pruned_incumbent;
         continue;
       }
       // Chain the children in block order; after each link, drop what is dominated in every context.
@@ -651,7 +686,7 @@ class Solver {
             q.plan = static_cast<int>(plans_.size()) - 1;
             q.offset = Rect{0, 0, rect.w, rect.h};
             next.push_back(q);
-            ++stats_.candidates_evaluated;
+            ++stats_->candidates_evaluated;
           }
         }
         chain = opt_.exhaustive || i + 1 == c.rects.size() ? std::move(next) : filter(std::move(next), a, c.bounds[i + 1]);
@@ -660,9 +695,8 @@ class Solver {
     }
   }
 
-  // An option is hopeless if a point already found here beats its lower bound by more than any
-  // difference the two interfaces could make to the transfers at a parent.
-  bool bound_pruned(const CutOption& c, const std::vector<Point>& points) const {
+  // Lower bounds on an option's pass (its children one after another) and slowest stage.
+  std::pair<double, double> lower_bounds(const CutOption& c) const {
     double pass_lb = 0, stage_lb = 0;
     for (std::size_t j = 0; j < c.rects.size(); ++j) {
       pass_lb += lower_bound_pass(c.bounds[j], c.bounds[j + 1], c.rects[j].pes());
@@ -670,10 +704,29 @@ class Solver {
         stage_lb = std::max(stage_lb, lower_bound_pass(i, i + 1, c.rects[j].pes()));
       }
     }
+    return {pass_lb, stage_lb};
+  }
+
+  // An option is hopeless if a point already found here beats its lower bound by more than any
+  // difference the two interfaces could make to the transfers at a parent.
+  bool bound_pruned(const CutOption& c, const std::vector<Point>& points) const {
+    const auto [pass_lb, stage_lb] = lower_bounds(c);
     for (const auto& p : points) {
       if (p.pass + 2.0 * transfer_margin_ <= pass_lb && p.stage <= stage_lb) return true;
     }
     return false;
+  }
+
+  // A root option is hopeless if a schedule already found strictly dominates the best objectives it
+  // could reach: compute-and-launch lower bounds on its pass and stage, and the fewest PEs that can
+  // hold the model. Safe, so pruning by incumbents never changes the front, only the work.
+  bool incumbent_beats(const CutOption& c, const Rect& rect, const std::vector<Objectives>& incumbents) const {
+    if (incumbents.empty()) return false;
+    const auto [pass_lb, stage_lb] = lower_bounds(c);
+    const std::int64_t resident = resident_prefix_.back();
+    const std::int64_t pes_lb = std::min(rect.pes(), (resident + ev_.wafer.sram_per_pe_bytes - 1) / ev_.wafer.sram_per_pe_bytes);
+    const Objectives best = ev_.objectives(pass_lb, stage_lb, pes_lb);
+    return std::any_of(incumbents.begin(), incumbents.end(), [&](const Objectives& o) { return dominates(o, best); });
   }
 
   // Largest change moving one end of a transfer of `block`'s output from region p to region q can
@@ -710,7 +763,7 @@ class Solver {
       const bool dominated = std::any_of(kept.begin(), kept.end(),
                                          [&](const Point& k) { return dominates_everywhere(k, points[i], a, b); });
       if (dominated) {
-        ++stats_.pruned_dominance;
+        ++stats_->pruned_dominance;
       } else {
         kept.push_back(points[i]);
       }
@@ -719,8 +772,8 @@ class Solver {
   }
 
   PlanEvaluator::Impl& ev_;
-  const SearchOptions& opt_;
-  SearchStats& stats_;
+  SearchOptions opt_;
+  SearchStats* stats_ = nullptr;
   std::chrono::steady_clock::time_point start_;
   std::vector<std::int64_t> resident_prefix_;
   std::vector<double> flops_prefix_;
@@ -762,24 +815,28 @@ SearchOptions options_from(const config::SearchConfig& search) {
   o.group_scales = search.group_scales;
   o.used_fractions = search.used_fractions;
   o.time_limit_s = search.time_limit_s;
+  o.root_chunks = search.root_chunks;
   return o;
 }
 
-SearchResult search_setting(const workload::Workload& workload, const wafer::WaferParams& wafer,
-                            const cost::CostParams& params, const SearchOptions& options,
-                            const std::vector<std::pair<std::string, meshir::Schedule>>& seeds) {
-  const auto start = std::chrono::steady_clock::now();
-  SearchResult result;
+std::vector<SearchPiece> search_pieces(const workload::WorkloadShape& shape, const wafer::WaferParams& wafer,
+                                       const SearchOptions& options) {
+  std::vector<SearchPiece> pieces;
+  const int roots = static_cast<int>(footprints(wafer).size());
+  const int chunks = static_cast<int>(std::max<std::int64_t>(1, options.root_chunks));
+  for (std::int64_t mb : microbatch_choices(shape.concurrent_requests)) {
+    for (int f = 0; f < roots; ++f) {
+      for (int c = 0; c < chunks; ++c) pieces.push_back(SearchPiece{mb, f, c, chunks});
+    }
+  }
+  return pieces;
+}
+
+std::vector<SearchCandidate> seed_candidates(const workload::Workload& workload, const wafer::WaferParams& wafer,
+                                             const cost::CostParams& params,
+                                             const std::vector<std::pair<std::string, meshir::Schedule>>& seeds) {
   const bool decode = workload.shape.phase == workload::Phase::decode;
-  struct Candidate {
-    Objectives objectives;
-    std::string source;
-    std::int64_t microbatches = 1;
-    meshir::Schedule schedule;
-    double sram_headroom = 0;
-  };
-  std::vector<Candidate> candidates;
-  std::int64_t next_id = 0;
+  std::vector<SearchCandidate> out;
   for (const auto& [name, schedule] : seeds) {
     const auto c = cost::evaluate(schedule, wafer, params, decode, workload.shape.input_tokens);
     // A seed that does not fit or does not verify (e.g. a region on a defective PE) is not a schedule.
@@ -787,68 +844,138 @@ SearchResult search_setting(const workload::Workload& workload, const wafer::Waf
         !meshir::verify(schedule, name, {}, [](const meshir::PlacedOp& op) { return cost::colours_needed(op); }).empty()) {
       continue;
     }
-    Candidate cand;
-    cand.objectives = Objectives{c.tokens_per_s, c.latency_s, c.pes_used, next_id++};
+    SearchCandidate cand;
+    cand.objectives = Objectives{c.tokens_per_s, c.latency_s, c.pes_used, 0};
     cand.source = "seed:" + name;
     cand.microbatches = schedule.microbatches;
-    cand.schedule = schedule;
     cand.sram_headroom = c.sram_headroom;
-    candidates.push_back(std::move(cand));
+    out.push_back(std::move(cand));
   }
-  for (std::int64_t mb : microbatch_choices(workload.shape.concurrent_requests)) {
-    PlanEvaluator evaluator(workload, wafer, params, mb, options.group_scales);
-    PlanEvaluator::Impl& ev = evaluator.impl();
-    ev.serial = options.serial;
-    Solver solver(ev, options, result.stats, start);
-    const int blocks = evaluator.blocks();
-    std::int64_t resident = 0;
-    for (const auto& b : ev.blocks) resident += b.resident_bytes;
-    // TUNE of the whole schedule's footprint: the full grid or a corner of it; sub-problems are
-    // shared between footprints through the memo.
-    for (const Rect& root : footprints(wafer)) {
-      if (resident > root.pes() * wafer.sram_per_pe_bytes) {
-        ++result.stats.pruned_sram;
-        continue;
-      }
-      const double tree = solver.tree_size(root.w, root.h, 0, blocks, 0).second;
-      const double cap = 9.0e18;  // saturate: the count only needs to show the scale
-      result.stats.exhaustive_tree_nodes = static_cast<std::int64_t>(
-          std::min(cap, static_cast<double>(result.stats.exhaustive_tree_nodes) + tree));
-      const std::vector<Point>& points = solver.solve(root, 0, blocks, 0);
-      std::vector<Objectives> objs;
-      for (std::size_t i = 0; i < points.size(); ++i) {
-        Objectives o = ev.objectives(points[i].pass, points[i].stage, root.pes());
-        o.id = static_cast<std::int64_t>(i);
-        objs.push_back(o);
-      }
-      // Only points on this footprint's own front can reach the final front: build those.
-      for (const auto& o : pareto_front(objs)) {
-        std::vector<Leaf> leaves;
-        solver.leaves_of(points[static_cast<std::size_t>(o.id)].plan, root, leaves);
-        Candidate cand;
-        cand.schedule = evaluator.build(leaves);
-        const auto c = cost::evaluate(cand.schedule, wafer, params, decode, workload.shape.input_tokens);
-        cand.objectives = Objectives{c.tokens_per_s, c.latency_s, c.pes_used, next_id++};
-        cand.source = "search";
-        cand.microbatches = mb;
-        cand.sram_headroom = c.sram_headroom;
-        candidates.push_back(std::move(cand));
-      }
-    }
+  return out;
+}
+
+// The cached state of one (setting, micro-batch count): block costs and sub-problem memo stay valid
+// for every piece of it, so a rank that runs several pieces of it in a row shares them.
+struct SearchWorkspace::Impl {
+  std::string key;
+  std::unique_ptr<PlanEvaluator> evaluator;
+  std::unique_ptr<Solver> solver;
+};
+
+SearchWorkspace::SearchWorkspace() : impl_(std::make_unique<Impl>()) {}
+SearchWorkspace::~SearchWorkspace() = default;
+
+PieceResult SearchWorkspace::run(const std::string& setting_key, const workload::Workload& workload,
+                                 const wafer::WaferParams& wafer, const cost::CostParams& params,
+                                 const SearchOptions& options, const SearchPiece& piece,
+                                 const std::vector<Objectives>& incumbents) {
+  const auto start = std::chrono::steady_clock::now();
+  const std::string key = setting_key + "/mb=" + std::to_string(piece.microbatches);
+  if (impl_->key != key || !impl_->solver) {
+    impl_->solver.reset();
+    impl_->evaluator = std::make_unique<PlanEvaluator>(workload, wafer, params, piece.microbatches, options.group_scales);
+    impl_->evaluator->impl().serial = options.serial;
+    impl_->solver = std::make_unique<Solver>(impl_->evaluator->impl(), options);
+    impl_->key = key;
   }
+  PlanEvaluator& evaluator = *impl_->evaluator;
+  PlanEvaluator::Impl& ev = evaluator.impl();
+  Solver& solver = *impl_->solver;
+  PieceResult out;
+  solver.begin(&out.stats, start);
+  const std::int64_t computed_before = ev.computed;
+  const auto roots = footprints(wafer);
+  if (piece.footprint < 0 || piece.footprint >= static_cast<int>(roots.size())) {
+    throw InternalError("search piece names footprint " + std::to_string(piece.footprint));
+  }
+  const Rect root = roots[static_cast<std::size_t>(piece.footprint)];
+  const int blocks = evaluator.blocks();
+  std::int64_t resident = 0;
+  for (const auto& b : ev.blocks) resident += b.resident_bytes;
+  if (resident > root.pes() * wafer.sram_per_pe_bytes) {
+    if (piece.chunk == 0) ++out.stats.pruned_sram;  // the whole footprint, counted once
+    return out;
+  }
+  if (piece.chunk == 0) {
+    const double cap = 9.0e18;  // saturate: the count only needs to show the scale
+    out.stats.exhaustive_tree_nodes = static_cast<std::int64_t>(std::min(cap, solver.tree_size(root.w, root.h, 0, blocks, 0).second));
+  }
+  const bool decode = workload.shape.phase == workload::Phase::decode;
+  const std::vector<Point> points = solver.root_points(root, blocks, piece.chunk, piece.chunks, incumbents);
+  std::vector<Objectives> objs;
+  for (std::size_t i = 0; i < points.size(); ++i) {
+    Objectives o = ev.objectives(points[i].pass, points[i].stage, root.pes());
+    o.id = static_cast<std::int64_t>(i);
+    objs.push_back(o);
+  }
+  // Only points on this piece's own front can reach the setting's front: build and score those.
+  for (const auto& o : pareto_front(objs)) {
+    SearchCandidate cand;
+    solver.leaves_of(points[static_cast<std::size_t>(o.id)].plan, root, cand.leaves);
+    const auto c = cost::evaluate(evaluator.build(cand.leaves), wafer, params, decode, workload.shape.input_tokens);
+    cand.objectives = Objectives{c.tokens_per_s, c.latency_s, c.pes_used, 0};
+    cand.source = "search";
+    cand.microbatches = piece.microbatches;
+    cand.sram_headroom = c.sram_headroom;
+    out.candidates.push_back(std::move(cand));
+  }
+  out.stats.block_costs = ev.computed - computed_before;
+  out.stats.nodes_visited = out.stats.candidates_evaluated;
+  out.stats.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return out;
+}
+
+void accumulate(SearchStats& total, const SearchStats& part) {
+  const double cap = 9.0e18;
+  total.nodes_visited += part.nodes_visited;
+  total.exhaustive_tree_nodes = static_cast<std::int64_t>(
+      std::min(cap, static_cast<double>(total.exhaustive_tree_nodes) + static_cast<double>(part.exhaustive_tree_nodes)));
+  total.subproblems += part.subproblems;
+  total.pruned_sram += part.pruned_sram;
+  total.pruned_bound += part.pruned_bound;
+  total.pruned_incumbent += part.pruned_incumbent;
+  total.pruned_dominance += part.pruned_dominance;
+  total.pruned_symmetry += part.pruned_symmetry;
+  total.memo_hits += part.memo_hits;
+  total.candidates_evaluated += part.candidates_evaluated;
+  total.block_costs += part.block_costs;
+  total.timed_out = total.timed_out || part.timed_out;
+  total.wall_s += part.wall_s;
+}
+
+SearchResult assemble(const workload::Workload& workload, const wafer::WaferParams& wafer,
+                      const cost::CostParams& params, const SearchOptions& options,
+                      const std::vector<std::pair<std::string, meshir::Schedule>>& seeds,
+                      const std::vector<SearchCandidate>& candidates, const SearchStats& stats) {
+  SearchResult result;
+  result.stats = stats;
   std::vector<Objectives> all;
-  for (const auto& c : candidates) all.push_back(c.objectives);
+  for (std::size_t i = 0; i < candidates.size(); ++i) {
+    all.push_back(candidates[i].objectives);
+    all.back().id = static_cast<std::int64_t>(i);
+  }
   const auto front = pareto_front(all);
+  std::map<std::int64_t, std::unique_ptr<PlanEvaluator>> builders;  // one per micro-batch count on the front
   for (const auto& o : front) {
-    auto& c = candidates[static_cast<std::size_t>(o.id)];
+    const auto& c = candidates[static_cast<std::size_t>(o.id)];
     FrontPoint p;
     p.objectives = o;
     p.source = c.source;
     p.microbatches = c.microbatches;
-    p.stages = static_cast<std::int64_t>(c.schedule.regions.size());
     p.sram_headroom = c.sram_headroom;
-    p.schedule = std::move(c.schedule);
-    p.schedule.name = p.source == "search" ? "wavel" : p.source.substr(5);
+    if (c.source == "search") {
+      auto& builder = builders[c.microbatches];
+      if (!builder) builder = std::make_unique<PlanEvaluator>(workload, wafer, params, c.microbatches, options.group_scales);
+      p.schedule = builder->build(c.leaves);
+      p.schedule.name = "wavel";
+    } else {
+      const std::string name = c.source.substr(5);
+      const auto seed = std::find_if(seeds.begin(), seeds.end(), [&](const auto& s) { return s.first == name; });
+      if (seed == seeds.end()) throw InternalError("front point from unknown seed " + name);
+      p.schedule = seed->second;
+      p.schedule.name = name;
+    }
+    p.stages = static_cast<std::int64_t>(p.schedule.regions.size());
     result.front.push_back(std::move(p));
   }
   // Reference: zero throughput, twice the slowest front latency, every usable PE.
@@ -856,9 +983,25 @@ SearchResult search_setting(const workload::Workload& workload, const wafer::Waf
   for (const auto& p : result.front) worst_latency = std::max(worst_latency, p.objectives.latency_s);
   result.reference = HypervolumeReference{2.0 * worst_latency, wafer.usable_pes()};
   result.hypervolume = normalized_hypervolume(front, result.reference);
-  result.stats.nodes_visited = result.stats.candidates_evaluated;
-  result.stats.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return result;
+}
+
+SearchResult search_setting(const workload::Workload& workload, const wafer::WaferParams& wafer,
+                            const cost::CostParams& params, const SearchOptions& options,
+                            const std::vector<std::pair<std::string, meshir::Schedule>>& seeds) {
+  const auto start = std::chrono::steady_clock::now();
+  std::vector<SearchCandidate> candidates = seed_candidates(workload, wafer, params, seeds);
+  SearchStats stats;
+  SearchWorkspace workspace;
+  for (const auto& piece : search_pieces(workload.shape, wafer, options)) {
+    std::vector<Objectives> incumbents;
+    for (const auto& c : candidates) incumbents.push_back(c.objectives);
+    auto part = workspace.run("", workload, wafer, params, options, piece, pareto_front(incumbents));
+    accumulate(stats, part.stats);
+    for (auto& c : part.candidates) candidates.push_back(std::move(c));
+  }
+  stats.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return assemble(workload, wafer, params, options, seeds, candidates, stats);
 }
 
 }  // namespace wavel::search

@@ -40,6 +40,7 @@ struct SearchConfig {
   std::int64_t seed = 1;                        ///< seeds the counter-based sampler
   double checkpoint_interval_s = 0;             ///< 0: only on signals
   std::int64_t eval_batch = 4096;               ///< candidates per parallel evaluation batch
+  std::int64_t root_chunks = 4;                 ///< root CUT options split into this many pieces per footprint
 };
 
 /// Where and what to write.

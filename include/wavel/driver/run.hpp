@@ -61,10 +61,11 @@ struct SimOpPair {
   double sim_cycles = 0;
 };
 
-/// Search statistics of one setting (deterministic counts).
+/// Search statistics of one setting: work counters, which vary with how ranks shared the work
+/// (each rank caches its own sub-problems) and with the incumbents they had.
 struct SearchCounts {
   std::int64_t nodes_visited = 0, exhaustive_tree_nodes = 0, pruned_sram = 0, pruned_bound = 0,
-               pruned_dominance = 0, pruned_symmetry = 0, memo_hits = 0, candidates_evaluated = 0,
+               pruned_incumbent = 0, pruned_dominance = 0, pruned_symmetry = 0, memo_hits = 0, candidates_evaluated = 0,
                block_costs = 0, timed_out = 0;
 };
 
@@ -92,14 +93,6 @@ struct SettingResult {
   std::vector<SimOpPair> sim_ops;
 };
 
-/// Builds the setting's workload and baselines and evaluates them.
-SettingResult evaluate_setting(const config::Config& config, const config::Setting& setting);
-
-/// Results of every setting, computed by the rank that owns each setting id (round-robin) and
-/// gathered on every rank in id order, so all ranks hold identical tables.
-std::vector<SettingResult> evaluate_sweep(const config::Config& config, const std::vector<config::Setting>& settings,
-                                          const RunContext& context);
-
 /// The `settings` table: one row per setting, columns with units.
 io::Table settings_table(const config::Config& config, const std::vector<config::Setting>& settings,
                          const std::vector<SettingResult>& results);
@@ -111,8 +104,13 @@ io::Table front_table(const std::vector<SettingResult>& results);
 io::Table sim_pairs_table(const std::vector<SettingResult>& results);
 io::Table sim_op_pairs_table(const std::vector<SettingResult>& results);
 
-/// The `search_timing` table: wall time and evaluation rate per setting (varies run to run).
-io::Table timing_table(const std::vector<SettingResult>& results);
+/// The `search_stats` table: work counters, wall time and evaluation rate per setting (these vary
+/// with the rank count and run to run; the fronts do not).
+io::Table search_stats_table(const std::vector<SettingResult>& results);
+
+struct RankStats;
+/// The `rank_stats` table: tasks, nodes, evaluations, busy and idle time per rank.
+io::Table rank_stats_table(const std::vector<RankStats>& ranks);
 
 /// The `schedules` table: setting_id, schedule name, MeshIR text.
 io::Table schedules_table(const std::vector<SettingResult>& results);
@@ -133,7 +131,14 @@ std::vector<config::Setting> selected_settings(const config::Config& config, con
 /// Validates and prints the resolved config and the settings; writes nothing.
 void dry_run(const config::Config& config, const RunContext& context, std::ostream& out, const SweepSlice& slice = {});
 
+struct RunOptions {
+  bool resume = false;  ///< continue from <output dir>/checkpoint.wckp
+};
+
 /// Runs the sweep (or its slice) and writes results.h5 and summary.csv under config.output.dir.
-void run(const config::Config& config, const RunContext& context, std::ostream& out, const SweepSlice& slice = {});
+/// SIGUSR1/SIGTERM (or search.checkpoint_interval_s) write <output dir>/checkpoint.wckp; after a
+/// signal every rank throws wavel::Error with exit code 75.
+void run(const config::Config& config, const RunContext& context, std::ostream& out, const SweepSlice& slice = {},
+         const RunOptions& options = {});
 
 }  // namespace wavel::driver

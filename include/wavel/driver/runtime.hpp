@@ -25,6 +25,9 @@ RunContext make_run_context(MPI_Comm comm);
 /// Throws wavel::InputMissingError on every rank if it cannot be read.
 std::string read_file_on_root(const std::string& path, MPI_Comm comm, int root = 0);
 
+/// Broadcasts `text` from `root` (any size) into `text` on every rank.
+void broadcast_string(std::string& text, MPI_Comm comm, int root = 0);
+
 /// Creates `dir` (and its parents) on rank 0; every rank throws OutputError if that fails.
 void make_output_dir(const std::string& dir, MPI_Comm comm);
 

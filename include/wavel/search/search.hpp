@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -29,6 +30,7 @@ struct SearchOptions {
   std::vector<double> used_fractions{1.0, 0.75, 0.5};  ///< TUNE: fraction of each region side used
   double time_limit_s = 0;                       ///< 0: none (a limit makes results timing-dependent)
   bool serial = false;                           ///< parallel loops on Kokkos::Serial instead of the default host space
+  std::int64_t root_chunks = 4;                  ///< root CUT options split over this many pieces (units of distribution)
 };
 
 /// The options a config's `search` section asks for.
@@ -40,7 +42,8 @@ struct SearchStats {
   std::int64_t exhaustive_tree_nodes = 0;  ///< nodes of the unpruned tree (every TUNE candidate and CUT combination)
   std::int64_t subproblems = 0;            ///< (region, block range, depth) sub-problems entered, memo hits included
   std::int64_t pruned_sram = 0;            ///< CUT options cut before descending: a child cannot hold its weights
-  std::int64_t pruned_bound = 0;           ///< CUT options whose lower bound an incumbent point beats
+  std::int64_t pruned_bound = 0;           ///< CUT options whose lower bound a point of the same sub-problem beats
+  std::int64_t pruned_incumbent = 0;       ///< root CUT options whose best objectives a schedule already found dominates
   std::int64_t pruned_dominance = 0;       ///< partial schedules dropped as dominated in their sub-problem
   std::int64_t pruned_symmetry = 0;        ///< mirrored root CUTs not generated
   std::int64_t memo_hits = 0;              ///< sub-problems answered from the memo
@@ -69,12 +72,6 @@ struct SearchResult {
   SearchStats stats;
 };
 
-/// Searches one setting. `seeds` (name, schedule) are scored with the cost model and enter the
-/// front beside the searched points, so the front is never worse than them.
-SearchResult search_setting(const workload::Workload& workload, const wafer::WaferParams& wafer,
-                            const cost::CostParams& params, const SearchOptions& options,
-                            const std::vector<std::pair<std::string, meshir::Schedule>>& seeds);
-
 /// A leaf of a complete plan: blocks [first_block, end_block) on `region` using its top-left
 /// used_w x used_h PEs with TUNE choice `tune`.
 struct Leaf {
@@ -83,6 +80,73 @@ struct Leaf {
   int tune = 0;
   int first_block = 0, end_block = 0;
 };
+
+/// One unit of a setting's search, fixed by the setting and options alone (never by the rank
+/// count), so any number of ranks splits a sweep into the same pieces and finds the same front.
+struct SearchPiece {
+  std::int64_t microbatches = 1;
+  int footprint = 0;  ///< index into the footprints: the grid, then its top-left 3/4, 1/2, 1/4 per side
+  int chunk = 0;      ///< root CUT options whose index is `chunk` modulo `chunks`; chunk 0 also the root as one leaf
+  int chunks = 1;
+};
+
+/// The pieces of one setting, in the order a single process runs them.
+std::vector<SearchPiece> search_pieces(const workload::WorkloadShape& shape, const wafer::WaferParams& wafer,
+                                       const SearchOptions& options);
+
+/// A complete schedule found by a piece (rebuilt from its leaves) or a seed (rebuilt by name).
+struct SearchCandidate {
+  Objectives objectives;                 ///< from cost::evaluate; id unused
+  std::string source;                    ///< "search", or "seed:<baseline>"
+  std::int64_t microbatches = 1;
+  double sram_headroom = 0;
+  std::vector<Leaf> leaves;              ///< search candidates only
+};
+
+struct PieceResult {
+  std::vector<SearchCandidate> candidates;  ///< the piece's own front
+  SearchStats stats;
+};
+
+/// Scores seed schedules; the ones that do not fit or do not verify are left out.
+std::vector<SearchCandidate> seed_candidates(const workload::Workload& workload, const wafer::WaferParams& wafer,
+                                             const cost::CostParams& params,
+                                             const std::vector<std::pair<std::string, meshir::Schedule>>& seeds);
+
+/// Runs pieces; keeps the last (setting, micro-batch count)'s block costs and memo between calls.
+class SearchWorkspace {
+ public:
+  SearchWorkspace();
+  ~SearchWorkspace();
+  SearchWorkspace(const SearchWorkspace&) = delete;
+  SearchWorkspace& operator=(const SearchWorkspace&) = delete;
+  /// `setting_key` names the setting (same key, same workload); `incumbents` are schedules found so
+  /// far, used only to skip root options they provably beat, so the result never depends on them.
+  PieceResult run(const std::string& setting_key, const workload::Workload& workload, const wafer::WaferParams& wafer,
+                  const cost::CostParams& params, const SearchOptions& options, const SearchPiece& piece,
+                  const std::vector<Objectives>& incumbents);
+
+  struct Impl;
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+/// Adds a piece's counters to a setting's.
+void accumulate(SearchStats& total, const SearchStats& part);
+
+/// The setting's front from seed candidates then piece candidates, in piece order (ids follow
+/// that order, so ties break the same way for any split).
+SearchResult assemble(const workload::Workload& workload, const wafer::WaferParams& wafer,
+                      const cost::CostParams& params, const SearchOptions& options,
+                      const std::vector<std::pair<std::string, meshir::Schedule>>& seeds,
+                      const std::vector<SearchCandidate>& candidates, const SearchStats& stats);
+
+/// Searches one setting. `seeds` (name, schedule) are scored with the cost model and enter the
+/// front beside the searched points, so the front is never worse than them.
+SearchResult search_setting(const workload::Workload& workload, const wafer::WaferParams& wafer,
+                            const cost::CostParams& params, const SearchOptions& options,
+                            const std::vector<std::pair<std::string, meshir::Schedule>>& seeds);
 
 /// Scores complete plans of one setting and micro-batch count from memoized per-block costs:
 /// the search's inner loop, exposed for benchmarks and tests.

@@ -1,0 +1,37 @@
+// Checkpoints of a distributed sweep: which tasks are done and their results, the open frontier,
+// the settings' incumbent fronts and the totals, bound to the config and the task plan by hashes.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "wavel/search/pareto.hpp"
+
+namespace wavel::driver {
+
+struct Checkpoint {
+  std::string config_hash;             ///< of the config's results identity (output section excluded)
+  std::uint64_t plan_fingerprint = 0;  ///< of the task list
+  std::uint64_t tasks = 0;
+  struct Record {
+    std::uint64_t task = 0;
+    bool consumed = false;             ///< done, and its result already folded into its setting's result
+    std::string result;                ///< empty when consumed
+  };
+  std::vector<Record> done;
+  std::vector<std::uint64_t> open;     ///< tasks not done (the frontier still to explore)
+  std::vector<std::vector<search::Objectives>> incumbents;  ///< per setting: the best schedules so far
+  std::int64_t nodes = 0, pruned = 0, evaluations = 0;
+  double elapsed_s = 0;                ///< run time before this checkpoint, over all attempts
+};
+
+/// Writes `c` to `path` atomically (temporary name, then rename), with a checksum.
+void write_checkpoint(const std::string& path, const Checkpoint& c);
+
+/// Reads and checks a checkpoint: wavel::InputMissingError if absent; wavel::Error with exit code 65
+/// if it is not a checkpoint, is truncated or corrupt, or belongs to another config or task plan.
+Checkpoint read_checkpoint(const std::string& path, const std::string& config_hash, std::uint64_t plan_fingerprint,
+                           std::uint64_t tasks);
+
+}  // namespace wavel::driver

@@ -1,0 +1,54 @@
+// Distributed evaluation of a sweep: every setting splits into tasks (baselines, search pieces,
+// finishing) fixed by the config alone; a hub thread on rank 0 hands them out on request, with
+// affinity to the (setting, micro-batch) a rank last worked on and stealing from the fullest group,
+// shares each setting's best schedules as incumbents, writes checkpoints, and prints progress.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "wavel/config/config.hpp"
+#include "wavel/config/sweep.hpp"
+#include "wavel/driver/run.hpp"
+#include "wavel/driver/runtime.hpp"
+
+namespace wavel::driver {
+
+struct DistributeOptions {
+  std::string checkpoint_path;        ///< where checkpoints go ("" = never)
+  bool resume = false;                ///< continue from checkpoint_path
+  double checkpoint_interval_s = 0;   ///< also checkpoint this often (0 = only on signals)
+  bool progress = false;              ///< progress line on stderr (rank 0)
+  double progress_interval_s = 5;
+  std::string config_hash;            ///< identity of the results, checked on resume
+};
+
+/// What one rank did (timing-dependent).
+struct RankStats {
+  std::int64_t rank = 0;
+  std::int64_t tasks = 0;
+  std::int64_t nodes = 0;             ///< search-tree nodes generated
+  std::int64_t evaluations = 0;       ///< candidates scored
+  double busy_s = 0;                  ///< running tasks
+  double idle_s = 0;                  ///< waiting for the hub
+  double wall_s = 0;
+};
+
+struct SweepOutcome {
+  std::vector<SettingResult> results;  ///< in setting order, identical on every rank
+  std::vector<RankStats> ranks;        ///< one per rank
+};
+
+/// Installs SIGUSR1/SIGTERM handlers that request a checkpoint (idempotent).
+void install_checkpoint_signals();
+
+/// Evaluates the settings across the ranks of `context`. A signal makes every rank stop, rank 0
+/// write the checkpoint, and every rank throw wavel::Error with exit code 75.
+SweepOutcome evaluate_distributed(const config::Config& config, const std::vector<config::Setting>& settings,
+                                  const RunContext& context, const DistributeOptions& options);
+
+/// One setting in this process alone: the same tasks in plan order, so the same result.
+SettingResult evaluate_setting(const config::Config& config, const config::Setting& setting);
+
+}  // namespace wavel::driver

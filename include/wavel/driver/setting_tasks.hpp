@@ -1,0 +1,51 @@
+// The three kinds of work one setting splits into, each from inputs to bytes so any rank can run
+// it: the baselines, pieces of the CUT/TUNE search, and finishing (front, hypervolume, simulation).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "wavel/config/config.hpp"
+#include "wavel/config/sweep.hpp"
+#include "wavel/driver/pack.hpp"
+#include "wavel/driver/run.hpp"
+#include "wavel/search/search.hpp"
+#include "wavel/workload/workload.hpp"
+
+namespace wavel::driver {
+
+void pack_setting(const SettingResult& r, Packer& p);
+SettingResult unpack_setting(Unpacker& u);
+
+/// The setting's workload.
+workload::Workload setting_workload(const config::Config& config, const config::Setting& setting);
+
+/// Workload and wafer figures of a setting, without schedules (what a dry run prints).
+SettingResult describe_setting(const config::Config& config, const config::Setting& setting,
+                               const workload::Workload& w);
+
+/// What a task did, for the progress line, per-rank statistics and shared incumbents.
+struct TaskCounters {
+  std::int64_t nodes = 0;                  ///< search-tree nodes generated
+  std::int64_t pruned = 0;                 ///< options and points pruned, every rule
+  std::int64_t evaluations = 0;            ///< candidates scored
+  std::vector<search::Objectives> found;   ///< schedules found (baselines: the seeds)
+  double best_tokens_per_s = 0;            ///< finishing: the setting's best
+  std::int64_t front_size = 0;             ///< finishing: its front size
+};
+
+/// Builds and scores the baselines; the bytes hold them and the seeds among them.
+std::string run_baselines(const config::Config& config, const config::Setting& setting, const workload::Workload& w,
+                          TaskCounters& counters);
+
+/// One piece of the setting's search.
+std::string run_piece(const config::Config& config, const config::Setting& setting, const workload::Workload& w,
+                      const search::SearchPiece& piece, const std::vector<search::Objectives>& incumbents,
+                      search::SearchWorkspace& workspace, TaskCounters& counters);
+
+/// The setting's result from its baselines' bytes and its pieces' bytes in piece order: the front,
+/// its schedules, and the sampled simulation. Returns pack_setting's bytes.
+std::string run_finish(const config::Config& config, const workload::Workload& w,
+                       const std::string& baselines, const std::vector<std::string>& pieces, TaskCounters& counters);
+
+}  // namespace wavel::driver

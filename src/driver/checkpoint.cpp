@@ -1,0 +1,114 @@
+// Checkpoint file: a magic line, packed records, then an FNV-1a checksum of everything before it.
+#include "wavel/driver/checkpoint.hpp"
+
+#include <fstream>
+#include <sstream>
+
+#include "wavel/common/error.hpp"
+#include "wavel/common/hash.hpp"
+#include "wavel/driver/pack.hpp"
+#include "wavel/io/results.hpp"
+
+namespace wavel::driver {
+
+namespace {
+
+constexpr const char* kMagic = "WAVEL-DSE CHECKPOINT\n";
+constexpr std::uint32_t kFormat = 1;
+
+}  // namespace
+
+void write_checkpoint(const std::string& path, const Checkpoint& c) {
+  Packer p;
+  p.put(kFormat);
+  p.put(c.config_hash);
+  p.put(c.plan_fingerprint);
+  p.put(c.tasks);
+  p.put(static_cast<std::uint64_t>(c.done.size()));
+  for (const auto& r : c.done) {
+    p.put(r.task);
+    p.put(static_cast<std::uint8_t>(r.consumed));
+    p.put(r.result);
+  }
+  p.put(static_cast<std::uint64_t>(c.open.size()));
+  for (auto t : c.open) p.put(t);
+  p.put(static_cast<std::uint64_t>(c.incumbents.size()));
+  for (const auto& front : c.incumbents) {
+    p.put(static_cast<std::uint64_t>(front.size()));
+    for (const auto& o : front) {
+      p.put(o.tokens_per_s);
+      p.put(o.latency_s);
+      p.put(o.pes);
+    }
+  }
+  p.put(c.nodes);
+  p.put(c.pruned);
+  p.put(c.evaluations);
+  p.put(c.elapsed_s);
+  std::string text = kMagic + p.bytes();
+  const std::uint64_t sum = fnv1a64(text);
+  text.append(reinterpret_cast<const char*>(&sum), sizeof sum);
+  io::write_file_atomically(path, text);
+}
+
+Checkpoint read_checkpoint(const std::string& path, const std::string& config_hash, std::uint64_t plan_fingerprint,
+                           std::uint64_t tasks) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    throw InputMissingError("--resume: no checkpoint at '" + path + "' (run without --resume to start afresh)");
+  }
+  std::ostringstream bytes;
+  bytes << in.rdbuf();
+  const std::string text = bytes.str();
+  const auto bad = [&](const std::string& why) {
+    return Error(ExitCode::data_error, "--resume: checkpoint '" + path + "' " + why + "; refusing to start over");
+  };
+  const std::string magic = kMagic;
+  if (text.compare(0, magic.size(), magic) != 0) throw bad("is not a wavel-dse checkpoint");
+  if (text.size() < magic.size() + sizeof(std::uint64_t)) throw bad("is truncated");
+  std::uint64_t sum = 0;
+  std::memcpy(&sum, text.data() + text.size() - sizeof sum, sizeof sum);
+  const std::string body = text.substr(0, text.size() - sizeof sum);
+  if (fnv1a64(body) != sum) throw bad("is corrupt (checksum mismatch)");
+  const std::string packed = body.substr(magic.size());
+  Unpacker u(packed, ExitCode::data_error);
+  Checkpoint c;
+  const auto format = u.get<std::uint32_t>();
+  if (format != kFormat) throw bad("has format " + std::to_string(format) + ", this build reads " + std::to_string(kFormat));
+  u.get(c.config_hash);
+  u.get(c.plan_fingerprint);
+  u.get(c.tasks);
+  if (c.config_hash != config_hash) {
+    throw bad("belongs to another config (hash " + c.config_hash + ", this config " + config_hash + ")");
+  }
+  if (c.plan_fingerprint != plan_fingerprint || c.tasks != tasks) {
+    throw bad("was written for another task plan (" + std::to_string(c.tasks) + " tasks, this run has " +
+              std::to_string(tasks) + "; a different build or sweep slice?)");
+  }
+  c.done.resize(u.get<std::uint64_t>());
+  for (auto& r : c.done) {
+    u.get(r.task);
+    r.consumed = u.get<std::uint8_t>() != 0;
+    u.get(r.result);
+    if (r.task >= tasks) throw bad("names task " + std::to_string(r.task) + " of " + std::to_string(tasks));
+  }
+  c.open.resize(u.get<std::uint64_t>());
+  for (auto& t : c.open) u.get(t);
+  c.incumbents.resize(u.get<std::uint64_t>());
+  for (auto& front : c.incumbents) {
+    front.resize(u.get<std::uint64_t>());
+    for (auto& o : front) {
+      u.get(o.tokens_per_s);
+      u.get(o.latency_s);
+      u.get(o.pes);
+    }
+  }
+  u.get(c.nodes);
+  u.get(c.pruned);
+  u.get(c.evaluations);
+  u.get(c.elapsed_s);
+  if (!u.done()) throw bad("has trailing bytes");
+  return c;
+}
+
+}  // namespace wavel::driver

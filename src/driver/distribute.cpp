@@ -1,0 +1,708 @@
+// Hub-and-workers evaluation of a sweep; see distribute.hpp. Every rank (rank 0 included) runs the
+// worker loop on its main thread; rank 0 also runs the hub on a second thread, which owns the task
+// states, the results, the incumbents, the checkpoints and the progress line. Results depend only on
+// the task plan, never on which rank ran what or when, so any rank count gives identical bytes.
+#include "wavel/driver/distribute.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <deque>
+#include <filesystem>
+#include <iomanip>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <optional>
+#include <sstream>
+#include <thread>
+
+#include "wavel/common/error.hpp"
+#include "wavel/common/hash.hpp"
+#include "wavel/driver/checkpoint.hpp"
+#include "wavel/driver/pack.hpp"
+#include "wavel/driver/setting_tasks.hpp"
+#include "wavel/search/pareto.hpp"
+
+namespace wavel::driver {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::atomic<int> g_signal{0};  // the signal that asked for a checkpoint, 0 if none
+
+extern "C" void on_checkpoint_signal(int sig) { g_signal.store(sig); }
+
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+enum class Kind : std::uint8_t { baselines, piece, finish };
+
+struct Task {
+  Kind kind = Kind::baselines;
+  std::size_t setting = 0;       ///< index into the settings
+  search::SearchPiece piece;     ///< pieces only
+  std::size_t group = 0;         ///< tasks sharing cached state: a setting's baselines, or (setting, micro-batches)
+  std::size_t finish = 0;        ///< the finishing task that consumes this one (finish: itself)
+};
+
+struct Plan {
+  std::vector<Task> tasks;
+  std::vector<std::vector<std::size_t>> inputs;  ///< per task: for a finish, its baselines then its pieces
+  std::size_t groups = 0;
+  std::uint64_t fingerprint = 0;
+};
+
+Plan make_plan(const config::Config& config, const std::vector<config::Setting>& settings) {
+  Plan plan;
+  const auto options = search::options_from(config.search);
+  std::ostringstream text;
+  for (std::size_t s = 0; s < settings.size(); ++s) {
+    const std::size_t first = plan.tasks.size();
+    plan.tasks.push_back(Task{Kind::baselines, s, {}, plan.groups++, 0});
+    std::int64_t last_mb = -1;
+    for (const auto& piece : search::search_pieces(settings[s].shape, config.wafer, options)) {
+      if (piece.microbatches != last_mb) ++plan.groups;
+      last_mb = piece.microbatches;
+      plan.tasks.push_back(Task{Kind::piece, s, piece, plan.groups - 1, 0});
+    }
+    const std::size_t finish = plan.tasks.size();
+    plan.tasks.push_back(Task{Kind::finish, s, {}, plan.groups++, finish});
+    plan.inputs.resize(plan.tasks.size());
+    for (std::size_t t = first; t < finish; ++t) {
+      plan.tasks[t].finish = finish;
+      plan.inputs[finish].push_back(t);
+    }
+  }
+  for (const auto& t : plan.tasks) {
+    text << static_cast<int>(t.kind) << ' ' << settings[t.setting].id << ' ' << t.piece.microbatches << ' '
+         << t.piece.footprint << ' ' << t.piece.chunk << ' ' << t.piece.chunks << '\n';
+  }
+  plan.fingerprint = fnv1a64(text.str());
+  return plan;
+}
+
+// Message tags on the hub's own communicator.
+constexpr int kReportTag = 1;
+constexpr int kReplyTag = 2;
+// Replies other than a task index.
+constexpr std::int64_t kFinished = -1;
+constexpr std::int64_t kStop = -2;
+
+// Waits for a message without spinning a core (ranks may outnumber cores).
+MPI_Status wait_message(MPI_Comm comm, int source, int tag) {
+  MPI_Status status;
+  int flag = 0;
+  for (;;) {
+    MPI_Iprobe(source, tag, comm, &flag, &status);
+    if (flag) return status;
+    std::this_thread::sleep_for(std::chrono::microseconds(100));
+  }
+}
+
+std::string receive(MPI_Comm comm, const MPI_Status& probed) {
+  int size = 0;
+  MPI_Get_count(&probed, MPI_CHAR, &size);
+  std::string bytes(static_cast<std::size_t>(size), '\0');
+  MPI_Recv(bytes.data(), size, MPI_CHAR, probed.MPI_SOURCE, probed.MPI_TAG, comm, MPI_STATUS_IGNORE);
+  return bytes;
+}
+
+void send(MPI_Comm comm, int dest, int tag, const std::string& bytes) {
+  if (bytes.size() > static_cast<std::size_t>(std::numeric_limits<int>::max())) {
+    throw InternalError("a task message exceeds 2 GiB");
+  }
+  MPI_Send(bytes.data(), static_cast<int>(bytes.size()), MPI_CHAR, dest, tag, comm);
+}
+
+void pack_objectives(const std::vector<search::Objectives>& v, Packer& p) {
+  p.put(static_cast<std::uint64_t>(v.size()));
+  for (const auto& o : v) {
+    p.put(o.tokens_per_s);
+    p.put(o.latency_s);
+    p.put(o.pes);
+  }
+}
+
+std::vector<search::Objectives> unpack_objectives(Unpacker& u) {
+  std::vector<search::Objectives> v(u.get<std::uint64_t>());
+  for (auto& o : v) {
+    u.get(o.tokens_per_s);
+    u.get(o.latency_s);
+    u.get(o.pes);
+  }
+  return v;
+}
+
+// What task `t` needs: the incumbents of its setting (a piece), or its inputs' results (a finish).
+std::string task_input(const Plan& plan, std::size_t t, const std::vector<std::string>& results,
+                       const std::vector<search::Objectives>& incumbents) {
+  Packer p;
+  if (plan.tasks[t].kind == Kind::piece) {
+    pack_objectives(incumbents, p);
+  } else if (plan.tasks[t].kind == Kind::finish) {
+    p.put(static_cast<std::uint64_t>(plan.inputs[t].size()));
+    for (std::size_t in : plan.inputs[t]) p.put(results[in]);
+  }
+  return p.take();
+}
+
+// Adds schedules found to a setting's incumbents, keeping only its Pareto front.
+void merge_incumbents(std::vector<search::Objectives>& incumbents, const std::vector<search::Objectives>& found) {
+  incumbents.insert(incumbents.end(), found.begin(), found.end());
+  for (std::size_t i = 0; i < incumbents.size(); ++i) incumbents[i].id = static_cast<std::int64_t>(i);
+  incumbents = search::pareto_front(incumbents);
+}
+
+// A worker's report: the task it finished (or -1), how it went, and what it found.
+struct Report {
+  std::int64_t task = -1;
+  std::int32_t error_code = 0;
+  std::string error;
+  std::int32_t signal = 0;
+  TaskCounters counters;
+  double busy_s = 0;
+  std::string result;
+};
+
+std::string pack_report(const Report& r) {
+  Packer p;
+  p.put(r.task);
+  p.put(r.error_code);
+  p.put(r.error);
+  p.put(r.signal);
+  p.put(r.counters.nodes);
+  p.put(r.counters.pruned);
+  p.put(r.counters.evaluations);
+  pack_objectives(r.counters.found, p);
+  p.put(r.counters.best_tokens_per_s);
+  p.put(r.counters.front_size);
+  p.put(r.busy_s);
+  p.put(r.result);
+  return p.take();
+}
+
+Report unpack_report(const std::string& bytes) {
+  Unpacker u(bytes);
+  Report r;
+  u.get(r.task);
+  u.get(r.error_code);
+  u.get(r.error);
+  u.get(r.signal);
+  u.get(r.counters.nodes);
+  u.get(r.counters.pruned);
+  u.get(r.counters.evaluations);
+  r.counters.found = unpack_objectives(u);
+  u.get(r.counters.best_tokens_per_s);
+  u.get(r.counters.front_size);
+  u.get(r.busy_s);
+  u.get(r.result);
+  return r;
+}
+
+std::string human_count(double v) {
+  std::ostringstream out;
+  const char* suffix[] = {"", "k", "M", "G", "T"};
+  int i = 0;
+  while (v >= 1000.0 && i < 4) {
+    v /= 1000.0;
+    ++i;
+  }
+  out << std::setprecision(v < 10 ? 3 : 4) << v << suffix[i];
+  return out.str();
+}
+
+std::string human_duration(double s) {
+  std::ostringstream out;
+  if (s < 120) {
+    out << static_cast<long>(s + 0.5) << " s";
+  } else if (s < 7200) {
+    out << static_cast<long>(s / 60 + 0.5) << " min";
+  } else {
+    out << std::fixed << std::setprecision(1) << s / 3600 << " h";
+  }
+  return out.str();
+}
+
+// Runs tasks for whoever asks; a single instance on rank 0's second thread.
+class Hub {
+ public:
+  enum class Outcome { finished, interrupted, failed };
+
+  Hub(const Plan& plan, const std::vector<config::Setting>& settings, MPI_Comm comm, int ranks,
+      const DistributeOptions& options, std::optional<Checkpoint> resumed)
+      : plan_(plan), settings_(settings), comm_(comm), ranks_(ranks), opt_(options),
+        state_(plan.tasks.size(), State::pending), results_(plan.tasks.size()),
+        missing_inputs_(plan.tasks.size(), 0), incumbents_(settings.size()), groups_(plan.groups),
+        affinity_(static_cast<std::size_t>(ranks)), stopped_(static_cast<std::size_t>(ranks), false) {
+    for (std::size_t t = 0; t < plan.tasks.size(); ++t) missing_inputs_[t] = plan.inputs[t].size();
+    if (resumed) restore(*resumed);
+    for (std::size_t t = 0; t < plan.tasks.size(); ++t) {
+      if (state_[t] != State::pending) continue;
+      if (plan.tasks[t].kind == Kind::finish) {
+        if (missing_inputs_[t] == 0) ready_finish_.push_back(t);
+      } else {
+        groups_[plan.tasks[t].group].push_back(t);
+      }
+    }
+    untouched_.assign(plan.groups, true);
+  }
+
+  void serve() {
+    start_ = Clock::now();
+    last_checkpoint_ = start_;
+    last_progress_ = start_;
+    while (true) {
+      int flag = 0;
+      MPI_Status status;
+      MPI_Iprobe(MPI_ANY_SOURCE, kReportTag, comm_, &flag, &status);
+      if (flag) {
+        handle(status.MPI_SOURCE, unpack_report(receive(comm_, status)));
+        continue;
+      }
+      if (!stop_signal_ && g_signal.load() != 0) request_stop(g_signal.load());
+      if (std::count(stopped_.begin(), stopped_.end(), true) == ranks_) break;
+      const double since = std::chrono::duration<double>(Clock::now() - last_checkpoint_).count();
+      if (opt_.checkpoint_interval_s > 0 && since >= opt_.checkpoint_interval_s && !opt_.checkpoint_path.empty()) {
+        checkpoint();
+        last_checkpoint_ = Clock::now();
+      }
+      if (opt_.progress && seconds_since(last_progress_) >= opt_.progress_interval_s) {
+        progress(false);
+        last_progress_ = Clock::now();
+      }
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+    }
+    if (error_code_ != 0) {
+      outcome_ = Outcome::failed;
+    } else if (stop_signal_ != 0) {
+      if (!opt_.checkpoint_path.empty()) checkpoint();
+      outcome_ = Outcome::interrupted;
+    } else {
+      outcome_ = Outcome::finished;
+    }
+    if (opt_.progress) progress(true);
+  }
+
+  [[nodiscard]] Outcome outcome() const { return outcome_; }
+  [[nodiscard]] int error_code() const { return error_code_; }
+  [[nodiscard]] const std::string& error() const { return error_; }
+  [[nodiscard]] int stop_signal() const { return stop_signal_; }
+
+  // The finished settings' packed results, in setting order.
+  [[nodiscard]] std::string results() const {
+    std::string all;
+    for (std::size_t t = 0; t < plan_.tasks.size(); ++t) {
+      if (plan_.tasks[t].kind == Kind::finish) all += results_[t];
+    }
+    return all;
+  }
+
+ private:
+  enum class State : std::uint8_t { pending, running, done, consumed };
+
+  void restore(const Checkpoint& c) {
+    for (const auto& r : c.done) {
+      state_[r.task] = r.consumed ? State::consumed : State::done;
+      results_[r.task] = r.result;
+    }
+    for (std::size_t t = 0; t < plan_.tasks.size(); ++t) {
+      if (state_[t] == State::pending) continue;
+      if (plan_.tasks[t].kind == Kind::finish) {
+        ++settings_done_;
+      } else {
+        --missing_inputs_[plan_.tasks[t].finish];
+      }
+    }
+    for (std::size_t s = 0; s < c.incumbents.size() && s < incumbents_.size(); ++s) incumbents_[s] = c.incumbents[s];
+    nodes_before_ = c.nodes;
+    pruned_before_ = c.pruned;
+    evaluations_before_ = c.evaluations;
+    elapsed_before_ = c.elapsed_s;
+  }
+
+  void request_stop(int sig) {
+    stop_signal_ = sig;
+    for (int w : waiting_) reply(w, kStop, "");
+    waiting_.clear();
+  }
+
+  void handle(int worker, Report r) {
+    if (r.signal != 0 && stop_signal_ == 0) request_stop(r.signal);
+    if (r.error_code != 0 && error_code_ == 0) {
+      error_code_ = r.error_code;
+      error_ = r.error;
+      for (int w : waiting_) reply(w, kStop, "");
+      waiting_.clear();
+    }
+    if (r.task >= 0 && r.error_code == 0) complete(static_cast<std::size_t>(r.task), r);
+    assign(worker);
+    // A finished task may have made a finishing task ready, or ended the sweep.
+    std::vector<int> waiting;
+    waiting.swap(waiting_);
+    for (int w : waiting) assign(w);
+  }
+
+  void complete(std::size_t t, Report& r) {
+    const Task& task = plan_.tasks[t];
+    state_[t] = State::done;
+    results_[t] = std::move(r.result);
+    nodes_ += r.counters.nodes;
+    pruned_ += r.counters.pruned;
+    evaluations_ += r.counters.evaluations;
+    busy_[static_cast<int>(task.kind)] += r.busy_s;
+    ++completed_[static_cast<int>(task.kind)];
+    if (task.kind == Kind::finish) {
+      ++settings_done_;
+      last_setting_ = task.setting;
+      last_best_ = r.counters.best_tokens_per_s;
+      last_front_ = r.counters.front_size;
+      for (std::size_t in : plan_.inputs[t]) {  // folded into the setting's result: free them
+        state_[in] = State::consumed;
+        std::string().swap(results_[in]);
+      }
+      return;
+    }
+    merge_incumbents(incumbents_[task.setting], r.counters.found);
+    if (--missing_inputs_[task.finish] == 0) ready_finish_.push_back(task.finish);
+  }
+
+  // The next task for `worker`: a ready finish first, then its own group, then an untouched group,
+  // then the back of the group with the most tasks left (stealing from whoever works on it).
+  std::optional<std::size_t> next(int worker) {
+    if (!ready_finish_.empty()) {
+      const std::size_t t = ready_finish_.front();
+      ready_finish_.pop_front();
+      return t;
+    }
+    auto& [group, from_back] = affinity_[static_cast<std::size_t>(worker)];
+    if (group < groups_.size() && !groups_[group].empty()) return take(group, from_back);
+    for (std::size_t g = 0; g < groups_.size(); ++g) {
+      if (untouched_[g] && !groups_[g].empty()) {
+        group = g;
+        from_back = false;
+        return take(g, false);
+      }
+    }
+    std::size_t fullest = groups_.size();
+    for (std::size_t g = 0; g < groups_.size(); ++g) {
+      if (!groups_[g].empty() && (fullest == groups_.size() || groups_[g].size() > groups_[fullest].size())) fullest = g;
+    }
+    if (fullest == groups_.size()) return std::nullopt;
+    group = fullest;
+    from_back = true;
+    return take(fullest, true);
+  }
+
+  std::size_t take(std::size_t g, bool from_back) {
+    untouched_[g] = false;
+    auto& q = groups_[g];
+    const std::size_t t = from_back ? q.back() : q.front();
+    if (from_back) {
+      q.pop_back();
+    } else {
+      q.pop_front();
+    }
+    return t;
+  }
+
+  void assign(int worker) {
+    if (stop_signal_ != 0 || error_code_ != 0) {
+      reply(worker, kStop, "");
+      return;
+    }
+    const auto t = next(worker);
+    if (!t) {
+      const bool all_done = std::all_of(state_.begin(), state_.end(), [](State s) { return s == State::done || s == State::consumed; });
+      if (all_done) {
+        reply(worker, kFinished, "");
+      } else {
+        waiting_.push_back(worker);  // tasks still running elsewhere may unlock a finish
+      }
+      return;
+    }
+    state_[*t] = State::running;
+    reply(worker, static_cast<std::int64_t>(*t), task_input(plan_, *t, results_, incumbents_[plan_.tasks[*t].setting]));
+  }
+
+  void reply(int worker, std::int64_t task, const std::string& input) {
+    if (task < 0) stopped_[static_cast<std::size_t>(worker)] = true;
+    Packer p;
+    p.put(task);
+    p.put(input);
+    send(comm_, worker, kReplyTag, p.bytes());
+  }
+
+  void checkpoint() {
+    Checkpoint c;
+    c.config_hash = opt_.config_hash;
+    c.plan_fingerprint = plan_.fingerprint;
+    c.tasks = plan_.tasks.size();
+    for (std::size_t t = 0; t < plan_.tasks.size(); ++t) {
+      if (state_[t] == State::done || state_[t] == State::consumed) {
+        c.done.push_back(Checkpoint::Record{t, state_[t] == State::consumed, results_[t]});
+      } else {
+        c.open.push_back(t);
+      }
+    }
+    c.incumbents = incumbents_;
+    c.nodes = nodes_before_ + nodes_;
+    c.pruned = pruned_before_ + pruned_;
+    c.evaluations = evaluations_before_ + evaluations_;
+    c.elapsed_s = elapsed_before_ + seconds_since(start_);
+    try {
+      write_checkpoint(opt_.checkpoint_path, c);
+    } catch (const Error& e) {
+      // A failed periodic checkpoint must not kill the run; a failed final one is reported below.
+      std::cerr << "wavel-dse: warning: " << e.what() << '\n';
+      if (stop_signal_ != 0) {
+        error_code_ = static_cast<int>(e.code());
+        error_ = e.what();
+      }
+    }
+  }
+
+  void progress(bool final) {
+    const double elapsed = seconds_since(start_);
+    std::size_t done = 0;
+    for (auto s : state_) done += s == State::done || s == State::consumed ? 1 : 0;
+    // ETA from the mean time each kind of task took so far, spread over the ranks.
+    double remaining_s = 0;
+    bool known = true;
+    for (int k = 0; k < 3; ++k) {
+      std::size_t left = 0;
+      for (std::size_t t = 0; t < plan_.tasks.size(); ++t) {
+        if (static_cast<int>(plan_.tasks[t].kind) == k && (state_[t] == State::pending || state_[t] == State::running)) ++left;
+      }
+      if (left == 0) continue;
+      if (completed_[k] == 0) {
+        known = false;
+        continue;
+      }
+      remaining_s += static_cast<double>(left) * busy_[k] / static_cast<double>(completed_[k]);
+    }
+    remaining_s /= static_cast<double>(ranks_);
+    std::ostringstream line;
+    line << "wavel-dse: settings " << settings_done_ << "/" << settings_.size() << ", tasks " << done << "/"
+         << plan_.tasks.size() << ", nodes " << human_count(static_cast<double>(nodes_before_ + nodes_)) << " explored, "
+         << human_count(static_cast<double>(pruned_before_ + pruned_)) << " pruned, "
+         << human_count(elapsed > 0 ? static_cast<double>(evaluations_) / elapsed : 0.0) << " eval/s";
+    if (last_setting_ < settings_.size()) {
+      line << ", setting " << settings_[last_setting_].id << " best " << human_count(last_best_) << " tok/s (predicted), front "
+           << last_front_;
+    }
+    if (final) {
+      line << ", done in " << human_duration(elapsed);
+    } else {
+      line << ", ETA " << (known ? human_duration(remaining_s) : std::string("?"));
+    }
+    std::cerr << line.str() << '\n' << std::flush;
+  }
+
+  const Plan& plan_;
+  const std::vector<config::Setting>& settings_;
+  MPI_Comm comm_;
+  int ranks_;
+  DistributeOptions opt_;
+  std::vector<State> state_;
+  std::vector<std::string> results_;
+  std::vector<std::size_t> missing_inputs_;
+  std::vector<std::vector<search::Objectives>> incumbents_;
+  std::vector<std::deque<std::size_t>> groups_;
+  std::vector<bool> untouched_;
+  std::deque<std::size_t> ready_finish_;
+  std::vector<std::pair<std::size_t, bool>> affinity_;  // per worker: group, and whether it takes from the back
+  std::vector<bool> stopped_;
+  std::vector<int> waiting_;
+  int stop_signal_ = 0;
+  int error_code_ = 0;
+  std::string error_;
+  Outcome outcome_ = Outcome::failed;
+  Clock::time_point start_, last_checkpoint_, last_progress_;
+  std::int64_t nodes_ = 0, pruned_ = 0, evaluations_ = 0;
+  std::int64_t nodes_before_ = 0, pruned_before_ = 0, evaluations_before_ = 0;
+  double elapsed_before_ = 0;
+  double busy_[3] = {0, 0, 0};
+  std::size_t completed_[3] = {0, 0, 0};
+  std::size_t settings_done_ = 0;
+  std::size_t last_setting_ = static_cast<std::size_t>(-1);
+  double last_best_ = 0;
+  std::int64_t last_front_ = 0;
+};
+
+// Runs tasks on this rank; keeps the last setting's workload and search state between tasks.
+class Worker {
+ public:
+  Worker(const config::Config& config, const Plan& plan, const std::vector<config::Setting>& settings)
+      : config_(config), plan_(plan), settings_(settings) {}
+
+  std::string run(std::size_t t, const std::string& input, TaskCounters& counters) {
+    const Task& task = plan_.tasks[t];
+    const config::Setting& setting = settings_[task.setting];
+    if (!workload_ || workload_setting_ != task.setting) {
+      workload_ = std::make_unique<workload::Workload>(setting_workload(config_, setting));
+      workload_setting_ = task.setting;
+    }
+    Unpacker u(input);
+    switch (task.kind) {
+      case Kind::baselines:
+        return run_baselines(config_, setting, *workload_, counters);
+      case Kind::piece:
+        return run_piece(config_, setting, *workload_, task.piece, unpack_objectives(u), workspace_, counters);
+      case Kind::finish: {
+        std::vector<std::string> inputs(u.get<std::uint64_t>());
+        for (auto& in : inputs) u.get(in);
+        const std::vector<std::string> pieces(inputs.begin() + 1, inputs.end());
+        return run_finish(config_, *workload_, inputs.front(), pieces, counters);
+      }
+    }
+    throw InternalError("unknown task kind");
+  }
+
+ private:
+  const config::Config& config_;
+  const Plan& plan_;
+  const std::vector<config::Setting>& settings_;
+  std::unique_ptr<workload::Workload> workload_;
+  std::size_t workload_setting_ = 0;
+  search::SearchWorkspace workspace_;
+};
+
+RankStats work(Worker& worker, MPI_Comm comm, int rank) {
+  RankStats stats;
+  stats.rank = rank;
+  const auto start = Clock::now();
+  Report report;
+  for (;;) {
+    report.signal = g_signal.load();
+    send(comm, 0, kReportTag, pack_report(report));
+    const auto asked = Clock::now();
+    const std::string reply = receive(comm, wait_message(comm, 0, kReplyTag));
+    stats.idle_s += seconds_since(asked);
+    Unpacker u(reply);
+    const auto task = u.get<std::int64_t>();
+    if (task < 0) break;
+    const std::string input = u.get<std::string>();
+    report = Report{};
+    report.task = task;
+    const auto began = Clock::now();
+    try {
+      report.result = worker.run(static_cast<std::size_t>(task), input, report.counters);
+    } catch (const Error& e) {
+      report.error_code = static_cast<int>(e.code());
+      report.error = e.what();
+    } catch (const std::exception& e) {
+      report.error_code = static_cast<int>(ExitCode::internal);
+      report.error = e.what();
+    }
+    report.busy_s = seconds_since(began);
+    stats.busy_s += report.busy_s;
+    ++stats.tasks;
+    stats.nodes += report.counters.nodes;
+    stats.evaluations += report.counters.evaluations;
+  }
+  stats.wall_s = seconds_since(start);
+  return stats;
+}
+
+}  // namespace
+
+void install_checkpoint_signals() {
+  struct sigaction action {};
+  action.sa_handler = on_checkpoint_signal;
+  sigemptyset(&action.sa_mask);
+  action.sa_flags = SA_RESTART;
+  sigaction(SIGUSR1, &action, nullptr);
+  sigaction(SIGTERM, &action, nullptr);
+}
+
+SweepOutcome evaluate_distributed(const config::Config& config, const std::vector<config::Setting>& settings,
+                                  const RunContext& context, const DistributeOptions& options) {
+  int provided = MPI_THREAD_SINGLE;
+  MPI_Query_thread(&provided);
+  if (provided < MPI_THREAD_MULTIPLE) {
+    throw InternalError("the hub needs MPI_THREAD_MULTIPLE; MPI was initialised with less");
+  }
+  const Plan plan = make_plan(config, settings);
+  std::optional<Checkpoint> resumed;
+  if (options.resume) {
+    on_root_agreed(context.comm, 0, [&] {
+      resumed = read_checkpoint(options.checkpoint_path, options.config_hash, plan.fingerprint, plan.tasks.size());
+    });
+  }
+  MPI_Comm comm = MPI_COMM_NULL;
+  MPI_Comm_dup(context.comm, &comm);
+  std::unique_ptr<Hub> hub;
+  std::thread hub_thread;
+  std::string hub_failure;
+  if (context.rank == 0) {
+    hub = std::make_unique<Hub>(plan, settings, comm, context.ranks, options, std::move(resumed));
+    hub_thread = std::thread([&] {
+      try {
+        hub->serve();
+      } catch (const std::exception& e) {
+        hub_failure = e.what();  // a hub bug: reported after the join, never swallowed
+      }
+    });
+  }
+  Worker worker(config, plan, settings);
+  const RankStats mine = work(worker, comm, context.rank);
+  int code = 0;
+  std::string message, all;
+  if (context.rank == 0) {
+    hub_thread.join();
+    if (!hub_failure.empty()) {
+      code = static_cast<int>(ExitCode::internal);
+      message = "hub failed: " + hub_failure;
+    } else if (hub->outcome() == Hub::Outcome::failed) {
+      code = hub->error_code();
+      message = hub->error();
+    } else if (hub->outcome() == Hub::Outcome::interrupted) {
+      code = static_cast<int>(ExitCode::checkpointed);
+      message = std::string("stopped by ") + (hub->stop_signal() == SIGTERM ? "SIGTERM" : "SIGUSR1") +
+                (options.checkpoint_path.empty() ? "; no checkpoint path"
+                                                 : "; checkpoint written to '" + options.checkpoint_path +
+                                                       "': rerun with --resume to continue");
+    } else {
+      all = hub->results();
+    }
+  }
+  MPI_Comm_free(&comm);
+  MPI_Bcast(&code, 1, MPI_INT, 0, context.comm);
+  if (code != 0) {
+    broadcast_string(message, context.comm, 0);
+    throw Error(static_cast<ExitCode>(code), message);
+  }
+  broadcast_string(all, context.comm, 0);
+  SweepOutcome out;
+  Unpacker u(all);
+  while (!u.done()) out.results.push_back(unpack_setting(u));
+  if (out.results.size() != settings.size()) {
+    throw InternalError("gathered " + std::to_string(out.results.size()) + " settings, expected " +
+                        std::to_string(settings.size()));
+  }
+  out.ranks.resize(static_cast<std::size_t>(context.ranks));
+  MPI_Allgather(&mine, sizeof mine, MPI_BYTE, out.ranks.data(), sizeof mine, MPI_BYTE, context.comm);
+  return out;
+}
+
+SettingResult evaluate_setting(const config::Config& config, const config::Setting& setting) {
+  const std::vector<config::Setting> settings{setting};
+  const Plan plan = make_plan(config, settings);
+  Worker worker(config, plan, settings);
+  std::vector<std::string> results(plan.tasks.size());
+  std::vector<search::Objectives> incumbents;
+  for (std::size_t t = 0; t < plan.tasks.size(); ++t) {
+    TaskCounters counters;
+    results[t] = worker.run(t, task_input(plan, t, results, incumbents), counters);
+    merge_incumbents(incumbents, counters.found);
+  }
+  Unpacker u(results.back());
+  return unpack_setting(u);
+}
+
+}  // namespace wavel::driver

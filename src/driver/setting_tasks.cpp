@@ -1,0 +1,390 @@
+// Baselines, search pieces and finishing of one setting; see setting_tasks.hpp.
+#include "wavel/driver/setting_tasks.hpp"
+
+#include <algorithm>
+#include <limits>
+
+#include "wavel/baselines/baselines.hpp"
+#include "wavel/common/error.hpp"
+#include "wavel/cost/model.hpp"
+#include "wavel/meshir/text.hpp"
+#include "wavel/sim/simulate.hpp"
+
+namespace wavel::driver {
+
+namespace {
+
+// Simulates one schedule beside its model cost and records the pairs.
+void simulate_sample(const std::string& name, const meshir::Schedule& schedule, const config::Config& config,
+                     const workload::Workload& w, SettingResult& out) {
+  const bool decode = w.shape.phase == workload::Phase::decode;
+  sim::SimOptions options;
+  options.fidelity = config.sim.fidelity == "wavelet"  ? sim::Fidelity::wavelet
+                     : config.sim.fidelity == "packet" ? sim::Fidelity::packet
+                                                       : sim::Fidelity::message;
+  options.model_ramps = config.sim.model_ramps;
+  const auto model = cost::evaluate(schedule, config.wafer, config.cost.params, decode, w.shape.input_tokens);
+  const auto simulated = sim::simulate(schedule, config.wafer, config.cost.params, decode, w.shape.input_tokens, options);
+  out.sim.push_back(SimPair{name, model.latency_s, simulated.latency_s, model.tokens_per_s, simulated.tokens_per_s,
+                            simulated.ops_simulated, simulated.events});
+  for (std::size_t i = 0; i < schedule.ops.size(); ++i) {
+    if (simulated.ops[i].reused_from >= 0) continue;
+    const auto& op = schedule.ops[i];
+    out.sim_ops.push_back(SimOpPair{name, static_cast<std::int64_t>(i), std::string(meshir::to_string(op.kernel)),
+                                    op.used.w, op.used.h, model.ops[i].total_cycles, simulated.ops[i].total_cycles});
+  }
+}
+
+ScheduleResult score(const std::string& name, const std::optional<meshir::Schedule>& schedule,
+                     const config::Config& config, const workload::Workload& w) {
+  ScheduleResult r;
+  r.name = name;
+  r.sram_headroom = std::numeric_limits<double>::quiet_NaN();
+  if (!schedule) return r;
+  const bool decode = w.shape.phase == workload::Phase::decode;
+  const auto cost = cost::evaluate(*schedule, config.wafer, config.cost.params, decode, w.shape.input_tokens);
+  // A schedule whose SRAM overflows cannot execute: report it as not placed, with its headroom.
+  r.placed = cost.sram_headroom >= 0.0;
+  r.tokens_per_s = cost.tokens_per_s;
+  r.latency_s = cost.latency_s;
+  r.tpr_tokens_per_s = cost.tpr_tokens_per_s;
+  r.pes_used = cost.pes_used;
+  r.sram_headroom = cost.sram_headroom;
+  r.region_side_pes = schedule->regions.empty() ? 0 : schedule->regions.front().w;
+  r.regions = static_cast<std::int64_t>(schedule->regions.size());
+  r.microbatches = schedule->microbatches;
+  r.meshir = meshir::print(*schedule);
+  return r;
+}
+
+
+void pack_stats(const search::SearchStats& s, Packer& p) {
+  p.put(s.nodes_visited);
+  p.put(s.exhaustive_tree_nodes);
+  p.put(s.subproblems);
+  p.put(s.pruned_sram);
+  p.put(s.pruned_bound);
+  p.put(s.pruned_incumbent);
+  p.put(s.pruned_dominance);
+  p.put(s.pruned_symmetry);
+  p.put(s.memo_hits);
+  p.put(s.candidates_evaluated);
+  p.put(s.block_costs);
+  p.put(static_cast<std::uint8_t>(s.timed_out));
+  p.put(s.wall_s);
+}
+
+search::SearchStats unpack_stats(Unpacker& u) {
+  search::SearchStats s;
+  u.get(s.nodes_visited);
+  u.get(s.exhaustive_tree_nodes);
+  u.get(s.subproblems);
+  u.get(s.pruned_sram);
+  u.get(s.pruned_bound);
+  u.get(s.pruned_incumbent);
+  u.get(s.pruned_dominance);
+  u.get(s.pruned_symmetry);
+  u.get(s.memo_hits);
+  u.get(s.candidates_evaluated);
+  u.get(s.block_costs);
+  s.timed_out = u.get<std::uint8_t>() != 0;
+  u.get(s.wall_s);
+  return s;
+}
+
+void pack_candidates(const std::vector<search::SearchCandidate>& candidates, Packer& p) {
+  p.put(static_cast<std::uint64_t>(candidates.size()));
+  for (const auto& c : candidates) {
+    p.put(c.objectives.tokens_per_s);
+    p.put(c.objectives.latency_s);
+    p.put(c.objectives.pes);
+    p.put(c.source);
+    p.put(c.microbatches);
+    p.put(c.sram_headroom);
+    p.put(static_cast<std::uint64_t>(c.leaves.size()));
+    for (const auto& l : c.leaves) p.put(l);
+  }
+}
+
+void unpack_candidates(Unpacker& u, std::vector<search::SearchCandidate>& out) {
+  const auto n = u.get<std::uint64_t>();
+  for (std::uint64_t i = 0; i < n; ++i) {
+    search::SearchCandidate c;
+    u.get(c.objectives.tokens_per_s);
+    u.get(c.objectives.latency_s);
+    u.get(c.objectives.pes);
+    u.get(c.source);
+    u.get(c.microbatches);
+    u.get(c.sram_headroom);
+    c.leaves.resize(u.get<std::uint64_t>());
+    for (auto& l : c.leaves) u.get(l);
+    out.push_back(std::move(c));
+  }
+}
+
+std::int64_t pruned_total(const search::SearchStats& s) {
+  return s.pruned_sram + s.pruned_bound + s.pruned_incumbent + s.pruned_dominance + s.pruned_symmetry;
+}
+
+}  // namespace
+
+void pack_setting(const SettingResult& r, Packer& p) {
+  p.put(r.setting_id);
+  p.put(r.tokens_per_step);
+  p.put(r.context_tokens);
+  p.put(r.flops_per_step);
+  p.put(r.param_bytes);
+  p.put(r.kv_cache_bytes);
+  p.put(r.activation_peak_bytes);
+  p.put(r.sram_required_bytes);
+  p.put(r.wafer_sram_bytes);
+  p.put(r.fits_sram);
+  p.put(r.roofline_step_s);
+  p.put(r.roofline_tokens_per_s);
+  p.put(static_cast<std::uint64_t>(r.schedules.size()));
+  for (const auto& s : r.schedules) {
+    p.put(s.name);
+    p.put(static_cast<std::uint8_t>(s.placed));
+    p.put(s.tokens_per_s);
+    p.put(s.latency_s);
+    p.put(s.tpr_tokens_per_s);
+    p.put(s.pes_used);
+    p.put(s.sram_headroom);
+    p.put(s.region_side_pes);
+    p.put(s.regions);
+    p.put(s.microbatches);
+    p.put(s.meshir);
+  }
+  p.put(static_cast<std::uint64_t>(r.front.size()));
+  for (const auto& f : r.front) {
+    p.put(f.source);
+    p.put(f.tokens_per_s);
+    p.put(f.latency_s);
+    p.put(f.pes_used);
+    p.put(f.microbatches);
+    p.put(f.stages);
+    p.put(f.sram_headroom);
+    p.put(f.meshir);
+  }
+  p.put(r.hypervolume);
+  p.put(r.hypervolume_latency_ref_s);
+  p.put(r.search);
+  p.put(r.search_wall_s);
+  p.put(static_cast<std::uint64_t>(r.sim.size()));
+  for (const auto& x : r.sim) {
+    p.put(x.schedule);
+    p.put(x.model_latency_s);
+    p.put(x.sim_latency_s);
+    p.put(x.model_tokens_per_s);
+    p.put(x.sim_tokens_per_s);
+    p.put(x.ops_simulated);
+    p.put(x.events);
+  }
+  p.put(static_cast<std::uint64_t>(r.sim_ops.size()));
+  for (const auto& x : r.sim_ops) {
+    p.put(x.schedule);
+    p.put(x.op);
+    p.put(x.kernel);
+    p.put(x.used_w_pes);
+    p.put(x.used_h_pes);
+    p.put(x.model_cycles);
+    p.put(x.sim_cycles);
+  }
+}
+
+SettingResult unpack_setting(Unpacker& u) {
+  SettingResult r;
+  u.get(r.setting_id);
+  u.get(r.tokens_per_step);
+  u.get(r.context_tokens);
+  u.get(r.flops_per_step);
+  u.get(r.param_bytes);
+  u.get(r.kv_cache_bytes);
+  u.get(r.activation_peak_bytes);
+  u.get(r.sram_required_bytes);
+  u.get(r.wafer_sram_bytes);
+  u.get(r.fits_sram);
+  u.get(r.roofline_step_s);
+  u.get(r.roofline_tokens_per_s);
+  std::uint64_t n = 0;
+  u.get(n);
+  r.schedules.resize(n);
+  for (auto& s : r.schedules) {
+    std::uint8_t placed = 0;
+    u.get(s.name);
+    u.get(placed);
+    s.placed = placed != 0;
+    u.get(s.tokens_per_s);
+    u.get(s.latency_s);
+    u.get(s.tpr_tokens_per_s);
+    u.get(s.pes_used);
+    u.get(s.sram_headroom);
+    u.get(s.region_side_pes);
+    u.get(s.regions);
+    u.get(s.microbatches);
+    u.get(s.meshir);
+  }
+  u.get(n);
+  r.front.resize(n);
+  for (auto& f : r.front) {
+    u.get(f.source);
+    u.get(f.tokens_per_s);
+    u.get(f.latency_s);
+    u.get(f.pes_used);
+    u.get(f.microbatches);
+    u.get(f.stages);
+    u.get(f.sram_headroom);
+    u.get(f.meshir);
+  }
+  u.get(r.hypervolume);
+  u.get(r.hypervolume_latency_ref_s);
+  u.get(r.search);
+  u.get(r.search_wall_s);
+  u.get(n);
+  r.sim.resize(n);
+  for (auto& x : r.sim) {
+    u.get(x.schedule);
+    u.get(x.model_latency_s);
+    u.get(x.sim_latency_s);
+    u.get(x.model_tokens_per_s);
+    u.get(x.sim_tokens_per_s);
+    u.get(x.ops_simulated);
+    u.get(x.events);
+  }
+  u.get(n);
+  r.sim_ops.resize(n);
+  for (auto& x : r.sim_ops) {
+    u.get(x.schedule);
+    u.get(x.op);
+    u.get(x.kernel);
+    u.get(x.used_w_pes);
+    u.get(x.used_h_pes);
+    u.get(x.model_cycles);
+    u.get(x.sim_cycles);
+  }
+  return r;
+}
+
+
+workload::Workload setting_workload(const config::Config& config, const config::Setting& setting) {
+  return workload::build_workload(config.workloads.models.at(setting.model_index).spec, setting.shape);
+}
+
+SettingResult describe_setting(const config::Config& config, const config::Setting& setting,
+                               const workload::Workload& w) {
+  SettingResult s;
+  s.setting_id = setting.id;
+  s.tokens_per_step = w.tokens_per_step;
+  s.context_tokens = w.context_tokens;
+  s.flops_per_step = w.flops;
+  s.param_bytes = w.param_bytes;
+  s.kv_cache_bytes = w.kv_cache_bytes;
+  for (const auto& layer : w.layers) {
+    for (const auto& op : layer.ops) {
+      s.activation_peak_bytes = std::max(s.activation_peak_bytes, op.input_bytes + op.output_bytes);
+    }
+  }
+  s.sram_required_bytes = s.param_bytes + s.kv_cache_bytes + s.activation_peak_bytes;
+  s.wafer_sram_bytes = config.wafer.total_sram_bytes();
+  s.fits_sram = s.sram_required_bytes <= s.wafer_sram_bytes ? 1 : 0;
+  s.roofline_step_s = static_cast<double>(w.flops) / config.wafer.peak_flops_per_s();
+  // Tokens produced by one step: one per request in decode, the whole prompt in prefill.
+  const double tokens = setting.shape.phase == workload::Phase::decode
+                            ? static_cast<double>(setting.shape.concurrent_requests)
+                            : static_cast<double>(w.tokens_per_step);
+  s.roofline_tokens_per_s = s.roofline_step_s > 0 ? tokens / s.roofline_step_s : 0.0;
+  return s;
+}
+
+std::string run_baselines(const config::Config& config, const config::Setting& setting, const workload::Workload& w,
+                          TaskCounters& counters) {
+  SettingResult s = describe_setting(config, setting, w);
+  const auto& b = config.baselines;
+  std::vector<std::int64_t> sides;
+  if (b.waferllm_region_side_pes > 0) {
+    sides.push_back(b.waferllm_region_side_pes);
+  } else {
+    const std::int64_t largest = std::min(config.wafer.grid_w_pes, config.wafer.grid_h_pes);
+    for (std::int64_t p = b.waferllm_side_step_pes; p <= largest; p += b.waferllm_side_step_pes) sides.push_back(p);
+  }
+  const auto fullchip = baselines::build_fullchip(w, config.wafer);
+  const auto waferllm = baselines::build_waferllm_tuned(w, config.wafer, config.cost.params, sides);
+  s.schedules.push_back(score("fullchip", fullchip, config, w));
+  s.schedules.push_back(score("waferllm", waferllm, config, w));
+  // Both baselines are points of the space: they seed the front.
+  std::vector<std::pair<std::string, meshir::Schedule>> seeds{{"fullchip", fullchip}};
+  if (waferllm) seeds.emplace_back("waferllm", *waferllm);
+  const auto candidates = search::seed_candidates(w, config.wafer, config.cost.params, seeds);
+  for (const auto& c : candidates) counters.found.push_back(c.objectives);
+  counters.evaluations = static_cast<std::int64_t>(seeds.size());
+  Packer p;
+  pack_setting(s, p);
+  pack_candidates(candidates, p);
+  return p.take();
+}
+
+std::string run_piece(const config::Config& config, const config::Setting& setting, const workload::Workload& w,
+                      const search::SearchPiece& piece, const std::vector<search::Objectives>& incumbents,
+                      search::SearchWorkspace& workspace, TaskCounters& counters) {
+  const auto result = workspace.run(std::to_string(setting.id), w, config.wafer, config.cost.params,
+                                    search::options_from(config.search), piece, incumbents);
+  counters.nodes = result.stats.nodes_visited;
+  counters.pruned = pruned_total(result.stats);
+  counters.evaluations = result.stats.candidates_evaluated;
+  for (const auto& c : result.candidates) counters.found.push_back(c.objectives);
+  Packer p;
+  pack_stats(result.stats, p);
+  pack_candidates(result.candidates, p);
+  return p.take();
+}
+
+std::string run_finish(const config::Config& config, const workload::Workload& w,
+                       const std::string& baselines, const std::vector<std::string>& pieces, TaskCounters& counters) {
+  Unpacker bu(baselines);
+  SettingResult s = unpack_setting(bu);
+  std::vector<search::SearchCandidate> candidates;
+  unpack_candidates(bu, candidates);
+  // The seeds again, from their MeshIR text (printing and parsing round-trip exactly).
+  std::vector<std::pair<std::string, meshir::Schedule>> seeds;
+  for (const auto& c : candidates) {
+    const std::string name = c.source.substr(5);
+    for (const auto& sched : s.schedules) {
+      if (sched.name == name) seeds.emplace_back(name, meshir::parse(sched.meshir, name));
+    }
+  }
+  search::SearchStats stats;
+  for (const auto& bytes : pieces) {
+    Unpacker u(bytes);
+    search::accumulate(stats, unpack_stats(u));
+    unpack_candidates(u, candidates);
+  }
+  const auto found = search::assemble(w, config.wafer, config.cost.params, search::options_from(config.search), seeds,
+                                      candidates, stats);
+  for (const auto& p : found.front) {
+    s.front.push_back(FrontEntry{p.source, p.objectives.tokens_per_s, p.objectives.latency_s, p.objectives.pes,
+                                 p.microbatches, p.stages, p.sram_headroom, meshir::print(p.schedule)});
+  }
+  s.hypervolume = found.hypervolume;
+  s.hypervolume_latency_ref_s = found.reference.latency_ref_s;
+  const auto& st = found.stats;
+  s.search = SearchCounts{st.nodes_visited,     st.exhaustive_tree_nodes, st.pruned_sram,         st.pruned_bound,
+                          st.pruned_incumbent,  st.pruned_dominance,      st.pruned_symmetry,     st.memo_hits,
+                          st.candidates_evaluated, st.block_costs,        st.timed_out ? 1 : 0};
+  s.search_wall_s = st.wall_s;
+  // Sampled simulation: the front first (best throughput first), then the baselines.
+  std::int64_t budget = config.sim.samples;
+  for (std::size_t i = 0; i < found.front.size() && budget > 0; ++i, --budget) {
+    simulate_sample(i == 0 ? "wavel" : "front." + std::to_string(i), found.front[i].schedule, config, w, s);
+  }
+  for (const auto& [name, schedule] : seeds) {
+    if (budget-- <= 0) break;
+    simulate_sample(name, schedule, config, w, s);
+  }
+  counters.front_size = static_cast<std::int64_t>(s.front.size());
+  counters.best_tokens_per_s = s.front.empty() ? 0.0 : s.front.front().tokens_per_s;
+  Packer p;
+  pack_setting(s, p);
+  return p.take();
+}
+
+}  // namespace wavel::driver
