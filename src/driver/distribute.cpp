@@ -496,7 +496,9 @@ class Hub {
            << last_front_;
     }
     if (final) {
-      line << ", done in " << human_duration(elapsed);
+      line << (outcome_ == Outcome::finished ? ", done in " : ", stopped after ") << human_duration(elapsed)
+           << std::fixed << std::setprecision(1) << " (task time: baselines " << busy_[0] << " s, search " << busy_[1]
+           << " s, finishing " << busy_[2] << " s)";
     } else {
       line << ", ETA " << (known ? human_duration(remaining_s) : std::string("?"));
     }

@@ -1,18 +1,23 @@
 #!/usr/bin/env bash
-# Runs the quickstart config at 1, 2 and 4 ranks: the tables and CSV must be identical byte for byte.
+# Runs the quickstart config at 1, 2 and 4 ranks (4 oversubscribed), with 2, 1 and 2 threads per rank:
+# the tables and CSV must be identical byte for byte, and every rank must have done work.
 set -u
 exe=$1; src=$2; tmp=$3; mpiexec=$4
 rm -rf "$tmp"; mkdir -p "$tmp"
 fail=0
 for np in 1 2 4; do
-  "$mpiexec" -n $np --oversubscribe --bind-to none "$exe" "$src/configs/quickstart.yaml" --output "$tmp/np$np" \
+  threads=$(( np == 2 ? 1 : 2 ))
+  OMP_NUM_THREADS=$threads "$mpiexec" -n $np --oversubscribe --bind-to none "$exe" "$src/configs/quickstart.yaml" --output "$tmp/np$np" \
     >"$tmp/np$np.log" 2>&1 || { echo "FAIL: run at $np ranks"; cat "$tmp/np$np.log"; exit 1; }
   # Everything but the root group's provenance attributes (rank count, time).
-  { h5dump -g /settings "$tmp/np$np/results.h5"; h5dump -g /schedules "$tmp/np$np/results.h5"; } | grep -v '^HDF5 "' >"$tmp/np$np.dump"
+  for g in settings front schedules sim_pairs; do h5dump -g /$g "$tmp/np$np/results.h5"; done | grep -v '^HDF5 "' >"$tmp/np$np.dump"
+  # Dynamic balancing: every rank ran tasks (a static split could leave one idle).
+  h5dump -d /rank_stats/tasks "$tmp/np$np/results.h5" | grep -q "(0): $(seq -s ', ' 1 $np | sed 's/[0-9]\+/[1-9][0-9]*/g')" \
+    || { echo "FAIL: a rank ran no task at $np ranks"; h5dump -d /rank_stats/tasks "$tmp/np$np/results.h5"; fail=1; }
 done
 for np in 2 4; do
   cmp -s "$tmp/np1/summary.csv" "$tmp/np$np/summary.csv" || { echo "FAIL: summary.csv differs at $np ranks"; fail=1; }
-  cmp -s "$tmp/np1.dump" "$tmp/np$np.dump" || { echo "FAIL: /settings or /schedules differ at $np ranks"; diff "$tmp/np1.dump" "$tmp/np$np.dump" | head; fail=1; }
+  cmp -s "$tmp/np1.dump" "$tmp/np$np.dump" || { echo "FAIL: /settings, /front, /schedules or /sim_pairs differ at $np ranks"; diff "$tmp/np1.dump" "$tmp/np$np.dump" | head; fail=1; }
 done
 grep -q "mpi_ranks" <(h5dump -a /mpi_ranks "$tmp/np4/results.h5") || { echo "FAIL: no mpi_ranks attribute"; fail=1; }
 [ $fail = 0 ] && echo "ok: identical results at 1, 2 and 4 ranks"

@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# Checkpoint and restart: a run interrupted by SIGUSR1 (and one by SIGTERM) exits 75 with a
+# checkpoint; resuming it on another rank count gives files identical to an uninterrupted run; a
+# corrupt, foreign, garbage or missing checkpoint is refused with a clear error, never restarted.
+set -u
+exe=$1; src=$2; tmp=$3; mpiexec=$4
+rm -rf "$tmp"; mkdir -p "$tmp"
+cfg="$src/configs/quickstart.yaml"
+mpi() { "$mpiexec" --oversubscribe --bind-to none "$@"; }
+fail=0
+dump() { for g in settings front schedules sim_pairs; do h5dump -g /$g "$1/results.h5" | grep -v '^HDF5 "'; done; }
+
+mpi -n 2 "$exe" "$cfg" --output "$tmp/whole" >"$tmp/whole.log" 2>&1 || { echo "FAIL: uninterrupted run"; cat "$tmp/whole.log"; exit 1; }
+
+# interrupt NAME SIGNAL TARGET: start a 2-rank run that checkpoints every second, signal it once
+# the first periodic checkpoint exists, expect exit 75 and a checkpoint.
+interrupt() {
+  local name=$1 sig=$2 target=$3
+  "$mpiexec" --oversubscribe --bind-to none -n 2 "$exe" "$cfg" --output "$tmp/$name" --set search.checkpoint_interval_s=1 \
+    --set output.progress=always >"$tmp/$name.log" 2>&1 &
+  local pid=$!
+  for _ in $(seq 1 300); do [ -f "$tmp/$name/checkpoint.wckp" ] && break; sleep 0.05; done
+  if [ "$target" = ranks ]; then pkill -"$sig" -P "$pid"; else kill -"$sig" "$pid"; fi
+  wait "$pid"; local rc=$?
+  [ $rc = 75 ] || { echo "FAIL: $name: exit $rc after SIG$sig, expected 75"; tail -20 "$tmp/$name.log"; fail=1; return; }
+  grep -q "checkpoint written" "$tmp/$name.log" || { echo "FAIL: $name: no message naming the checkpoint"; fail=1; }
+  [ -f "$tmp/$name/results.h5" ] && { echo "FAIL: $name: results.h5 written by an interrupted run"; fail=1; }
+  cp "$tmp/$name/checkpoint.wckp" "$tmp/$name.wckp"
+}
+interrupt usr1 USR1 mpirun     # mpirun forwards SIGUSR1 to every rank
+interrupt term TERM ranks      # Slurm sends SIGTERM to every task at the time limit (mpirun would kill them)
+
+# Resume on other rank counts: identical tables to the uninterrupted run.
+for run in "usr1 1" "term 4"; do
+  set -- $run
+  mpi -n "$2" "$exe" "$cfg" --output "$tmp/$1" --resume >"$tmp/$1.resume.log" 2>&1 \
+    || { echo "FAIL: resume $1 on $2 ranks"; cat "$tmp/$1.resume.log"; fail=1; continue; }
+  cmp -s <(dump "$tmp/whole") <(dump "$tmp/$1") || { echo "FAIL: $1 resumed on $2 ranks differs from the uninterrupted run"; fail=1; }
+  cmp -s "$tmp/whole/summary.csv" "$tmp/$1/summary.csv" || { echo "FAIL: $1: summary.csv differs"; fail=1; }
+  [ -f "$tmp/$1/checkpoint.wckp" ] && { echo "FAIL: $1: checkpoint left behind after a complete run"; fail=1; }
+done
+
+# expect NAME CODE PATTERN ARGS...: a resume that must fail with CODE and a message matching PATTERN.
+expect() {
+  local name=$1 code=$2 pattern=$3; shift 3
+  "$exe" "$cfg" --output "$tmp/$name" --resume "$@" >"$tmp/$name.log" 2>&1; local rc=$?
+  [ $rc = "$code" ] || { echo "FAIL: $name: exit $rc, expected $code"; cat "$tmp/$name.log"; fail=1; return; }
+  grep -q "$pattern" "$tmp/$name.log" || { echo "FAIL: $name: message lacks '$pattern'"; cat "$tmp/$name.log"; fail=1; }
+  [ -f "$tmp/$name/results.h5" ] && { echo "FAIL: $name: started over"; fail=1; }
+}
+mkdir -p "$tmp/corrupt" "$tmp/foreign" "$tmp/garbage" "$tmp/missing" "$tmp/truncated"
+cp "$tmp/usr1.wckp" "$tmp/corrupt/checkpoint.wckp"
+size=$(stat -c %s "$tmp/corrupt/checkpoint.wckp")
+printf 'X' | dd of="$tmp/corrupt/checkpoint.wckp" bs=1 seek=$((size / 2)) conv=notrunc status=none
+expect corrupt 65 "corrupt"
+cp "$tmp/usr1.wckp" "$tmp/foreign/checkpoint.wckp"
+expect foreign 65 "another config" --set search.max_cut_depth=2
+echo "not a checkpoint" >"$tmp/garbage/checkpoint.wckp"
+expect garbage 65 "not a wavel-dse checkpoint"
+head -c 100 "$tmp/usr1.wckp" >"$tmp/truncated/checkpoint.wckp"
+expect truncated 65 "checkpoint"
+expect missing 66 "no checkpoint"
+
+[ $fail = 0 ] && echo "ok: checkpoint on SIGUSR1 and SIGTERM, resume on 1 and 4 ranks identical, bad checkpoints refused"
+exit $fail
