@@ -178,7 +178,10 @@ void read_workloads(Validator& v, const Node& root, const Node& node, WorkloadAx
     v.error(root.where, path, "missing required section (it lists the models and shapes to sweep)");
     return;
   }
-  if (!v.check_map(node, path, {"models", "phases", "concurrent_requests", "input_tokens", "output_tokens"})) return;
+  if (!v.check_map(node, path, {"models", "phases", "concurrent_requests", "input_tokens", "output_tokens", "lengths",
+                                "moe_capacity_factor", "layer_subset", "layer_subset_max_fill"})) {
+    return;
+  }
   if (!present(node, "models")) {
     v.error(node.where, "workloads.models", "missing required key (a preset name or a HF config.json path)");
   } else {
@@ -211,6 +214,26 @@ void read_workloads(Validator& v, const Node& root, const Node& node, WorkloadAx
     a.values = v.axis(child_or_null(node, a.key), join_key(path, a.key),
                       [&](const Node& n, const std::string& p) { return v.integer(n, p, 1, a.max); });
   }
+  if (present(node, "lengths")) {
+    const Node& n = child_or_null(node, "lengths");
+    for (const char* key : {"input_tokens", "output_tokens"}) {
+      if (present(node, key)) v.error(child_or_null(node, key).where, join_key(path, key), "give either lengths or input_tokens/output_tokens, not both");
+    }
+    axes.lengths = v.axis(n, "workloads.lengths",
+                          [&](const Node& item, const std::string& p) -> std::optional<std::pair<std::int64_t, std::int64_t>> {
+                            if (item.kind != Node::Kind::sequence || item.items.size() != 2) {
+                              v.error(item.where, p, "expected a pair [input_tokens, output_tokens]");
+                              return std::nullopt;
+                            }
+                            const auto in = v.integer(item.items[0], p + "[0]", 1, 1 << 24);
+                            const auto out = v.integer(item.items[1], p + "[1]", 1, 1 << 24);
+                            if (!in || !out) return std::nullopt;
+                            return std::make_pair(*in, *out);
+                          });
+  }
+  read_double(v, node, path, "moe_capacity_factor", axes.moe_capacity_factor, 1.0, 1024.0);
+  read_bool(v, node, path, "layer_subset", axes.layer_subset);
+  read_double(v, node, path, "layer_subset_max_fill", axes.layer_subset_max_fill, 0.0, 1.0, true);
 }
 
 void read_cost(Validator& v, const Node& node, const wafer::WaferParams& wafer, CostConfig& c,
@@ -256,7 +279,8 @@ void read_search(Validator& v, const Node& node, SearchConfig& s) {
   const std::string path = "search";
   v.check_map(node, path,
               {"exhaustive", "cut_ratios", "strip_counts", "max_cut_depth", "group_scales", "used_fractions",
-               "objectives", "time_limit_s", "seed", "checkpoint_interval_s", "eval_batch", "root_chunks"});
+               "objectives", "time_limit_s", "seed", "checkpoint_interval_s", "eval_batch", "root_chunks",
+               "expert_groups"});
   read_bool(v, node, path, "exhaustive", s.exhaustive);
   if (present(node, "cut_ratios")) {
     s.cut_ratios = v.axis(child_or_null(node, "cut_ratios"), "search.cut_ratios",
@@ -302,6 +326,10 @@ void read_search(Validator& v, const Node& node, SearchConfig& s) {
   read_double(v, node, path, "checkpoint_interval_s", s.checkpoint_interval_s, 0.0, 1e9);
   read_int(v, node, path, "eval_batch", s.eval_batch, 1, 1 << 26);
   read_int(v, node, path, "root_chunks", s.root_chunks, 1, 4096);
+  if (present(node, "expert_groups")) {
+    s.expert_groups = v.axis(child_or_null(node, "expert_groups"), "search.expert_groups",
+                             [&](const Node& item, const std::string& p) { return v.integer(item, p, 1, 4096); });
+  }
 }
 
 void read_sim(Validator& v, const Node& node, SimConfig& c) {
@@ -410,8 +438,17 @@ std::string to_yaml(const Config& c) {
   for (auto p : a.phases) out << std::string(workload::to_string(p));
   out << YAML::EndSeq;
   out << YAML::Key << "concurrent_requests" << YAML::Value << YAML::Flow << a.concurrent_requests;
-  out << YAML::Key << "input_tokens" << YAML::Value << YAML::Flow << a.input_tokens;
-  out << YAML::Key << "output_tokens" << YAML::Value << YAML::Flow << a.output_tokens;
+  if (a.lengths.empty()) {
+    out << YAML::Key << "input_tokens" << YAML::Value << YAML::Flow << a.input_tokens;
+    out << YAML::Key << "output_tokens" << YAML::Value << YAML::Flow << a.output_tokens;
+  } else {
+    out << YAML::Key << "lengths" << YAML::Value << YAML::Flow << YAML::BeginSeq;
+    for (const auto& [in, o] : a.lengths) out << YAML::Flow << YAML::BeginSeq << in << o << YAML::EndSeq;
+    out << YAML::EndSeq;
+  }
+  out << YAML::Key << "moe_capacity_factor" << YAML::Value << num(a.moe_capacity_factor);
+  out << YAML::Key << "layer_subset" << YAML::Value << a.layer_subset;
+  out << YAML::Key << "layer_subset_max_fill" << YAML::Value << num(a.layer_subset_max_fill);
   out << YAML::EndMap;
 
  out << YAML::Key << "cost" << YAML::Value << YAML::BeginMap;
@@ -446,6 +483,7 @@ std::string to_yaml(const Config& c) {
   out << YAML::Key << "checkpoint_interval_s" << YAML::Value << num(s.checkpoint_interval_s);
   out << YAML::Key << "eval_batch" << YAML::Value << s.eval_batch;
   out << YAML::Key << "root_chunks" << YAML::Value << s.root_chunks;
+  out << YAML::Key << "expert_groups" << YAML::Value << YAML::Flow << s.expert_groups;
   out << YAML::EndMap;
 
   out << YAML::Key << "sim" << YAML::Value << YAML::BeginMap;

@@ -8,19 +8,23 @@ namespace wavel::config {
 std::vector<Setting> expand_sweep(const Config& config) {
   const auto& a = config.workloads;
   std::vector<Setting> settings;
-  settings.reserve(a.models.size() * a.phases.size() * a.concurrent_requests.size() * a.input_tokens.size() *
-                   a.output_tokens.size());
+  // (input, output) pairs: the listed ones, or the product of the two axes.
+  std::vector<std::pair<std::int64_t, std::int64_t>> lengths = a.lengths;
+  if (lengths.empty()) {
+    for (auto input : a.input_tokens) {
+      for (auto output : a.output_tokens) lengths.emplace_back(input, output);
+    }
+  }
+  settings.reserve(a.models.size() * a.phases.size() * a.concurrent_requests.size() * lengths.size());
   for (std::size_t m = 0; m < a.models.size(); ++m) {
     for (auto phase : a.phases) {
       for (auto requests : a.concurrent_requests) {
-        for (auto input : a.input_tokens) {
-          for (auto output : a.output_tokens) {
-            Setting s;
-            s.id = static_cast<std::int64_t>(settings.size());
-            s.model_index = m;
-            s.shape = workload::WorkloadShape{phase, requests, input, output};
-            settings.push_back(s);
-          }
+        for (const auto& [input, output] : lengths) {
+          Setting s;
+          s.id = static_cast<std::int64_t>(settings.size());
+          s.model_index = m;
+          s.shape = workload::WorkloadShape{phase, requests, input, output};
+          settings.push_back(s);
         }
       }
     }

@@ -108,7 +108,7 @@ std::vector<SettingResult> describe_all(const config::Config& config, const std:
   try {
     for (const auto& setting : settings) {
       if (setting.id % context.ranks != context.rank) continue;
-      pack_setting(describe_setting(config, setting, setting_workload(config, setting)), mine);
+      pack_setting(describe_setting(config, setting), mine);
     }
   } catch (const Error& e) {
     local_error = static_cast<int>(e.code());
@@ -150,7 +150,7 @@ io::Table settings_table(const config::Config& config, const std::vector<config:
   using I = std::vector<std::int64_t>;
   using D = std::vector<double>;
   using S = std::vector<std::string>;
-  I id, requests, input, output, tokens, context, flops, params, kv, act, sram, wafer_sram, fits;
+  I id, requests, input, output, tokens, context, flops, params, kv, act, sram, wafer_sram, fits, layers, subset;
   D roofline_s, roofline_tps;
   S model, phase;
   for (std::size_t i = 0; i < results.size(); ++i) {
@@ -171,6 +171,8 @@ io::Table settings_table(const config::Config& config, const std::vector<config:
     sram.push_back(r.sram_required_bytes);
     wafer_sram.push_back(r.wafer_sram_bytes);
     fits.push_back(r.fits_sram);
+    layers.push_back(r.model_layers);
+    subset.push_back(r.layer_subset_layers);
     roofline_s.push_back(r.roofline_step_s);
     roofline_tps.push_back(r.roofline_tokens_per_s);
   }
@@ -190,6 +192,8 @@ io::Table settings_table(const config::Config& config, const std::vector<config:
                    {"sram_required_bytes", "bytes", sram},
                    {"wafer_sram_bytes", "bytes", wafer_sram},
                    {"fits_sram", "bool", fits},
+                   {"model_layers", "layers", layers},
+                   {"layer_subset_layers", "layers", subset},
                    {"roofline_step_s", "s", roofline_s},
                    {"roofline_tokens_per_s", "tokens/s", roofline_tps}}};
   const double nan = std::numeric_limits<double>::quiet_NaN();
@@ -431,7 +435,7 @@ io::Table schedules_table(const std::vector<SettingResult>& results) {
 
 void print_settings(std::ostream& out, const config::Config& config, const std::vector<config::Setting>& settings,
                     const std::vector<SettingResult>& results) {
-  std::vector<std::string> header{"id", "model", "phase", "req", "in", "out", "SRAM need", "fits"};
+  std::vector<std::string> header{"id", "model", "phase", "req", "in", "out", "SRAM need", "fits", "layers"};
   const bool with_schedules = !results.empty() && !results.front().schedules.empty();
   if (with_schedules) {
     for (const char* n : kScheduleNames) {
@@ -451,7 +455,10 @@ void print_settings(std::ostream& out, const config::Config& config, const std::
                                  std::string(workload::to_string(st.shape.phase)),
                                  std::to_string(st.shape.concurrent_requests), std::to_string(st.shape.input_tokens),
                                  std::to_string(st.shape.output_tokens),
-                                 human(static_cast<double>(r.sram_required_bytes), "B"), r.fits_sram ? "yes" : "NO"};
+                                 human(static_cast<double>(r.sram_required_bytes), "B"), r.fits_sram ? "yes" : "NO",
+                                 r.layer_subset_layers > 0 ? "subset " + std::to_string(r.layer_subset_layers) + "/" +
+                                                                 std::to_string(r.model_layers)
+                                                           : "all " + std::to_string(r.model_layers)};
     if (with_schedules) {
       for (const auto& s : r.schedules) {
         if (!s.placed) {
@@ -496,6 +503,11 @@ void print_settings(std::ostream& out, const config::Config& config, const std::
       << " usable), " << human(static_cast<double>(w.total_sram_bytes()), "B") << " SRAM, peak "
       << human(w.peak_flops_per_s(), "FLOP/s") << " FP16\n";
   if (with_schedules) {
+    const bool any_subset = std::any_of(results.begin(), results.end(), [](const SettingResult& r) { return r.layer_subset_layers > 0; });
+    if (any_subset) {
+      out << "Rows marked 'subset k/L' did not fit the wafer: their schedules hold k of the model's L layers and every\n"
+             "cost is scaled by L/k (the layer-subset method; embedding and head are scaled too).\n";
+    }
     out << "All throughputs and latencies are PREDICTED by the cost model ("
         << (config.cost.params_file.empty() ? std::string("built-in default parameters")
                                             : "parameters from " + config.cost.params_file)

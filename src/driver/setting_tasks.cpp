@@ -141,6 +141,8 @@ void pack_setting(const SettingResult& r, Packer& p) {
   p.put(r.fits_sram);
   p.put(r.roofline_step_s);
   p.put(r.roofline_tokens_per_s);
+  p.put(r.model_layers);
+  p.put(r.layer_subset_layers);
   p.put(static_cast<std::uint64_t>(r.schedules.size()));
   for (const auto& s : r.schedules) {
     p.put(s.name);
@@ -206,6 +208,8 @@ SettingResult unpack_setting(Unpacker& u) {
   u.get(r.fits_sram);
   u.get(r.roofline_step_s);
   u.get(r.roofline_tokens_per_s);
+  u.get(r.model_layers);
+  u.get(r.layer_subset_layers);
   std::uint64_t n = 0;
   u.get(n);
   r.schedules.resize(n);
@@ -266,25 +270,64 @@ SettingResult unpack_setting(Unpacker& u) {
 }
 
 
-workload::Workload setting_workload(const config::Config& config, const config::Setting& setting) {
-  return workload::build_workload(config.workloads.models.at(setting.model_index).spec, setting.shape);
+namespace {
+
+// Weights, KV cache and the largest op's activations: what must fit in SRAM.
+std::int64_t sram_required_bytes(const workload::Workload& w) {
+  std::int64_t activation_peak = 0;
+  for (const auto& layer : w.layers) {
+    for (const auto& op : layer.ops) activation_peak = std::max(activation_peak, op.input_bytes + op.output_bytes);
+  }
+  return w.param_bytes + w.kv_cache_bytes + activation_peak;
 }
 
-SettingResult describe_setting(const config::Config& config, const config::Setting& setting,
-                               const workload::Workload& w) {
+workload::ModelSpec with_layers(workload::ModelSpec model, std::int64_t layers) {
+  model.num_layers = layers;
+  if (model.moe) model.moe->first_dense_layers = std::min(model.moe->first_dense_layers, layers);
+  return model;
+}
+
+}  // namespace
+
+LayerSubset choose_layer_subset(const config::Config& config, const config::Setting& setting) {
+  const auto& model = config.workloads.models.at(setting.model_index).spec;
+  const double budget = config.workloads.layer_subset_max_fill * static_cast<double>(config.wafer.total_sram_bytes());
+  if (!config.workloads.layer_subset ||
+      static_cast<double>(sram_required_bytes(workload::build_workload(model, setting.shape))) <= budget) {
+    return {};
+  }
+  for (std::int64_t k = model.num_layers - 1; k >= 1; --k) {
+    if (model.num_layers % k != 0) continue;
+    const auto part = workload::build_workload(with_layers(model, k), setting.shape);
+    if (k == 1 || static_cast<double>(sram_required_bytes(part)) <= budget) return {k, model.num_layers / k};
+  }
+  return {1, model.num_layers};  // a one-layer model: 1 divides everything, so not reached
+}
+
+workload::Workload setting_workload(const config::Config& config, const config::Setting& setting) {
+  const auto& model = config.workloads.models.at(setting.model_index).spec;
+  const LayerSubset subset = choose_layer_subset(config, setting);
+  workload::Workload w = workload::build_workload(subset.layers > 0 ? with_layers(model, subset.layers) : model,
+                                                  setting.shape);
+  w.layer_scale = subset.scale;
+  w.moe_capacity_factor = config.workloads.moe_capacity_factor;
+  return w;
+}
+
+SettingResult describe_setting(const config::Config& config, const config::Setting& setting) {
+  const auto& model = config.workloads.models.at(setting.model_index).spec;
+  const workload::Workload w = workload::build_workload(model, setting.shape);
   SettingResult s;
+  s.model_layers = model.num_layers;
+  s.layer_subset_layers = choose_layer_subset(config, setting).layers;
   s.setting_id = setting.id;
   s.tokens_per_step = w.tokens_per_step;
   s.context_tokens = w.context_tokens;
   s.flops_per_step = w.flops;
   s.param_bytes = w.param_bytes;
   s.kv_cache_bytes = w.kv_cache_bytes;
-  for (const auto& layer : w.layers) {
-    for (const auto& op : layer.ops) {
-      s.activation_peak_bytes = std::max(s.activation_peak_bytes, op.input_bytes + op.output_bytes);
-    }
-  }
-  s.sram_required_bytes = s.param_bytes + s.kv_cache_bytes + s.activation_peak_bytes;
+  s.sram_required_bytes = sram_required_bytes(w);
+  s.activation_peak_bytes = s.sram_required_bytes - s.param_bytes - s.kv_cache_bytes;
   s.wafer_sram_bytes = config.wafer.total_sram_bytes();
   s.fits_sram = s.sram_required_bytes <= s.wafer_sram_bytes ? 1 : 0;
   s.roofline_step_s = static_cast<double>(w.flops) / config.wafer.peak_flops_per_s();
@@ -298,7 +341,7 @@ SettingResult describe_setting(const config::Config& config, const config::Setti
 
 std::string run_baselines(const config::Config& config, const config::Setting& setting, const workload::Workload& w,
                           TaskCounters& counters) {
-  SettingResult s = describe_setting(config, setting, w);
+  SettingResult s = describe_setting(config, setting);
   const auto& b = config.baselines;
   std::vector<std::int64_t> sides;
   if (b.waferllm_region_side_pes > 0) {

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 
 #include "wavel/meshir/verify.hpp"
 
@@ -131,74 +132,173 @@ void Placer::move_input_to(int region, const Rect& used, int stage, const Tune& 
   block_input_ = append(std::move(t));
 }
 
+int Placer::place_op(const workload::Op& op, const std::string& name, int region, const Rect& used, int stage,
+                     const Tune& tune, const std::vector<int>& inputs, bool same_step) {
+  PlacedOp p;
+  p.name = name;
+  p.kernel = kernel_for(op.kind, decode_);
+  p.region = region;
+  p.used = used;
+  p.stage = stage;
+  p.work = work_of(op);
+  if (op.kind == OpKind::softmax) p.rounds = 2;  // max, then sum
+  // The first input that exists decides the layout; others are re-laid out to match.
+  const int primary = inputs.empty() ? -1 : inputs.front();
+  const Layout incoming = primary >= 0 ? s_.ops[static_cast<std::size_t>(primary)].out_layout
+                                       : (decode_ ? features_on(tune.entry_features, used) : prefill_layout(used));
+  if (!decode_) {
+    p.in_layout = prefill_layout(used);
+    p.out_layout = p.in_layout;
+    if (p.kernel == Kernel::allreduce) {
+      p.reduce_axis = Axis::x;  // features lie on X in prefill
+      p.group = group_along(Axis::x, used, tune);
+    }
+  } else if (p.kernel == Kernel::meshgemv) {
+    // Reduce along the axis that holds the input features; the output lies on the other axis, so
+    // consecutive GEMVs alternate X and Y with no re-shuffle.
+    p.reduce_axis = features_axis(incoming);
+    p.group = group_along(p.reduce_axis, used, tune);
+    p.in_layout = features_on(p.reduce_axis, used);
+    p.out_layout = features_on(flip(p.reduce_axis), used);
+  } else {
+    p.in_layout = features_on(features_axis(incoming), used);
+    p.out_layout = p.in_layout;
+    if (p.kernel == Kernel::allreduce) {
+      p.reduce_axis = features_axis(incoming);
+      p.group = group_along(p.reduce_axis, used, tune);
+    }
+  }
+  if (moves_between_regions(p.kernel)) p.to_region = region;
+  if (p.kernel == Kernel::meshgemm || p.kernel == Kernel::gemm_t) {
+    p.in_layout.tile_rows = (op.k + used.h - 1) / used.h;
+    p.in_layout.tile_cols = (op.n + used.w - 1) / used.w;
+  } else if (p.kernel == Kernel::meshgemv) {
+    const std::int64_t along = p.reduce_axis == Axis::x ? used.w : used.h;
+    const std::int64_t across = p.reduce_axis == Axis::x ? used.h : used.w;
+    p.in_layout.tile_rows = (op.k + along - 1) / along;
+    p.in_layout.tile_cols = (op.n + across - 1) / across;
+  }
+  for (int r : inputs) {
+    if (r < 0) continue;
+    const PlacedOp& producer = s_.ops[static_cast<std::size_t>(r)];
+    const bool resident_state = producer.kernel == Kernel::kv_shift;  // the cache keeps its own layout
+    const bool remaps = moves_between_regions(p.kernel);              // movers re-map as they go
+    if (!resident_state && !remaps && !producer.out_layout.aligned_with(p.in_layout)) {
+      r = relayout(r, p.in_layout, op.name);
+    }
+    p.inputs.push_back(r);
+  }
+  if (same_step) {
+    p.step = next_step_ - 1;
+    s_.ops.push_back(std::move(p));
+    return static_cast<int>(s_.ops.size()) - 1;
+  }
+  return append(std::move(p));
+}
+
+// The expert CUT: the used rectangle is cut into `groups` strips along its longer side, each holding
+// experts / groups experts. Dispatch multicasts each group's tokens to its strip, the strips run their
+// experts in the same steps, and combine gathers the outputs back. A group serves at most
+// capacity_factor x its mean share of the routed rows (the slowest group sets the pace), and never
+// more than every token routed to each of its experts.
+int Placer::place_experts(const workload::Layer& block, std::size_t dispatch, std::size_t combine,
+                          const std::function<int(int)>& resolve, int region,
+                          const Rect& used, int stage, const Tune& tune, std::int64_t groups) {
+  const workload::Op& d = block.ops[dispatch];
+  const std::int64_t experts = d.experts, top_k = std::max<std::int64_t>(1, d.experts_per_token);
+  const std::int64_t routed = std::max<std::int64_t>(1, d.m);
+  const std::int64_t tokens = std::max<std::int64_t>(1, routed / top_k);
+  const double mean = static_cast<double>(routed) / static_cast<double>(groups);
+  const std::int64_t rows = std::min<std::int64_t>(tokens * std::min(top_k, experts / groups),
+                                                   static_cast<std::int64_t>(std::ceil(capacity_factor_ * mean)));
+  const bool along_x = used.w >= used.h;
+  const std::int64_t side = along_x ? used.w : used.h;
+  std::vector<int> strips;
+  std::vector<Rect> rects;
+  for (std::int64_t g = 0; g < groups; ++g) {
+    const std::int64_t lo = side * g / groups, hi = side * (g + 1) / groups;
+    const Rect r = along_x ? Rect{used.x + lo, used.y, hi - lo, used.h} : Rect{used.x, used.y + lo, used.w, hi - lo};
+    rects.push_back(r);
+    s_.regions.push_back(r);
+    strips.push_back(static_cast<int>(s_.regions.size()) - 1);
+  }
+  // Work of one group's share of an op over `rows` routed rows and experts / groups experts.
+  const auto share = [&](const workload::Op& op) {
+    workload::Op o = op;
+    const auto scale = [&](std::int64_t v) {
+      return static_cast<std::int64_t>(std::ceil(static_cast<double>(v) * static_cast<double>(rows) / static_cast<double>(routed)));
+    };
+    o.m = rows;  // every op of the section works on the routed rows
+    o.flops = scale(op.flops);
+    o.input_bytes = scale(op.input_bytes);
+    o.output_bytes = op.kind == OpKind::moe_combine ? op.output_bytes : scale(op.output_bytes);
+    o.weight_bytes = op.weight_bytes / groups;
+    return o;
+  };
+  std::vector<int> last(static_cast<std::size_t>(groups), -1);
+  // Dispatch: from the block's region (where norm and router ran) to each strip, one step.
+  std::vector<int> sources;
+  for (int in : d.inputs) sources.push_back(resolve(in));
+  for (std::int64_t g = 0; g < groups; ++g) {
+    workload::Op o = share(d);
+    o.output_bytes = o.input_bytes;
+    const int i = place_op(o, block.name + "." + d.name + ".g" + std::to_string(g), region, used, stage, tune, sources,
+                           g > 0);
+    s_.ops[static_cast<std::size_t>(i)].to_region = strips[static_cast<std::size_t>(g)];
+    s_.ops[static_cast<std::size_t>(i)].out_layout =
+        decode_ ? features_on(tune.entry_features, rects[static_cast<std::size_t>(g)]) : prefill_layout(rects[static_cast<std::size_t>(g)]);
+    last[static_cast<std::size_t>(g)] = i;
+  }
+  // The experts, one step per op, every strip at once.
+  for (std::size_t k = dispatch + 1; k < combine; ++k) {
+    for (std::int64_t g = 0; g < groups; ++g) {
+      last[static_cast<std::size_t>(g)] =
+          place_op(share(block.ops[k]), block.name + "." + block.ops[k].name + ".g" + std::to_string(g),
+                   strips[static_cast<std::size_t>(g)], rects[static_cast<std::size_t>(g)], stage, tune,
+                   {last[static_cast<std::size_t>(g)]}, g > 0);
+    }
+  }
+  // Combine: each strip's outputs gathered back to the block's region (gate weights came along with
+  // the tokens, so the router output is not read again).
+  const workload::Op& c = block.ops[combine];
+  int out = -1;
+  for (std::int64_t g = 0; g < groups; ++g) {
+    const int i = place_op(share(c), block.name + "." + c.name + ".g" + std::to_string(g),
+                           strips[static_cast<std::size_t>(g)], rects[static_cast<std::size_t>(g)], stage, tune,
+                           {last[static_cast<std::size_t>(g)]}, g > 0);
+    PlacedOp& op = s_.ops[static_cast<std::size_t>(i)];
+    op.to_region = region;
+    op.out_layout = decode_ ? features_on(tune.entry_features, used) : prefill_layout(used);
+    out = i;
+  }
+  return out;
+}
+
 void Placer::place(const workload::Layer& block, int region, const Rect& used, int stage, const Tune& tune) {
   move_input_to(region, used, stage, tune);
   std::vector<int> placed(block.ops.size(), -1);
-  auto resolve = [&](int input) { return input == kBlockInput ? block_input_ : placed[static_cast<std::size_t>(input)]; };
+  const std::function<int(int)> resolve = [&](int input) {
+    return input == kBlockInput ? block_input_ : placed[static_cast<std::size_t>(input)];
+  };
   for (std::size_t i = 0; i < block.ops.size(); ++i) {
     const workload::Op& op = block.ops[i];
-    PlacedOp p;
-    p.name = block.name + "." + op.name;
-    p.kernel = kernel_for(op.kind, decode_);
-    p.region = region;
-    p.used = used;
-    p.stage = stage;
-    p.work = work_of(op);
-    if (op.kind == OpKind::softmax) p.rounds = 2;  // max, then sum
-    // The first input that exists decides the layout; others are re-laid out to match.
-    int primary = -1;
+    if (op.kind == OpKind::moe_dispatch && tune.expert_groups > 1 && op.experts > 1) {
+      std::size_t combine = i + 1;
+      while (combine < block.ops.size() && block.ops[combine].kind != OpKind::moe_combine) ++combine;
+      const std::int64_t side = std::max(used.w, used.h);
+      const std::int64_t groups = std::min({tune.expert_groups, op.experts, side});
+      if (combine < block.ops.size() && groups > 1) {
+        const int out = place_experts(block, i, combine, resolve, region, used, stage, tune, groups);
+        for (std::size_t k = i; k <= combine; ++k) placed[k] = out;
+        i = combine;
+        continue;
+      }
+    }
+    std::vector<int> inputs;
     for (int in : op.inputs) {
-      if (const int r = resolve(in); r >= 0) {
-        primary = r;
-        break;
-      }
+      if (const int r = resolve(in); r >= 0) inputs.push_back(r);
     }
-    const Layout incoming = primary >= 0 ? s_.ops[static_cast<std::size_t>(primary)].out_layout
-                                         : (decode_ ? features_on(tune.entry_features, used) : prefill_layout(used));
-    if (!decode_) {
-      p.in_layout = prefill_layout(used);
-      p.out_layout = p.in_layout;
-      if (p.kernel == Kernel::allreduce) {
-        p.reduce_axis = Axis::x;  // features lie on X in prefill
-        p.group = group_along(Axis::x, used, tune);
-      }
-    } else if (p.kernel == Kernel::meshgemv) {
-      // Reduce along the axis that holds the input features; the output lies on the other axis, so
-      // consecutive GEMVs alternate X and Y with no re-shuffle.
-      p.reduce_axis = features_axis(incoming);
-      p.group = group_along(p.reduce_axis, used, tune);
-      p.in_layout = features_on(p.reduce_axis, used);
-      p.out_layout = features_on(flip(p.reduce_axis), used);
-    } else {
-      p.in_layout = features_on(features_axis(incoming), used);
-      p.out_layout = p.in_layout;
-      if (p.kernel == Kernel::allreduce) {
-        p.reduce_axis = features_axis(incoming);
-        p.group = group_along(p.reduce_axis, used, tune);
-      }
-    }
-    if (moves_between_regions(p.kernel)) p.to_region = region;
-    if (p.kernel == Kernel::meshgemm || p.kernel == Kernel::gemm_t) {
-      p.in_layout.tile_rows = (op.k + used.h - 1) / used.h;
-      p.in_layout.tile_cols = (op.n + used.w - 1) / used.w;
-    } else if (p.kernel == Kernel::meshgemv) {
-      const std::int64_t along = p.reduce_axis == Axis::x ? used.w : used.h;
-      const std::int64_t across = p.reduce_axis == Axis::x ? used.h : used.w;
-      p.in_layout.tile_rows = (op.k + along - 1) / along;
-      p.in_layout.tile_cols = (op.n + across - 1) / across;
-    }
-    for (int in : op.inputs) {
-      int r = resolve(in);
-      if (r < 0) continue;
-      const PlacedOp& producer = s_.ops[static_cast<std::size_t>(r)];
-      const bool resident_state = producer.kernel == Kernel::kv_shift;  // the cache keeps its own layout
-      const bool remaps = moves_between_regions(p.kernel);              // movers re-map as they go
-      if (!resident_state && !remaps && !producer.out_layout.aligned_with(p.in_layout)) {
-        r = relayout(r, p.in_layout, op.name);
-      }
-      p.inputs.push_back(r);
-    }
-    placed[i] = append(std::move(p));
+    placed[i] = place_op(op, block.name + "." + op.name, region, used, stage, tune, inputs, false);
   }
   if (!block.ops.empty()) block_input_ = placed.back();
 }

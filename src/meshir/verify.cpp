@@ -167,15 +167,22 @@ void Checker::check_layout(std::size_t i, const char* field, const Layout& l) {
              f + " layout has a negative tile " + std::to_string(l.tile_rows) + "x" + std::to_string(l.tile_cols));
   }
   if (!factors_ok || op.used.w < 1 || op.used.h < 1) return;
-  if (saturating_mul(l.part_x, l.repl_x) > op.used.w) {
+  // A mover's output lies in its destination region, whatever part of the source it reads.
+  Rect over = op.used;
+  const char* where = " used";
+  if (f == "out" && moves_between_regions(op.kernel) && region_ok(op.to_region)) {
+    over = s_.regions[static_cast<std::size_t>(op.to_region)];
+    where = " of its destination region";
+  }
+  if (saturating_mul(l.part_x, l.repl_x) > over.w) {
     op_error(i, f + ".part",
              f + " layout spreads over part_x * repl_x = " + std::to_string(l.part_x) + " * " +
-                 std::to_string(l.repl_x) + " PEs along X, more than the " + std::to_string(op.used.w) + " used");
+                 std::to_string(l.repl_x) + " PEs along X, more than the " + std::to_string(over.w) + where);
   }
-  if (saturating_mul(l.part_y, l.repl_y) > op.used.h) {
+  if (saturating_mul(l.part_y, l.repl_y) > over.h) {
     op_error(i, f + ".part",
              f + " layout spreads over part_y * repl_y = " + std::to_string(l.part_y) + " * " +
-                 std::to_string(l.repl_y) + " PEs along Y, more than the " + std::to_string(op.used.h) + " used");
+                 std::to_string(l.repl_y) + " PEs along Y, more than the " + std::to_string(over.h) + where);
   }
 }
 
@@ -379,22 +386,67 @@ RegionSram op_sram_per_pe(const OpWork& work, std::int64_t weight_copies, std::i
   return use;
 }
 
+namespace {
+
+// Each region's own ops, in one pass over the schedule.
+std::vector<RegionSram> own_sram(const Schedule& schedule) {
+  std::vector<RegionSram> use(schedule.regions.size());
+  for (const PlacedOp& op : schedule.ops) {
+    if (op.region < 0 || static_cast<std::size_t>(op.region) >= use.size() || op.used.w < 1 || op.used.h < 1) continue;
+    const std::int64_t copies = saturating_mul(at_least_one(op.in_layout.repl_x), at_least_one(op.in_layout.repl_y));
+    OpWork work = op.work;
+    if (holds_no_weights(op.kernel)) work.weight_bytes = work.kv_cache_bytes = 0;
+    const RegionSram one = op_sram_per_pe(work, copies, saturating_mul(op.used.w, op.used.h));
+    RegionSram& u = use[static_cast<std::size_t>(op.region)];
+    u.resident_bytes = saturating_add(u.resident_bytes, one.resident_bytes);
+    u.buffer_bytes = std::max(u.buffer_bytes, one.buffer_bytes);
+  }
+  return use;
+}
+
+// A PE of `region` also keeps what every other region covering it keeps (the expert CUT's strips lie
+// inside their block's region): add the load of the most loaded cell of the overlap arrangement.
+RegionSram with_overlaps(const Schedule& schedule, const std::vector<RegionSram>& own, std::size_t region) {
+  RegionSram use = own[region];
+  const Rect& mine = schedule.regions[region];
+  std::vector<std::size_t> others;
+  for (std::size_t q = 0; q < schedule.regions.size(); ++q) {
+    if (q != region && overlap(mine, schedule.regions[q])) others.push_back(q);
+  }
+  if (others.empty()) return use;
+  std::vector<std::int64_t> xs{mine.x, mine.x + mine.w}, ys{mine.y, mine.y + mine.h};
+  for (std::size_t q : others) {
+    const Rect& r = schedule.regions[q];
+    for (std::int64_t x : {r.x, r.x + r.w}) if (x > mine.x && x < mine.x + mine.w) xs.push_back(x);
+    for (std::int64_t y : {r.y, r.y + r.h}) if (y > mine.y && y < mine.y + mine.h) ys.push_back(y);
+    use.buffer_bytes = std::max(use.buffer_bytes, own[q].buffer_bytes);
+  }
+  std::sort(xs.begin(), xs.end());
+  xs.erase(std::unique(xs.begin(), xs.end()), xs.end());
+  std::sort(ys.begin(), ys.end());
+  ys.erase(std::unique(ys.begin(), ys.end()), ys.end());
+  std::int64_t extra = 0;
+  for (std::size_t i = 0; i + 1 < xs.size(); ++i) {
+    for (std::size_t j = 0; j + 1 < ys.size(); ++j) {
+      std::int64_t cell = 0;
+      for (std::size_t q : others) {
+        if (schedule.regions[q].contains(xs[i], ys[j])) cell = saturating_add(cell, own[q].resident_bytes);
+      }
+      extra = std::max(extra, cell);
+    }
+  }
+  use.resident_bytes = saturating_add(use.resident_bytes, extra);
+  return use;
+}
+
+}  // namespace
+
 RegionSram region_sram_per_pe(const Schedule& schedule, int region) {
   if (region < 0 || static_cast<std::size_t>(region) >= schedule.regions.size()) {
     throw InternalError("region_sram_per_pe: region " + std::to_string(region) + " out of range (" +
                         std::to_string(schedule.regions.size()) + " regions)");
   }
-  RegionSram use;
-  for (const PlacedOp& op : schedule.ops) {
-    if (op.region != region || op.used.w < 1 || op.used.h < 1) continue;
-    const std::int64_t copies = saturating_mul(at_least_one(op.in_layout.repl_x), at_least_one(op.in_layout.repl_y));
-    OpWork work = op.work;
-    if (holds_no_weights(op.kernel)) work.weight_bytes = work.kv_cache_bytes = 0;
-    const RegionSram one = op_sram_per_pe(work, copies, saturating_mul(op.used.w, op.used.h));
-    use.resident_bytes = saturating_add(use.resident_bytes, one.resident_bytes);
-    use.buffer_bytes = std::max(use.buffer_bytes, one.buffer_bytes);
-  }
-  return use;
+  return with_overlaps(schedule, own_sram(schedule), static_cast<std::size_t>(region));
 }
 
 std::int64_t resident_bytes_per_pe(const Schedule& schedule, int region) {
@@ -402,10 +454,9 @@ std::int64_t resident_bytes_per_pe(const Schedule& schedule, int region) {
 }
 
 std::int64_t resident_bytes_per_pe_max(const Schedule& schedule) {
+  const auto own = own_sram(schedule);
   std::int64_t most = 0;
-  for (std::size_t r = 0; r < schedule.regions.size(); ++r) {
-    most = std::max(most, resident_bytes_per_pe(schedule, static_cast<int>(r)));
-  }
+  for (std::size_t r = 0; r < schedule.regions.size(); ++r) most = std::max(most, with_overlaps(schedule, own, r).total_bytes());
   return most;
 }
 

@@ -96,7 +96,8 @@ std::uint64_t table_key(int type, std::int64_t w, std::int64_t h, int tune) {
          (static_cast<std::uint64_t>(h) << 12) | static_cast<std::uint64_t>(tune);
 }
 
-std::vector<meshir::Tune> tune_choices(bool decode, const std::vector<double>& scales) {
+std::vector<meshir::Tune> tune_choices(bool decode, const std::vector<double>& scales, std::int64_t experts,
+                                       const std::vector<std::int64_t>& expert_groups) {
   std::vector<meshir::Tune> tunes;
   if (decode) {
     for (Axis entry : {Axis::x, Axis::y}) {
@@ -107,7 +108,17 @@ std::vector<meshir::Tune> tune_choices(bool decode, const std::vector<double>& s
   } else {
     for (double sx : scales) tunes.push_back(meshir::Tune{sx, 1.0, Axis::x});  // prefill reduces along X only
   }
-  return tunes;
+  // MoE: each choice again with every expert CUT that splits the experts evenly.
+  std::vector<meshir::Tune> out;
+  for (std::int64_t g : expert_groups) {
+    if (g > 1 && (experts < g || experts % g != 0)) continue;
+    if (g > 1 && experts < 2) continue;
+    for (auto t : tunes) {
+      t.expert_groups = g;
+      out.push_back(t);
+    }
+  }
+  return out.empty() ? tunes : out;
 }
 
 // Used sizes TUNE may pick inside a side (fractions rounded up), each once.
@@ -130,6 +141,8 @@ struct PlanEvaluator::Impl {
   std::int64_t prompt_tokens = 0;
   std::int64_t microbatches = 1;
   std::int64_t layers_total = 0;
+  std::int64_t layer_scale = 1;
+  double capacity_factor = 1.0;
   std::vector<Block> blocks;
   std::vector<int> representative;  ///< a block index per type
   std::vector<meshir::Tune> tunes;
@@ -138,10 +151,11 @@ struct PlanEvaluator::Impl {
   bool serial = false;  ///< run the parallel loops on Kokkos::Serial (tests compare the two)
 
   Impl(const workload::Workload& w, const wafer::WaferParams& wf, const cost::CostParams& p, std::int64_t mb,
-       const std::vector<double>& group_scales)
+       const std::vector<double>& group_scales, const std::vector<std::int64_t>& expert_groups)
       : wafer(wf), params(p), decode(w.shape.phase == workload::Phase::decode),
         requests(w.shape.concurrent_requests), prompt_tokens(w.shape.input_tokens), microbatches(mb),
-        layers_total(w.model.num_layers) {
+        layers_total(w.model.num_layers * w.layer_scale), layer_scale(w.layer_scale),
+        capacity_factor(w.moe_capacity_factor) {
     // One micro-batch's op graph; the KV cache of every request stays resident.
     workload::Workload part = w;
     if (mb > 1) {
@@ -156,7 +170,7 @@ struct PlanEvaluator::Impl {
     for (std::size_t i = 0; i < blocks.size(); ++i) {
       if (blocks[i].type >= static_cast<int>(representative.size())) representative.push_back(static_cast<int>(i));
     }
-    tunes = tune_choices(decode, group_scales);
+    tunes = tune_choices(decode, group_scales, w.model.moe ? w.model.moe->num_experts : 0, expert_groups);
   }
 
   meshir::Schedule empty() const {
@@ -170,6 +184,7 @@ struct PlanEvaluator::Impl {
     s.concurrent_requests = requests;
     s.microbatches = microbatches;
     s.layers_total = layers_total;
+    s.layer_scale = layer_scale;
     return s;
   }
 
@@ -178,11 +193,12 @@ struct PlanEvaluator::Impl {
     meshir::Schedule s = empty();
     const Rect rect{0, 0, w, h};
     s.regions = {rect};
-    meshir::Placer placer(s, decode);
+    meshir::Placer placer(s, decode, capacity_factor);
     placer.place(blocks[static_cast<std::size_t>(representative[static_cast<std::size_t>(type)])].ops, 0, rect, 0,
                  tunes[static_cast<std::size_t>(tune)]);
     s.microbatches = 1;  // the block's own time, not a pipeline round
     s.concurrent_requests = 1;
+    s.layer_scale = 1;   // blocks add up unscaled; objectives() scales a subset's pass and stages
     const auto c = cost::evaluate(s, wafer, params, decode, prompt_tokens);
     const auto sram = meshir::region_sram_per_pe(s, 0);
     BlockCost b;
@@ -190,7 +206,7 @@ struct PlanEvaluator::Impl {
     b.resident = sram.resident_bytes;
     b.buffers = sram.buffer_bytes;
     for (const auto& op : s.ops) {
-      if (op.kernel != meshir::Kernel::meshgemv) continue;
+      if (op.kernel != meshir::Kernel::meshgemv || op.region != 0) continue;  // route switches are per region
       const int axis = op.reduce_axis == Axis::x ? 0 : 1;
       if (b.first_axis < 0) b.first_axis = axis;
       b.last_axis = axis;
@@ -262,6 +278,8 @@ struct PlanEvaluator::Impl {
   // Final objectives from pass time and stage times.
   Objectives objectives(double pass, double bottleneck, std::int64_t pes) const {
     Objectives o;
+    pass *= static_cast<double>(layer_scale);
+    bottleneck *= static_cast<double>(layer_scale);
     const double mb = static_cast<double>(microbatches);
     const double clock = wafer.clock_hz;
     if (decode) {
@@ -279,13 +297,14 @@ struct PlanEvaluator::Impl {
 
   meshir::Schedule build(const std::vector<Leaf>& leaves) const {
     meshir::Schedule s = empty();
-    meshir::Placer placer(s, decode);
+    meshir::Placer placer(s, decode, capacity_factor);
     for (std::size_t l = 0; l < leaves.size(); ++l) {
       const Leaf& leaf = leaves[l];
       s.regions.push_back(leaf.region);
+      const int region = static_cast<int>(s.regions.size()) - 1;  // expert CUTs append strip regions after it
       const Rect used{leaf.region.x, leaf.region.y, leaf.used_w, leaf.used_h};
       for (int i = leaf.first_block; i < leaf.end_block; ++i) {
-        placer.place(blocks[static_cast<std::size_t>(i)].ops, static_cast<int>(l), used, static_cast<int>(l),
+        placer.place(blocks[static_cast<std::size_t>(i)].ops, region, used, static_cast<int>(l),
                      tunes[static_cast<std::size_t>(leaf.tune)]);
       }
     }
@@ -295,8 +314,8 @@ struct PlanEvaluator::Impl {
 
 PlanEvaluator::PlanEvaluator(const workload::Workload& workload, const wafer::WaferParams& wafer,
                              const cost::CostParams& params, std::int64_t microbatches,
-                             const std::vector<double>& group_scales)
-    : impl_(new Impl(workload, wafer, params, microbatches, group_scales)) {}
+                             const std::vector<double>& group_scales, const std::vector<std::int64_t>& expert_groups)
+    : impl_(new Impl(workload, wafer, params, microbatches, group_scales, expert_groups)) {}
 PlanEvaluator::~PlanEvaluator() { delete impl_; }
 const std::vector<meshir::Tune>& PlanEvaluator::tunes() const { return impl_->tunes; }
 int PlanEvaluator::blocks() const { return static_cast<int>(impl_->blocks.size()); }
@@ -816,6 +835,7 @@ SearchOptions options_from(const config::SearchConfig& search) {
   o.used_fractions = search.used_fractions;
   o.time_limit_s = search.time_limit_s;
   o.root_chunks = search.root_chunks;
+  o.expert_groups = search.expert_groups;
   return o;
 }
 
@@ -873,7 +893,8 @@ PieceResult SearchWorkspace::run(const std::string& setting_key, const workload:
   const std::string key = setting_key + "/mb=" + std::to_string(piece.microbatches);
   if (impl_->key != key || !impl_->solver) {
     impl_->solver.reset();
-    impl_->evaluator = std::make_unique<PlanEvaluator>(workload, wafer, params, piece.microbatches, options.group_scales);
+    impl_->evaluator = std::make_unique<PlanEvaluator>(workload, wafer, params, piece.microbatches, options.group_scales,
+                                                       options.expert_groups);
     impl_->evaluator->impl().serial = options.serial;
     impl_->solver = std::make_unique<Solver>(impl_->evaluator->impl(), options);
     impl_->key = key;
@@ -965,7 +986,10 @@ SearchResult assemble(const workload::Workload& workload, const wafer::WaferPara
     p.sram_headroom = c.sram_headroom;
     if (c.source == "search") {
       auto& builder = builders[c.microbatches];
-      if (!builder) builder = std::make_unique<PlanEvaluator>(workload, wafer, params, c.microbatches, options.group_scales);
+      if (!builder) {
+        builder = std::make_unique<PlanEvaluator>(workload, wafer, params, c.microbatches, options.group_scales,
+                                                  options.expert_groups);
+      }
       p.schedule = builder->build(c.leaves);
       p.schedule.name = "wavel";
     } else {
@@ -975,7 +999,9 @@ SearchResult assemble(const workload::Workload& workload, const wafer::WaferPara
       p.schedule = seed->second;
       p.schedule.name = name;
     }
-    p.stages = static_cast<std::int64_t>(p.schedule.regions.size());
+    int stages = 0;  // pipeline stages, not regions: the expert CUT's strips belong to their block's stage
+    for (const auto& op : p.schedule.ops) stages = std::max(stages, op.stage + 1);
+    p.stages = stages;
     result.front.push_back(std::move(p));
   }
   // Reference: zero throughput, twice the slowest front latency, every usable PE.

@@ -234,6 +234,10 @@ void moe_mlp(LayerBuilder& b, const ModelSpec& model, std::int64_t M, int residu
   const int combine = b.elementwise("moe_combine", OpKind::moe_combine, routed, h,
                                     kCombineFlopsPerElement * routed * h, 0, 1, {down, router});
   b.op(combine).output_bytes = M * h * model.dtype_bytes;
+  for (int i : {dispatch, gate_up, act, down, combine}) {  // what an expert CUT splits
+    b.op(i).experts = e.num_experts;
+    b.op(i).experts_per_token = e.experts_per_token;
+  }
 
   std::vector<int> addends{residual, combine};
   if (e.shared_expert_ffn > 0) {

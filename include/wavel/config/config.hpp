@@ -25,6 +25,11 @@ struct WorkloadAxes {
   std::vector<std::int64_t> concurrent_requests;
   std::vector<std::int64_t> input_tokens;
   std::vector<std::int64_t> output_tokens;
+  /// (input, output) pairs swept instead of the product of input_tokens and output_tokens.
+  std::vector<std::pair<std::int64_t, std::int64_t>> lengths;
+  double moe_capacity_factor = 1.25;  ///< an expert group serves at most this x its mean share of routed rows
+  bool layer_subset = true;           ///< a setting that does not fit runs as a labelled subset of layers
+  double layer_subset_max_fill = 0.9; ///< fraction of wafer SRAM above which the subset method applies
 };
 
 /// CUT/TUNE search settings (validated now; used by the search).
@@ -41,6 +46,7 @@ struct SearchConfig {
   double checkpoint_interval_s = 0;             ///< 0: only on signals
   std::int64_t eval_batch = 4096;               ///< candidates per parallel evaluation batch
   std::int64_t root_chunks = 4;                 ///< root CUT options split into this many pieces per footprint
+  std::vector<std::int64_t> expert_groups{1, 2, 4, 8};  ///< MoE: expert CUTs into this many strips
 };
 
 /// Where and what to write.

@@ -17,7 +17,7 @@ struct Setting {
 };
 
 /// Cartesian product of the axes, numbered with the last axis varying fastest:
-/// models, phases, concurrent_requests, input_tokens, output_tokens.
+/// models, phases, concurrent_requests, then input_tokens x output_tokens (or the `lengths` pairs).
 std::vector<Setting> expand_sweep(const Config& config);
 
 /// Task `index` of `count` (0-based, count >= 1) takes the contiguous settings

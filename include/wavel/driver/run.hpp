@@ -83,6 +83,8 @@ struct SettingResult {
   std::int64_t fits_sram = 0;              ///< 1 if sram_required_bytes <= wafer_sram_bytes
   double roofline_step_s = 0;              ///< lower bound: FLOPs / wafer peak (not a prediction)
   double roofline_tokens_per_s = 0;        ///< upper bound on tokens/s implied by roofline_step_s
+  std::int64_t model_layers = 0;           ///< the model's depth
+  std::int64_t layer_subset_layers = 0;    ///< layers the schedules were built with; 0 = the whole model
   std::vector<ScheduleResult> schedules;   ///< fullchip, then waferllm
   std::vector<FrontEntry> front;           ///< the search's Pareto front, best throughput first
   double hypervolume = 0;                  ///< normalized, see README

@@ -17,12 +17,23 @@ namespace wavel::driver {
 void pack_setting(const SettingResult& r, Packer& p);
 SettingResult unpack_setting(Unpacker& u);
 
-/// The setting's workload.
+/// Layer-subset method (domain.md §4): a setting whose weights, KV cache and activations need more
+/// than workloads.layer_subset_max_fill of the wafer's SRAM is built with the largest number of
+/// layers k dividing the model's depth L whose k-layer model stays under it (at least 1), and every
+/// schedule's costs are scaled by L / k (embedding and head included, so slightly over-counted).
+struct LayerSubset {
+  std::int64_t layers = 0;  ///< layers built; 0 = the whole model
+  std::int64_t scale = 1;   ///< model layers / layers
+};
+LayerSubset choose_layer_subset(const config::Config& config, const config::Setting& setting);
+
+/// The workload the setting's schedules are built for: the whole model or its layer subset
+/// (layer_scale set), with the config's MoE capacity factor.
 workload::Workload setting_workload(const config::Config& config, const config::Setting& setting);
 
-/// Workload and wafer figures of a setting, without schedules (what a dry run prints).
-SettingResult describe_setting(const config::Config& config, const config::Setting& setting,
-                               const workload::Workload& w);
+/// Workload and wafer figures of a setting (of the whole model, and which subset its schedules use),
+/// without schedules (what a dry run prints).
+SettingResult describe_setting(const config::Config& config, const config::Setting& setting);
 
 /// What a task did, for the progress line, per-rank statistics and shared incumbents.
 struct TaskCounters {

@@ -3,7 +3,9 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
+#include <vector>
 
 #include "wavel/meshir/schedule.hpp"
 #include "wavel/workload/workload.hpp"
@@ -15,10 +17,11 @@ struct Tune {
   double group_scale_x = 1.0;   ///< K-tree group along X = round(scale x sqrt(used width)), clamped to [1, width]
   double group_scale_y = 1.0;   ///< same along Y
   Axis entry_features = Axis::x;  ///< decode: axis holding the features of the activation entering the region
+  std::int64_t expert_groups = 1; ///< MoE: the expert CUT splits the region into this many strips of experts
 
   friend bool operator==(const Tune& a, const Tune& b) {
     return a.group_scale_x == b.group_scale_x && a.group_scale_y == b.group_scale_y &&
-           a.entry_features == b.entry_features;
+           a.entry_features == b.entry_features && a.expert_groups == b.expert_groups;
   }
 };
 
@@ -31,20 +34,29 @@ OpWork work_of(const workload::Op& op);
 /// Appends ops to a schedule one step at a time, carrying the activation from block to block.
 class Placer {
  public:
-  Placer(Schedule& schedule, bool decode) : s_(schedule), decode_(decode) {}
+  /// `capacity_factor`: an expert group serves at most this many times its mean share of routed rows.
+  Placer(Schedule& schedule, bool decode, double capacity_factor = 1.0)
+      : s_(schedule), decode_(decode), capacity_factor_(capacity_factor) {}
 
   /// Places every op of `block` on region `region` (its `used` sub-rectangle), as pipeline `stage`.
   /// If the incoming activation lives in another region, a transfer is placed first; inside a region,
-  /// a producer whose layout differs from its consumer's gets a re-layout.
+  /// a producer whose layout differs from its consumer's gets a re-layout. With tune.expert_groups > 1
+  /// a routed-expert section (dispatch .. combine) is placed by the expert CUT on new strip regions.
   void place(const workload::Layer& block, int region, const Rect& used, int stage, const Tune& tune);
 
  private:
   int append(PlacedOp op);
+  int place_op(const workload::Op& op, const std::string& name, int region, const Rect& used, int stage,
+               const Tune& tune, const std::vector<int>& inputs, bool same_step);
+  int place_experts(const workload::Layer& block, std::size_t dispatch, std::size_t combine,
+                    const std::function<int(int)>& resolve, int region,
+                    const Rect& used, int stage, const Tune& tune, std::int64_t groups);
   int relayout(int producer, const Layout& target, const std::string& consumer);
   void move_input_to(int region, const Rect& used, int stage, const Tune& tune);
 
   Schedule& s_;
   bool decode_;
+  double capacity_factor_ = 1.0;
   int next_step_ = 0;
   int block_input_ = -1;
 };

@@ -33,7 +33,10 @@ struct RegionSram {
 ///   buffers  = 2 * max over all ops of ceil((input_bytes + output_bytes) / used PEs)
 /// with repl_x, repl_y from the op's in_layout. Ops with an empty `used` rectangle are left out (the
 /// verifier reports them); negative byte counts count as 0, factors below 1 as 1. Sums saturate at
-/// INT64_MAX. Throws wavel::InternalError if `region` is not an index of schedule.regions.
+/// INT64_MAX. A PE also holds the resident bytes of every other region covering it (the expert CUT's
+/// strips lie inside their block's region): the most loaded cell of that overlap is added, and the
+/// largest buffer of any overlapping region counts. Throws wavel::InternalError if `region` is not an
+/// index of schedule.regions.
 RegionSram region_sram_per_pe(const Schedule& schedule, int region);
 
 /// SRAM per PE of one op's work spread over `pes` PEs: resident = ceil((weight_bytes + kv_cache_bytes)

@@ -31,6 +31,7 @@ struct SearchOptions {
   double time_limit_s = 0;                       ///< 0: none (a limit makes results timing-dependent)
   bool serial = false;                           ///< parallel loops on Kokkos::Serial instead of the default host space
   std::int64_t root_chunks = 4;                  ///< root CUT options split over this many pieces (units of distribution)
+  std::vector<std::int64_t> expert_groups{1, 2, 4, 8};  ///< MoE: expert CUTs of a leaf into this many strips
 };
 
 /// The options a config's `search` section asks for.
@@ -153,7 +154,8 @@ SearchResult search_setting(const workload::Workload& workload, const wafer::Waf
 class PlanEvaluator {
  public:
   PlanEvaluator(const workload::Workload& workload, const wafer::WaferParams& wafer, const cost::CostParams& params,
-                std::int64_t microbatches, const std::vector<double>& group_scales = {1.0, 0.5, 2.0});
+                std::int64_t microbatches, const std::vector<double>& group_scales = {1.0, 0.5, 2.0},
+                const std::vector<std::int64_t>& expert_groups = {1, 2, 4, 8});
   ~PlanEvaluator();
   PlanEvaluator(const PlanEvaluator&) = delete;
   PlanEvaluator& operator=(const PlanEvaluator&) = delete;

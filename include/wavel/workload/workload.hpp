@@ -51,6 +51,8 @@ struct Op {
   std::int64_t output_bytes = 0;       ///< activations written
   std::int64_t kv_cache_bytes = 0;     ///< resident KV cache this op reads (capacity, all requests)
   std::vector<int> inputs;             ///< indices of producer ops in the same layer (-1: layer input)
+  std::int64_t experts = 0;            ///< routed-expert ops (dispatch, expert matmuls, combine): experts in the op
+  std::int64_t experts_per_token = 0;  ///< ... and the top-k each token is routed to
 };
 
 /// One layer (embedding, decoder block, or head) with its ops in execution order.
@@ -82,6 +84,8 @@ struct Workload {
   std::int64_t flops = 0;              ///< one step: one decode token for every request, or the whole prompt
   std::int64_t param_bytes = 0;
   std::int64_t kv_cache_bytes = 0;
+  double moe_capacity_factor = 1.25;   ///< an expert group serves at most this x its mean share of routed rows
+  std::int64_t layer_scale = 1;        ///< >1: a layer subset (model.num_layers layers) stands for this x as many
 };
 
 /// Builds the op graph of every layer for one setting (domain.md §3).
