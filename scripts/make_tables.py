@@ -1,0 +1,452 @@
+#!/usr/bin/python3
+"""Writes the paper-style comparison table of one or more wavel-dse results.h5 files.
+
+usage: make_tables.py RESULTS.h5 [RESULTS2.h5 ...] --out DIR [--name NAME] [--check]
+
+Writes DIR/NAME.md and DIR/NAME.csv: per setting (model, phase, requests, input and output tokens) the
+throughput of the Wavel search's best schedule, of WaferLLM and of Full-Chip, the ratios Wavel/WaferLLM
+and Wavel/Full-Chip, and a label where the setting was simulated as a layer subset and scaled; then the
+arithmetic and geometric mean ratios per model, per model kind (dense, MoE) and overall, set beside the
+Wavel paper's numbers. Every throughput is PREDICTED by the cost model; the provenance (config file,
+params file, git hash) of every input is named. A baseline that was not placed (NaN) shows "n/a" and
+is left out of the means (the count is given). The output depends only on the inputs: no timestamps
+other than the files' own `created_utc`.
+
+The table also states whether the Wavel column is at least both baselines in every row (relative
+tolerance 1e-12). With --check a row where it is not makes the exit code 1, naming the rows.
+
+Exit codes: 0 ok, 1 --check failed, 64 bad usage, 65 not a wavel results file, 66 input missing,
+73 output cannot be written.
+"""
+
+import argparse
+import csv
+import io
+import math
+import os
+import re
+import sys
+
+try:
+    import h5py
+    import numpy as np
+except ImportError as error:  # Debian: apt-get install python3-h5py python3-numpy
+    sys.exit(f"make_tables.py: error: {error} (install python3-h5py and python3-numpy)")
+
+EX_CHECK, EX_USAGE, EX_DATAERR, EX_NOINPUT, EX_CANTCREAT = 1, 64, 65, 66, 73
+CHECK_RTOL = 1e-12  # Wavel counts as "at least" a baseline down to this relative shortfall (rounding)
+
+# The paper's numbers (Wavel, SOSP 2026; see shared/docs/domain.md §1). The first two were measured on
+# WSE-3 hardware; the MoE figure is itself a cost-model prediction in the paper.
+PAPER_MEAN_VS_WAFERLLM = "1.31–1.35× (measured, WSE-3; mean per setting)"
+PAPER_MAX_VS_FULLCHIP_DENSE = "up to 1.85× (measured, WSE-3)"
+PAPER_VS_FULLCHIP_MOE = "2.97× (predicted by Wavel's cost model; mean or maximum not stated)"
+
+# Fallback when a setting has no stored schedule to inspect for MoE kernels: the bundled MoE presets.
+MOE_PRESETS = {"mixtral-8x7b", "qwen3-30b-a3b", "deepseek-v2-lite"}
+MOE_KERNELS = re.compile(r"\bkernel=moe_(dispatch|combine)\b")
+LAYERS_LINE = re.compile(r"^layers\s+(\d+)\s+scale\s+(\S+)\s*$", re.MULTILINE)
+
+
+class NotResults(Exception):
+    """The file is readable HDF5 but lacks what this script needs."""
+
+
+class UsageParser(argparse.ArgumentParser):
+    def error(self, message):
+        self.print_usage(sys.stderr)
+        print(f"{self.prog}: error: {message}", file=sys.stderr)
+        sys.exit(EX_USAGE)
+
+
+def to_text(value):
+    if isinstance(value, (bytes, np.bytes_)):
+        return bytes(value).decode("utf-8", errors="replace").rstrip("\0")
+    if isinstance(value, np.ndarray) and value.ndim == 0:
+        return to_text(value[()])
+    return str(value)
+
+
+def read_table(file, name):
+    """{column: list of Python values} of table `name` (strings decoded), in the file's column order."""
+    if name not in file or "columns" not in file[name].attrs:
+        raise NotResults(f"it has no /{name} table")
+    group = file[name]
+    table = {}
+    for column in (to_text(c) for c in np.atleast_1d(group.attrs["columns"])):
+        if column not in group:
+            raise NotResults(f"/{name} lists column '{column}' but has no such dataset")
+        table[column] = [to_text(v) if isinstance(v, (bytes, np.bytes_)) else v
+                         for v in group[column][()].tolist()]
+    return table
+
+
+def as_float(value):
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return math.nan
+
+
+def finite(value):
+    return value is not None and not math.isnan(value)
+
+
+class Source:
+    """One input file: its provenance and its settings rows."""
+
+    def __init__(self, index, path, file):
+        self.index = index
+        self.path = path
+        attrs = file.attrs
+        self.provenance = {key: to_text(attrs[key]) if key in attrs else "(missing)"
+                           for key in ("config_file", "params_file", "git_hash", "tool_version",
+                                       "format_version", "created_utc")}
+        settings = read_table(file, "settings")
+        needed = ["setting_id", "model", "phase", "concurrent_requests", "input_tokens", "output_tokens",
+                  "wavel_tokens_per_s", "waferllm_tokens_per_s", "fullchip_tokens_per_s"]
+        missing = [c for c in needed if c not in settings]
+        if missing:
+            raise NotResults(f"/settings lacks column(s) {', '.join(missing)}")
+        meshir = {}
+        if "schedules" in file and "columns" in file["schedules"].attrs:
+            schedules = read_table(file, "schedules")
+            for sid, name, text in zip(schedules["setting_id"], schedules["schedule"], schedules["meshir"]):
+                meshir[(int(sid), name)] = text
+        self.rows = []
+        for i, sid in enumerate(settings["setting_id"]):
+            sid = int(sid)
+            row = {
+                "file": path,
+                "file_index": index,
+                "setting_id": sid,
+                "model": settings["model"][i],
+                "phase": settings["phase"][i],
+                "concurrent_requests": int(settings["concurrent_requests"][i]),
+                "input_tokens": int(settings["input_tokens"][i]),
+                "output_tokens": int(settings["output_tokens"][i]),
+                "wavel": as_float(settings["wavel_tokens_per_s"][i]),
+                "waferllm": as_float(settings["waferllm_tokens_per_s"][i]),
+                "fullchip": as_float(settings["fullchip_tokens_per_s"][i]),
+                "wavel_source": settings["wavel_source"][i] if "wavel_source" in settings else "",
+            }
+            row["has_subset_column"] = "layer_subset_layers" in settings
+            row["subset_layers"] = int(settings["layer_subset_layers"][i]) if row["has_subset_column"] else 0
+            row["model_layers"] = int(settings["model_layers"][i]) if "model_layers" in settings else 0
+            texts = [meshir[key] for key in ((sid, "wavel"), (sid, "fullchip"), (sid, "waferllm")) if key in meshir]
+            row["moe"] = (any(MOE_KERNELS.search(t) for t in texts) if texts
+                          else row["model"].lower() in MOE_PRESETS)
+            row["meshir_scale"] = meshir_layer_scale(meshir.get((sid, "wavel")))
+            row["subset_label"] = subset_label(row)
+            self.rows.append(row)
+
+
+def meshir_layer_scale(text):
+    """(layers, scale) from a MeshIR `layers N scale K` line, or None."""
+    if not text:
+        return None
+    match = LAYERS_LINE.search(text)
+    if not match:
+        return None
+    return int(match.group(1)), as_float(match.group(2))
+
+
+def subset_label(row):
+    """'layer subset k/L, scaled' when the setting was simulated on k of the model's L layers."""
+    k, layers = row["subset_layers"], row["model_layers"]
+    if k > 0:
+        return f"layer subset {k}/{layers if layers > 0 else '?'}, scaled"
+    if row["has_subset_column"]:
+        return ""  # 0: the whole model
+    # Older files have no layer_subset_layers column: the schedule's own scale line still tells.
+    scale = row["meshir_scale"]
+    if scale is not None and finite(scale[1]) and scale[1] != 1.0:
+        return f"layer subset (MeshIR scale {scale[1]:g}), scaled"
+    return ""
+
+
+def ratio(numerator, denominator):
+    if not (finite(numerator) and finite(denominator)) or denominator <= 0:
+        return math.nan
+    return numerator / denominator
+
+
+def check_row(row):
+    """Descriptions of each baseline that beats the Wavel column in this row (empty: the row passes)."""
+    problems = []
+    for key, label in (("waferllm", "WaferLLM"), ("fullchip", "Full-Chip")):
+        base = row[key]
+        if not finite(base):
+            continue
+        wavel = row["wavel"]
+        if not finite(wavel) or wavel < base * (1.0 - CHECK_RTOL):
+            problems.append(f"Wavel {fmt_repr(wavel)} < {label} {fmt_repr(base)}")
+    return problems
+
+
+def row_name(row, multi):
+    where = f"{row['file']} " if multi else ""
+    return (f"{where}setting {row['setting_id']} ({row['model']} {row['phase']}, "
+            f"{row['concurrent_requests']} req, in {row['input_tokens']}, out {row['output_tokens']})")
+
+
+def means(values):
+    """(n, arithmetic mean, geometric mean) of the finite positive values."""
+    kept = [v for v in values if finite(v) and v > 0]
+    if not kept:
+        return 0, math.nan, math.nan
+    arithmetic = math.fsum(kept) / len(kept)
+    geometric = math.exp(math.fsum(math.log(v) for v in kept) / len(kept))
+    return len(kept), arithmetic, geometric
+
+
+def fmt_repr(value):
+    return "n/a" if not finite(value) else repr(float(value))
+
+
+def fmt_tps(value):
+    """Throughput for the markdown table: four significant digits with a thousands separator."""
+    if not finite(value):
+        return "n/a"
+    if abs(value) >= 1000:
+        return f"{value:,.0f}"
+    return f"{value:.4g}"
+
+
+def fmt_ratio(value):
+    return "n/a" if not finite(value) else f"{value:.3f}×"
+
+
+def md_escape(text):
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def summary_rows(rows):
+    """Mean ratios per model, per model kind and overall, as dicts."""
+    groups = []
+    for model in sorted({r["model"] for r in rows}):
+        members = [r for r in rows if r["model"] == model]
+        kind = "MoE" if any(r["moe"] for r in members) else "dense"
+        groups.append((model, kind, members))
+    dense = [r for r in rows if not r["moe"]]
+    moe = [r for r in rows if r["moe"]]
+    if dense and moe:
+        groups.append(("all dense models", "dense", dense))
+        groups.append(("all MoE models", "MoE", moe))
+    groups.append(("overall", "all", rows))
+    out = []
+    for label, kind, members in groups:
+        entry = {"group": label, "kind": kind, "settings": len(members)}
+        for key in ("waferllm", "fullchip"):
+            ratios = [ratio(r["wavel"], r[key]) for r in members]
+            n, arithmetic, geometric = means(ratios)
+            entry[f"n_{key}"] = n
+            entry[f"na_{key}"] = len(members) - n
+            entry[f"arith_{key}"] = arithmetic
+            entry[f"geo_{key}"] = geometric
+            kept = [v for v in ratios if finite(v)]
+            entry[f"max_{key}"] = max(kept) if kept else math.nan
+        out.append(entry)
+    return out
+
+
+CSV_COLUMNS = ["file", "setting_id", "model", "model_kind", "phase", "concurrent_requests", "input_tokens",
+               "output_tokens", "wavel_tokens_per_s", "waferllm_tokens_per_s", "fullchip_tokens_per_s",
+               "wavel_over_waferllm", "wavel_over_fullchip", "wavel_source", "layer_subset", "check"]
+
+
+def write_csv(rows, out):
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(CSV_COLUMNS)
+    for r in rows:
+        writer.writerow([r["file"], r["setting_id"], r["model"], "MoE" if r["moe"] else "dense", r["phase"],
+                         r["concurrent_requests"], r["input_tokens"], r["output_tokens"],
+                         fmt_repr(r["wavel"]), fmt_repr(r["waferllm"]), fmt_repr(r["fullchip"]),
+                         fmt_repr(ratio(r["wavel"], r["waferllm"])), fmt_repr(ratio(r["wavel"], r["fullchip"])),
+                         r["wavel_source"], r["subset_label"], "FAIL" if r["problems"] else "ok"])
+
+
+def write_markdown(name, sources, rows, failures, out):
+    multi = len(sources) > 1
+    w = lambda line="": print(line, file=out)  # noqa: E731
+    w(f"# {name}: Wavel search against WaferLLM and Full-Chip")
+    w()
+    w("**Every throughput and ratio in this file is PREDICTED by the wavel-dse cost model; none is measured.**")
+    w("The paper's figures quoted for comparison are the paper's own (measured on WSE-3 hardware unless marked).")
+    w()
+    w("## Provenance")
+    w()
+    w("| # | file | config file | params file | git hash | tool version | created (UTC, from the file) |")
+    w("|---|---|---|---|---|---|---|")
+    for s in sources:
+        p = s.provenance
+        w(f"| {s.index} | {md_escape(s.path)} | {md_escape(p['config_file'])} | {md_escape(p['params_file'])} | "
+          f"{md_escape(p['git_hash'])} | {md_escape(p['tool_version'])} | {md_escape(p['created_utc'])} |")
+    params = sorted({s.provenance["params_file"] for s in sources})
+    w()
+    w(f"Cost-model parameters: {', '.join(params)} (the results' `params_file`, relative to the config file).")
+    if any(s.provenance["git_hash"].endswith("-dirty") for s in sources):
+        w("A git hash ending in `-dirty` means the tool was built from a source tree with uncommitted changes.")
+    w()
+    w("## Throughput per setting (PREDICTED by the cost model)")
+    w()
+    head = "| " + ("file | " if multi else "") + "id | model | phase | requests | in | out | "
+    head += ("Wavel search tok/s | WaferLLM tok/s | Full-Chip tok/s | Wavel / WaferLLM | Wavel / Full-Chip | "
+             "best from | note |")
+    w(head)
+    w("|" + "---|" * (head.count("|") - 1))
+    for r in rows:
+        note = "; ".join(x for x in (r["subset_label"], "MoE" if r["moe"] else "", "CHECK FAILED" if r["problems"] else "") if x)
+        cells = ([str(r["file_index"])] if multi else []) + [
+            str(r["setting_id"]), md_escape(r["model"]), r["phase"], str(r["concurrent_requests"]),
+            str(r["input_tokens"]), str(r["output_tokens"]), fmt_tps(r["wavel"]), fmt_tps(r["waferllm"]),
+            fmt_tps(r["fullchip"]), fmt_ratio(ratio(r["wavel"], r["waferllm"])),
+            fmt_ratio(ratio(r["wavel"], r["fullchip"])), md_escape(r["wavel_source"]), md_escape(note)]
+        w("| " + " | ".join(cells) + " |")
+    w()
+    na_w = sum(1 for r in rows if not finite(r["waferllm"]))
+    na_f = sum(1 for r in rows if not finite(r["fullchip"]))
+    w(f"{len(rows)} settings. \"n/a\": the baseline was not placed (it does not fit), "
+      f"WaferLLM in {na_w} and Full-Chip in {na_f} of them; those rows are left out of the means below.")
+    subsets = sum(1 for r in rows if r["subset_label"])
+    if subsets:
+        w(f"{subsets} settings were costed on a subset of the model's layers and scaled to the full depth "
+          "(labelled in the note column).")
+    w("\"best from\": `search` when the search found the best schedule, `seed:<baseline>` when a baseline "
+      "was itself the best point of the front (ratio 1).")
+    w()
+    if failures:
+        w(f"**Check FAILED: the Wavel-search column is NOT at least both baselines in every row** "
+          f"(relative tolerance {CHECK_RTOL:g}); {len(failures)} row(s):")
+        w()
+        for r in failures:
+            w(f"- {md_escape(row_name(r, multi))}: {'; '.join(r['problems'])}")
+    else:
+        w(f"Check passed: the Wavel-search column is at least both baselines in every row "
+          f"(relative tolerance {CHECK_RTOL:g}; n/a baselines skipped).")
+    w()
+    w("## Mean speedup (PREDICTED by the cost model)")
+    w()
+    w("Ratios are Wavel tok/s over the baseline's for the same setting. The geometric mean is the one to quote "
+      "for ratios (it is symmetric: a 2× gain and a 2× loss average to 1×); the arithmetic mean is given "
+      "beside it for comparison with papers that use it. n: settings with the baseline placed; n/a: left out.")
+    w()
+    w("| models | kind | settings | vs WaferLLM: n (n/a) | geometric mean | arithmetic mean | max | "
+      "vs Full-Chip: n (n/a) | geometric mean | arithmetic mean | max |")
+    w("|---|---|---|---|---|---|---|---|---|---|---|")
+    summary = summary_rows(rows)
+    for e in summary:
+        w(f"| {md_escape(e['group'])} | {e['kind']} | {e['settings']} | {e['n_waferllm']} ({e['na_waferllm']}) | "
+          f"{fmt_ratio(e['geo_waferllm'])} | {fmt_ratio(e['arith_waferllm'])} | {fmt_ratio(e['max_waferllm'])} | "
+          f"{e['n_fullchip']} ({e['na_fullchip']}) | {fmt_ratio(e['geo_fullchip'])} | "
+          f"{fmt_ratio(e['arith_fullchip'])} | {fmt_ratio(e['max_fullchip'])} |")
+    w()
+    w("## Beside the paper")
+    w()
+    by_group = {e["group"]: e for e in summary}
+    dense = [r for r in rows if not r["moe"]]
+    moe = [r for r in rows if r["moe"]]
+    overall = by_group["overall"]
+
+    def kind_entry(members, kind):
+        if not members:
+            return None
+        if dense and moe:
+            return by_group[f"all {kind} models"]
+        return overall
+
+    dense_e, moe_e = kind_entry(dense, "dense"), kind_entry(moe, "MoE")
+    na = "n/a (no such settings in these results)"
+    w("| claim | paper | this run (PREDICTED by the cost model) |")
+    w("|---|---|---|")
+    w(f"| mean throughput over WaferLLM, all settings | {PAPER_MEAN_VS_WAFERLLM} | "
+      f"geometric {fmt_ratio(overall['geo_waferllm'])}, arithmetic {fmt_ratio(overall['arith_waferllm'])} "
+      f"over {overall['n_waferllm']} settings ({overall['na_waferllm']} n/a)"
+      + (f"; dense models only: geometric {fmt_ratio(dense_e['geo_waferllm'])}, arithmetic "
+         f"{fmt_ratio(dense_e['arith_waferllm'])} over {dense_e['n_waferllm']} ({dense_e['na_waferllm']} n/a)"
+         if dense and moe else "") + " |")
+    if dense_e:
+        w(f"| throughput over Full-Chip, dense models | {PAPER_MAX_VS_FULLCHIP_DENSE} | "
+          f"max {fmt_ratio(dense_e['max_fullchip'])}; geometric mean {fmt_ratio(dense_e['geo_fullchip'])}, "
+          f"arithmetic {fmt_ratio(dense_e['arith_fullchip'])} over {dense_e['n_fullchip']} settings "
+          f"({dense_e['na_fullchip']} n/a) |")
+    else:
+        w(f"| throughput over Full-Chip, dense models | {PAPER_MAX_VS_FULLCHIP_DENSE} | {na} |")
+    if moe_e:
+        w(f"| throughput over Full-Chip, MoE models | {PAPER_VS_FULLCHIP_MOE} | "
+          f"geometric mean {fmt_ratio(moe_e['geo_fullchip'])}, arithmetic {fmt_ratio(moe_e['arith_fullchip'])}, "
+          f"max {fmt_ratio(moe_e['max_fullchip'])} over {moe_e['n_fullchip']} settings "
+          f"({moe_e['na_fullchip']} n/a) |")
+    else:
+        w(f"| throughput over Full-Chip, MoE models | {PAPER_VS_FULLCHIP_MOE} | {na} |")
+    w()
+    w("The paper's settings, wafer (WSE-3) and measurement are not those of this sweep unless the config says "
+      "so; the comparison is of orders of magnitude and trends, not a reproduction.")
+
+
+def main(argv):
+    parser = UsageParser(prog="make_tables.py",
+                         description="Comparison tables (markdown and CSV) of wavel-dse results files.")
+    parser.add_argument("results", nargs="+", metavar="RESULTS.h5", help="results files written by wavel-dse")
+    parser.add_argument("--out", required=True, metavar="DIR", help="output folder (created if missing)")
+    parser.add_argument("--name", default="results", help="file stem: writes NAME.md and NAME.csv (default results)")
+    parser.add_argument("--check", action="store_true",
+                        help="exit 1 if in any row the Wavel throughput is below a placed baseline's")
+    args = parser.parse_args(argv)
+    prog = "make_tables.py"
+    if not re.fullmatch(r"[A-Za-z0-9._-]+", args.name):
+        parser.error(f"--name must be a plain file stem (letters, digits, '.', '_', '-'), got '{args.name}'")
+
+    sources = []
+    for index, path in enumerate(args.results):
+        if not os.path.isfile(path):
+            print(f"{prog}: error: no such file: {path}", file=sys.stderr)
+            return EX_NOINPUT
+        if not h5py.is_hdf5(path):
+            print(f"{prog}: error: {path} is not an HDF5 file, so not a wavel results file", file=sys.stderr)
+            return EX_DATAERR
+        try:
+            with h5py.File(path, "r") as file:
+                sources.append(Source(index, path, file))
+        except NotResults as error:
+            print(f"{prog}: error: {path} is not a wavel results file: {error}", file=sys.stderr)
+            return EX_DATAERR
+        except (OSError, KeyError, ValueError) as error:
+            print(f"{prog}: error: cannot read {path}: {error}", file=sys.stderr)
+            return EX_DATAERR
+
+    rows = [r for s in sources for r in sorted(s.rows, key=lambda r: r["setting_id"])]
+    for r in rows:
+        r["problems"] = check_row(r)
+    failures = [r for r in rows if r["problems"]]
+
+    markdown, table = io.StringIO(), io.StringIO()
+    write_markdown(args.name, sources, rows, failures, markdown)
+    write_csv(rows, table)
+    paths = [os.path.join(args.out, f"{args.name}.md"), os.path.join(args.out, f"{args.name}.csv")]
+    try:
+        os.makedirs(args.out, exist_ok=True)
+        for path, text in zip(paths, (markdown.getvalue(), table.getvalue())):
+            with open(path + ".partial", "w", encoding="utf-8", newline="") as handle:
+                handle.write(text)
+            os.replace(path + ".partial", path)
+    except OSError as error:
+        print(f"{prog}: error: cannot write to {args.out}: {error}", file=sys.stderr)
+        return EX_CANTCREAT
+
+    print(f"wrote {paths[0]} and {paths[1]}: {len(rows)} settings (throughputs PREDICTED by the cost model)")
+    multi = len(sources) > 1
+    if failures:
+        print(f"{prog}: check: the Wavel-search column is below a baseline in {len(failures)} row(s):",
+              file=sys.stderr if args.check else sys.stdout)
+        for r in failures:
+            print(f"  {row_name(r, multi)}: {'; '.join(r['problems'])}", file=sys.stderr if args.check else sys.stdout)
+        if args.check:
+            return EX_CHECK
+    else:
+        print("check: the Wavel-search column is at least both baselines in every row")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
