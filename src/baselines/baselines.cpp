@@ -26,7 +26,8 @@ Schedule empty_schedule(const std::string& name, const workload::Workload& w, co
   s.colours = wafer.routable_colours;
   for (const auto& pe : wafer.defective_pes) s.defective_pes.emplace_back(pe.x, pe.y);
   s.concurrent_requests = w.shape.concurrent_requests;
-  s.layers_total = w.model.num_layers;
+  s.layer_scale = w.layer_scale;  // a layer subset stands for the whole model
+  s.layers_total = w.model.num_layers * w.layer_scale;
   return s;
 }
 

@@ -292,14 +292,15 @@ workload::ModelSpec with_layers(workload::ModelSpec model, std::int64_t layers) 
 LayerSubset choose_layer_subset(const config::Config& config, const config::Setting& setting) {
   const auto& model = config.workloads.models.at(setting.model_index).spec;
   const double budget = config.workloads.layer_subset_max_fill * static_cast<double>(config.wafer.total_sram_bytes());
-  if (!config.workloads.layer_subset ||
-      static_cast<double>(sram_required_bytes(workload::build_workload(model, setting.shape))) <= budget) {
-    return {};
-  }
+  // Weights and KV cache stay resident and scale with the layers; activations are transient and
+  // do not, so the schedules' own SRAM checks judge them.
+  const auto resident = [](const workload::Workload& w) { return static_cast<double>(w.param_bytes + w.kv_cache_bytes); };
+  if (!config.workloads.layer_subset || resident(workload::build_workload(model, setting.shape)) <= budget) return {};
   for (std::int64_t k = model.num_layers - 1; k >= 1; --k) {
     if (model.num_layers % k != 0) continue;
-    const auto part = workload::build_workload(with_layers(model, k), setting.shape);
-    if (k == 1 || static_cast<double>(sram_required_bytes(part)) <= budget) return {k, model.num_layers / k};
+    if (k == 1 || resident(workload::build_workload(with_layers(model, k), setting.shape)) <= budget) {
+      return {k, model.num_layers / k};
+    }
   }
   return {1, model.num_layers};  // a one-layer model: 1 divides everything, so not reached
 }

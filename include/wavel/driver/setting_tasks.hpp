@@ -17,10 +17,10 @@ namespace wavel::driver {
 void pack_setting(const SettingResult& r, Packer& p);
 SettingResult unpack_setting(Unpacker& u);
 
-/// Layer-subset method (domain.md §4): a setting whose weights, KV cache and activations need more
-/// than workloads.layer_subset_max_fill of the wafer's SRAM is built with the largest number of
-/// layers k dividing the model's depth L whose k-layer model stays under it (at least 1), and every
-/// schedule's costs are scaled by L / k (embedding and head included, so slightly over-counted).
+/// Layer-subset method (domain.md §4): a setting whose weights and KV cache need more than
+/// workloads.layer_subset_max_fill of the wafer's SRAM is built with the largest number of layers k
+/// dividing the model's depth L whose k-layer model stays under it (at least 1), and every
+/// schedule's costs are scaled by L / k (embedding and head included, so they are over-counted).
 struct LayerSubset {
   std::int64_t layers = 0;  ///< layers built; 0 = the whole model
   std::int64_t scale = 1;   ///< model layers / layers
