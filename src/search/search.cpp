@@ -737,14 +737,13 @@ class Solver {
   }
 
   // A root option is hopeless if a schedule already found strictly dominates the best objectives it
-  // could reach: compute-and-launch lower bounds on its pass and stage, and the fewest PEs that can
-  // hold the model. Safe, so pruning by incumbents never changes the front, only the work.
+  // could reach: compute-and-launch lower bounds on its pass and stage, and its PEs, which are the
+  // footprint's (the leaves' regions tile it, and a schedule counts the union of its regions). Safe,
+  // so pruning by incumbents never changes the front, only the work.
   bool incumbent_beats(const CutOption& c, const Rect& rect, const std::vector<Objectives>& incumbents) const {
     if (incumbents.empty()) return false;
     const auto [pass_lb, stage_lb] = lower_bounds(c);
-    const std::int64_t resident = resident_prefix_.back();
-    const std::int64_t pes_lb = std::min(rect.pes(), (resident + ev_.wafer.sram_per_pe_bytes - 1) / ev_.wafer.sram_per_pe_bytes);
-    const Objectives best = ev_.objectives(pass_lb, stage_lb, pes_lb);
+    const Objectives best = ev_.objectives(pass_lb, stage_lb, rect.pes());
     return std::any_of(incumbents.begin(), incumbents.end(), [&](const Objectives& o) { return dominates(o, best); });
   }
 

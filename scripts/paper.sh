@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Regenerates results/paper/ (tables and plots, all PREDICTED by the cost model) from the committed
+# configs/paper/*.yaml and configs/params/wse2-waferllm.yaml. Run from anywhere after scripts/setup.sh.
+# Usage: scripts/paper.sh [RANKS]   (default 2; raw runs go to results/runs/paper-{dense,moe}/)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ranks=${1:-2}
+exe=${WAVEL_DSE:-build/wavel-dse}
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+export OMP_PROC_BIND=${OMP_PROC_BIND:-false} OMP_NUM_THREADS=${OMP_NUM_THREADS:-1} MPLBACKEND=Agg
+out=results/paper
+
+for sweep in dense moe; do
+  mpirun -n "$ranks" --bind-to none "$exe" "configs/paper/$sweep.yaml" --set output.progress=always
+done
+dense=results/runs/paper-dense/results.h5
+moe=results/runs/paper-moe/results.h5
+
+# Tables; --check fails if the search column is below a placed baseline in any row.
+/usr/bin/python3 scripts/make_tables.py "$dense" --out "$out" --name dense --check
+/usr/bin/python3 scripts/make_tables.py "$moe" --out "$out" --name moe --check
+/usr/bin/python3 scripts/make_tables.py "$dense" "$moe" --out "$out" --name all
+
+# The cost model against WaferLLM's published measurements (pairs for the calibration scatter).
+"$exe" validate tests/data/reference/waferllm_measured.yaml --params configs/params/wse2-waferllm.yaml \
+  -o results/runs/paper-validate
+
+# Plots for a few representative settings (every setting has its own in the raw runs' folders if
+# plot_results.py is run without --setting):
+#   dense 0 llama3-8b decode r1 2048/128, 8 llama3-8b decode r16 2048/128, 16 llama3-8b prefill r1,
+#   105 qwen2-72b decode r16 4096/128 (layer subset);
+#   moe 8 mixtral-8x7b decode r16 (layer subset), 40 qwen3-30b-a3b decode r16 (layer subset),
+#   72 deepseek-v2-lite decode r16, 80 deepseek-v2-lite prefill r1.
+/usr/bin/python3 scripts/plot_results.py "$dense" --out "$out/plots/dense" --setting 0 --setting 8 --setting 16 \
+  --setting 105 --schedule waferllm --calibration results/runs/paper-validate/validation.csv
+/usr/bin/python3 scripts/plot_results.py "$moe" --out "$out/plots/moe" --setting 8 --setting 40 --setting 72 \
+  --setting 80 --schedule waferllm
+echo "results/paper regenerated"
