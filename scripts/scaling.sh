@@ -26,13 +26,30 @@ for np in 1 2 4 8; do
   done
 done
 
+# Control: two independent single-rank runs at once (no MPI between them). Their slowdown against
+# a run alone is what sharing the machine costs, whatever the distribution scheme does.
+for r in $(seq 1 "$repeats"); do
+  start=$(date +%s%N)
+  mpirun -n 1 --bind-to none "$exe" "$config" --output "$tmp/pair-a-$r" >/dev/null 2>&1 &
+  a=$!
+  mpirun -n 1 --bind-to none "$exe" "$config" --output "$tmp/pair-b-$r" >/dev/null 2>&1
+  wait $a
+  end=$(date +%s%N)
+  echo "pair $r $(( (end - start) / 1000000 ))" >>"$tmp/times"
+  echo "pair run $r: $(tail -1 "$tmp/times" | cut -d' ' -f3) ms" >&2
+done
+
 /usr/bin/python3 - "$tmp" "$config" "$repeats" "$out" "$(getconf _NPROCESSORS_ONLN)" "$(git rev-parse --short HEAD)" <<'PY'
 import statistics, sys, h5py
 tmp, config, repeats, out, cores, commit = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5], sys.argv[6]
 times = {}
+pair = []
 for line in open(f"{tmp}/times"):
     np_, r, t = line.split()
-    times.setdefault(int(np_), []).append(float(t) / 1000.0)
+    if np_ == "pair":
+        pair.append(float(t) / 1000.0)
+    else:
+        times.setdefault(int(np_), []).append(float(t) / 1000.0)
 def ranks(np_, r):
     with h5py.File(f"{tmp}/np{np_}-{r}/results.h5", "r") as f:
         g = f["rank_stats"]
@@ -61,6 +78,11 @@ with open(out, "w") as f:
     f.write("|---:|---:|---:|---:|---:|---:|---:|\n")
     for np_, med, eff, ni, bi, idle, tot in rows:
         f.write(f"| {np_} | {med:.2f} | {100*eff:.1f} % | {ni:.3f} | {bi:.3f} | {100*idle:.2f} % | {tot:,} |\n")
+    tp = statistics.median(pair)
+    t2 = statistics.median(times[2])
+    f.write(f"\nControl: two independent single-rank runs side by side take {tp:.2f} s (median), against {t1:.2f} s for one "
+            f"alone: sharing the machine slows each process by {100 * (tp / t1 - 1):.1f} %, whatever the scheme does. "
+            f"Against that capacity (two runs' work in {tp:.2f} s) the 2-rank run reaches {100 * tp / (2 * t2):.1f} %.\n")
     f.write("\nWall time is the whole `mpirun` (start-up, search, baselines, simulation, HDF5 write). "
             "Efficiency = T(1) / (ranks x T(ranks)); beyond the core count it measures oversubscription, not scaling. "
             "Nodes are search-tree nodes per rank (`/rank_stats/nodes`); busy time is time spent in tasks, which also "
