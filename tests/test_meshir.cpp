@@ -563,9 +563,20 @@ TEST_CASE("meshir SRAM model: hand-computed bytes per PE") {
   CHECK(wavel::meshir::resident_bytes_per_pe(s, 1) == 2944);
 
   // A region without ops needs nothing; a bad region index is a bug in the caller.
-  s.regions.push_back(Rect{0, 0, 1, 1});
+  s.regions.push_back(Rect{20, 0, 1, 1});
   CHECK(wavel::meshir::resident_bytes_per_pe(s, 2) == 0);
-  CHECK_THROWS_AS(wavel::meshir::resident_bytes_per_pe(s, 3), wavel::InternalError);
+  CHECK_THROWS_AS(wavel::meshir::resident_bytes_per_pe(s, 4), wavel::InternalError);
+  // A region inside another (an expert strip) holds that region's bytes on its PEs too, and the
+  // outer region adds the most loaded cell of what lies inside it.
+  s.regions.push_back(Rect{0, 0, 1, 1});
+  CHECK(wavel::meshir::resident_bytes_per_pe(s, 3) == 3402);
+  CHECK(wavel::meshir::resident_bytes_per_pe(s, 0) == 3402);
+  s.ops[1].region = 3;  // move one weight-holding op into the inner region
+  s.ops[1].used = Rect{0, 0, 1, 1};
+  const auto inner = wavel::meshir::region_sram_per_pe(s, 3).resident_bytes;
+  const auto outer = wavel::meshir::region_sram_per_pe(s, 0).resident_bytes;
+  CHECK(inner == outer);  // the one PE of region 3 carries both regions' resident bytes
+  CHECK(inner > 3380);
   CHECK_THROWS_AS(wavel::meshir::resident_bytes_per_pe(s, -1), wavel::InternalError);
 
   // Doubling the replication doubles the resident share: 8192 * 20 / 100 = 1638.4 -> 1639.
