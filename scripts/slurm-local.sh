@@ -62,7 +62,7 @@ write_conf() {
   cat >"$conf.tmp" <<EOF
 # Written by scripts/slurm-local.sh: a single-node test cluster.
 ClusterName=wavel-local
-SlurmctldHost=localhost
+SlurmctldHost=localhost(127.0.0.1)   # an address: a minimal chroot may not resolve "localhost"
 SlurmUser=root
 SlurmdUser=root
 AuthType=auth/munge
@@ -97,6 +97,15 @@ NodeName=localhost NodeAddr=127.0.0.1 CPUs=$cpus RealMemory=$mem State=UNKNOWN
 PartitionName=local Nodes=localhost Default=YES MaxTime=INFINITE State=UP OverSubscribe=NO
 EOF
   mv "$conf.tmp" "$conf"
+  # slurmd 22.05 always loads a cgroup plugin, and its autodetection fails where /sys/fs/cgroup is
+  # not mounted (a chroot). Name cgroup v1 at a private, empty mount point: with proctrack/linuxproc
+  # and task/none nothing is ever created there.
+  mkdir -p "$dir/cgroup"
+  cat >"$dir/cgroup.conf" <<EOF
+CgroupPlugin=cgroup/v1
+CgroupMountpoint=$dir/cgroup
+CgroupAutomount=no
+EOF
 }
 
 node_state() { sinfo -h -N -o '%T' 2>/dev/null | head -1; }
