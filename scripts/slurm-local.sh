@@ -9,6 +9,8 @@
 #   WAVEL_SKIP_APT=1        do not call apt-get (as scripts/setup.sh); slurm-wlm and munge must be installed
 #   WAVEL_SLURM_DIR=DIR     private state: slurm.conf, state, spool, pid files, logs (default /var/tmp/wavel-slurm)
 #   WAVEL_SLURM_TIMEOUT=S   seconds `up` waits for the node to be idle (default 30)
+#   WAVEL_SLURM_PORT=P      slurmctld listens on P and slurmd on P+1 (default 16817, away from a site
+#                           Slurm's 6817/6818 on the same node)
 #
 # Exit codes: 0 ok; 77 cannot run here (not root, or Slurm not installed and apt-get skipped or failing),
 # so a test can skip; 1 the daemons did not come up (their logs are printed).
@@ -17,6 +19,7 @@ set -euo pipefail
 dir=${WAVEL_SLURM_DIR:-/var/tmp/wavel-slurm}
 conf=$dir/slurm.conf
 timeout_s=${WAVEL_SLURM_TIMEOUT:-30}
+port=${WAVEL_SLURM_PORT:-16817}
 export SLURM_CONF=$conf   # the daemons and the client commands below all read this file
 
 say()  { printf '[slurm-local] %s\n' "$*"; }
@@ -63,6 +66,8 @@ write_conf() {
 # Written by scripts/slurm-local.sh: a single-node test cluster.
 ClusterName=wavel-local
 SlurmctldHost=localhost(127.0.0.1)   # an address: a minimal chroot may not resolve "localhost"
+SlurmctldPort=$port
+SlurmdPort=$((port + 1))
 SlurmUser=root
 SlurmdUser=root
 AuthType=auth/munge
