@@ -238,7 +238,8 @@ class Hub {
       : plan_(plan), settings_(settings), comm_(comm), ranks_(ranks), opt_(options),
         state_(plan.tasks.size(), State::pending), results_(plan.tasks.size()),
         missing_inputs_(plan.tasks.size(), 0), incumbents_(settings.size()), groups_(plan.groups),
-        affinity_(static_cast<std::size_t>(ranks)), stopped_(static_cast<std::size_t>(ranks), false) {
+        affinity_(static_cast<std::size_t>(ranks)), stopped_(static_cast<std::size_t>(ranks), false),
+        worker_nodes_(static_cast<std::size_t>(ranks), 0) {
     for (std::size_t t = 0; t < plan.tasks.size(); ++t) missing_inputs_[t] = plan.inputs[t].size();
     if (resumed) restore(*resumed);
     for (std::size_t t = 0; t < plan.tasks.size(); ++t) {
@@ -339,7 +340,7 @@ class Hub {
       for (int w : waiting_) reply(w, kStop, "");
       waiting_.clear();
     }
-    if (r.task >= 0 && r.error_code == 0) complete(static_cast<std::size_t>(r.task), r);
+    if (r.task >= 0 && r.error_code == 0) complete(worker, static_cast<std::size_t>(r.task), r);
     assign(worker);
     // A finished task may have made a finishing task ready, or ended the sweep.
     std::vector<int> waiting;
@@ -347,8 +348,9 @@ class Hub {
     for (int w : waiting) assign(w);
   }
 
-  void complete(std::size_t t, Report& r) {
+  void complete(int worker, std::size_t t, Report& r) {
     const Task& task = plan_.tasks[t];
+    worker_nodes_[static_cast<std::size_t>(worker)] += r.counters.nodes;
     state_[t] = State::done;
     results_[t] = std::move(r.result);
     nodes_ += r.counters.nodes;
@@ -371,13 +373,22 @@ class Hub {
     if (--missing_inputs_[task.finish] == 0) ready_finish_.push_back(task.finish);
   }
 
-  // The next task for `worker`: a ready finish first, then its own group, then an untouched group,
-  // then the back of the group with the most tasks left (stealing from whoever works on it).
+  // The next task for `worker`: a ready finish if this worker has explored at least its share of
+  // search nodes (finishing explores none, so handing it to the others would skew the nodes per
+  // rank), then its own group, then an untouched group, then the back of the group with the most
+  // tasks left (stealing from whoever works on it); a held finish once no search task is left.
   std::optional<std::size_t> next(int worker) {
-    if (!ready_finish_.empty()) {
+    const auto finish = [&]() -> std::optional<std::size_t> {
+      if (ready_finish_.empty()) return std::nullopt;
       const std::size_t t = ready_finish_.front();
       ready_finish_.pop_front();
       return t;
+    };
+    std::int64_t total = 0;
+    for (auto n : worker_nodes_) total += n;
+    const bool ahead = worker_nodes_[static_cast<std::size_t>(worker)] * ranks_ >= total;
+    if (ahead) {
+      if (auto t = finish()) return t;
     }
     auto& [group, from_back] = affinity_[static_cast<std::size_t>(worker)];
     if (group < groups_.size() && !groups_[group].empty()) return take(group, from_back);
@@ -392,7 +403,7 @@ class Hub {
     for (std::size_t g = 0; g < groups_.size(); ++g) {
       if (!groups_[g].empty() && (fullest == groups_.size() || groups_[g].size() > groups_[fullest].size())) fullest = g;
     }
-    if (fullest == groups_.size()) return std::nullopt;
+    if (fullest == groups_.size()) return finish();
     group = fullest;
     from_back = true;
     return take(fullest, true);
@@ -519,6 +530,7 @@ class Hub {
   std::deque<std::size_t> ready_finish_;
   std::vector<std::pair<std::size_t, bool>> affinity_;  // per worker: group, and whether it takes from the back
   std::vector<bool> stopped_;
+  std::vector<std::int64_t> worker_nodes_;  // search nodes each worker reported in this attempt
   std::vector<int> waiting_;
   int stop_signal_ = 0;
   int error_code_ = 0;
