@@ -30,10 +30,11 @@ import sys
 try:
     import h5py
     import numpy as np
+    from wavel_results import EX_CANTCREAT, EX_DATAERR, EX_NOINPUT, EX_USAGE, NotResults, UsageParser, read_table, to_text
 except ImportError as error:  # Debian: apt-get install python3-h5py python3-numpy
     sys.exit(f"make_tables.py: error: {error} (install python3-h5py and python3-numpy)")
 
-EX_CHECK, EX_USAGE, EX_DATAERR, EX_NOINPUT, EX_CANTCREAT = 1, 64, 65, 66, 73
+EX_CHECK = 1  # --check found a row where the search is below a placed baseline
 CHECK_RTOL = 1e-12  # Wavel counts as "at least" a baseline down to this relative shortfall (rounding)
 
 # The paper's numbers (Wavel, SOSP 2026; see shared/docs/domain.md §1). The first two were measured on
@@ -46,39 +47,6 @@ PAPER_VS_FULLCHIP_MOE = "2.97× (predicted by Wavel's cost model; mean or maximu
 MOE_PRESETS = {"mixtral-8x7b", "qwen3-30b-a3b", "deepseek-v2-lite"}
 MOE_KERNELS = re.compile(r"\bkernel=moe_(dispatch|combine)\b")
 LAYERS_LINE = re.compile(r"^layers\s+(\d+)\s+scale\s+(\S+)\s*$", re.MULTILINE)
-
-
-class NotResults(Exception):
-    """The file is readable HDF5 but lacks what this script needs."""
-
-
-class UsageParser(argparse.ArgumentParser):
-    def error(self, message):
-        self.print_usage(sys.stderr)
-        print(f"{self.prog}: error: {message}", file=sys.stderr)
-        sys.exit(EX_USAGE)
-
-
-def to_text(value):
-    if isinstance(value, (bytes, np.bytes_)):
-        return bytes(value).decode("utf-8", errors="replace").rstrip("\0")
-    if isinstance(value, np.ndarray) and value.ndim == 0:
-        return to_text(value[()])
-    return str(value)
-
-
-def read_table(file, name):
-    """{column: list of Python values} of table `name` (strings decoded), in the file's column order."""
-    if name not in file or "columns" not in file[name].attrs:
-        raise NotResults(f"it has no /{name} table")
-    group = file[name]
-    table = {}
-    for column in (to_text(c) for c in np.atleast_1d(group.attrs["columns"])):
-        if column not in group:
-            raise NotResults(f"/{name} lists column '{column}' but has no such dataset")
-        table[column] = [to_text(v) if isinstance(v, (bytes, np.bytes_)) else v
-                         for v in group[column][()].tolist()]
-    return table
 
 
 def as_float(value):

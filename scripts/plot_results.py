@@ -38,10 +38,11 @@ try:
     from matplotlib.lines import Line2D
     from matplotlib.patches import FancyArrowPatch, Patch, Rectangle
     from matplotlib.ticker import FuncFormatter
+    import wavel_results
+    from wavel_results import EX_CANTCREAT, EX_DATAERR, EX_NOINPUT, EX_USAGE, NotResults, UsageParser, to_text
 except ImportError as error:  # Debian: apt-get install python3-h5py python3-matplotlib
     sys.exit(f"plot_results.py: error: {error} (install python3-h5py and python3-matplotlib)")
 
-EX_USAGE, EX_DATAERR, EX_NOINPUT, EX_CANTCREAT = 64, 65, 66, 73
 PREDICTED = "predicted (cost model)"
 # Fixed metadata so that the same results give byte-identical SVG and PNG files.
 SVG_METADATA = {"Date": None, "Creator": "wavel-dse plot_results.py"}
@@ -49,42 +50,13 @@ PNG_METADATA = {"Software": "wavel-dse plot_results.py"}
 matplotlib.rcParams["svg.hashsalt"] = "wavel-dse"
 
 
-class BadInput(Exception):
-    """Input present but not in the expected shape; mapped to exit 65."""
-
-
-class UsageParser(argparse.ArgumentParser):
-    def error(self, message):
-        self.print_usage(sys.stderr)
-        print(f"{self.prog}: error: {message}", file=sys.stderr)
-        sys.exit(EX_USAGE)
-
-
 # ---------------------------------------------------------------------------------------------------
 # Reading results
 
 
-def to_text(value):
-    if isinstance(value, (bytes, np.bytes_)):
-        return bytes(value).decode("utf-8", errors="replace").rstrip("\0")
-    return str(value)
-
-
 def read_table(file, name, required=True):
     """{column: numpy array or list of str} of table `name`; None when absent and not required."""
-    if name not in file or "columns" not in file[name].attrs:
-        if required:
-            raise BadInput(f"it has no /{name} table")
-        return None
-    group = file[name]
-    table = {}
-    for column in (to_text(c) for c in np.atleast_1d(group.attrs["columns"])):
-        data = group[column][()]
-        if data.dtype.kind in ("S", "O", "U"):
-            table[column] = [to_text(v) for v in data.tolist()]
-        else:
-            table[column] = data
-    return table
+    return wavel_results.read_table(file, name, required, arrays=True)
 
 
 def rows_where(table, column, value):
@@ -190,9 +162,9 @@ def parse_meshir(text):
                 op["stage"] = int(op.get("stage", "0"))
                 s["ops"].append(op)
         except (IndexError, ValueError, KeyError) as error:
-            raise BadInput(f"MeshIR line {number}: cannot read '{line[:80]}': {error}") from error
+            raise NotResults(f"MeshIR line {number}: cannot read '{line[:80]}': {error}") from error
     if s["grid"] is None:
-        raise BadInput("MeshIR text has no grid line")
+        raise NotResults("MeshIR text has no grid line")
     return s
 
 
@@ -348,7 +320,7 @@ def plot_floorplan(settings, schedules, index, schedule_name, out_dir):
     for op in s["ops"]:
         r = op["region"]
         if r not in region_blocks:
-            raise BadInput(f"setting {sid} schedule '{schedule_name}': op {op['index']} names unknown region {r}")
+            raise NotResults(f"setting {sid} schedule '{schedule_name}': op {op['index']} names unknown region {r}")
         block = block_of(op["name"], layers)
         if block is not None:
             region_blocks[r].add(block)
@@ -462,7 +434,7 @@ def calibration_series(path):
                 t = read_table(file, "sim_op_pairs")
                 return [(f"{name}: per op", np.asarray(t["model_cycles"], float), np.asarray(t["sim_cycles"], float),
                          "simulated", "cycles")]
-        raise BadInput(f"{path}: no sim_calibration_pairs, validation or sim_op_pairs table")
+        raise NotResults(f"{path}: no sim_calibration_pairs, validation or sim_op_pairs table")
     fields, rows = read_csv(path)
     column = lambda key: np.array([float(r[key]) for r in rows])  # noqa: E731
     if {"sim_cycles", "model_cycles_before", "model_cycles_after"} <= set(fields):
@@ -471,7 +443,7 @@ def calibration_series(path):
     if {"measured_tokens_per_s", "predicted_tokens_per_s"} <= set(fields):
         return validation_series(name, column("measured_tokens_per_s"), column("predicted_tokens_per_s"),
                                  column("held_out") if "held_out" in fields else None)
-    raise BadInput(f"{path}: neither a sim_pairs.csv (sim_cycles, model_cycles_before/after) nor a "
+    raise NotResults(f"{path}: neither a sim_pairs.csv (sim_cycles, model_cycles_before/after) nor a "
                    "validation.csv (measured_tokens_per_s, predicted_tokens_per_s)")
 
 
@@ -594,7 +566,7 @@ def main(argv):
     written = []
     try:
         calibration = [(path, calibration_series(path)) for path in args.calibration]
-    except BadInput as error:
+    except NotResults as error:
         print(f"{prog}: error: {error}", file=sys.stderr)
         return EX_DATAERR
     except (OSError, KeyError, ValueError) as error:
@@ -618,7 +590,7 @@ def main(argv):
                 for name in ["wavel"] + [n for n in (args.schedule or []) if n != "wavel"]:
                     written += plot_floorplan(settings, schedules, index, name, args.out)
             written += plot_calibration(file, calibration, args.out)
-    except BadInput as error:
+    except NotResults as error:
         print(f"{prog}: error: {args.results}: {error}", file=sys.stderr)
         return EX_DATAERR
     except (KeyError, ValueError) as error:

@@ -15,29 +15,11 @@ import unicodedata
 try:
     import h5py
     import numpy as np
+    from wavel_results import EX_DATAERR, EX_NOINPUT, EX_USAGE, NotResults, UsageParser, list_tables, read_columns, to_text
 except ImportError as error:  # Debian: apt-get install python3-h5py python3-numpy
     sys.exit(f"read_results.py: error: {error} (install python3-h5py and python3-numpy)")
 
-EX_USAGE, EX_DATAERR, EX_NOINPUT = 64, 65, 66
 MAX_LINE_CHARS = 120  # a truncated attribute line is cut here unless --full
-
-
-class NotResults(Exception):
-    """The file is readable HDF5 but not laid out as write_results_h5 writes it."""
-
-
-class UsageParser(argparse.ArgumentParser):
-    def error(self, message):
-        self.print_usage(sys.stderr)
-        print(f"{self.prog}: error: {message}", file=sys.stderr)
-        sys.exit(EX_USAGE)
-
-
-def to_text(value):
-    """h5py hands back fixed-length and (for datasets) variable-length strings as bytes."""
-    if isinstance(value, (bytes, np.bytes_)):
-        return bytes(value).decode("utf-8", errors="replace")
-    return str(value)
 
 
 def to_python(value):
@@ -85,29 +67,6 @@ def shorten(text, full):
     if len(lines) > 1:
         first += f"  … ({len(lines) - 1} more lines; --full shows all)"
     return first
-
-
-def list_tables(file):
-    return [name for name, obj in file.items() if isinstance(obj, h5py.Group) and "columns" in obj.attrs]
-
-
-def read_table(group):
-    """Returns [(name, units, values)] in the order of the group's `columns` attribute."""
-    names = [to_text(n) for n in np.atleast_1d(group.attrs["columns"])]
-    columns = []
-    for name in names:
-        if name not in group or not isinstance(group[name], h5py.Dataset):
-            raise NotResults(f"table '{group.name}' lists column '{name}' but has no such dataset")
-        dataset = group[name]
-        if dataset.ndim != 1:
-            raise NotResults(f"column '{dataset.name}' is not one-dimensional")
-        units = to_text(dataset.attrs["units"]) if "units" in dataset.attrs else ""
-        values = [to_text(v) if isinstance(v, bytes) else v for v in dataset[()].tolist()]
-        columns.append((name, units, values))
-    lengths = {len(values) for _, _, values in columns}
-    if len(lengths) > 1:
-        raise NotResults(f"table '{group.name}' has columns of different lengths")
-    return columns
 
 
 def print_attributes(file, full, out):
@@ -180,7 +139,7 @@ def main(argv):
                           file=sys.stderr)
                     return EX_USAGE
                 tables = [args.table]
-            contents = [(name, read_table(file[name])) for name in tables]
+            contents = [(name, read_columns(file[name])) for name in tables]
             if args.csv:
                 for index, (name, columns) in enumerate(contents):
                     if len(contents) > 1:  # several tables: label each block; use --table for one clean CSV

@@ -66,7 +66,7 @@ TEST_CASE("a setting that does not fit runs as the largest dividing layer subset
       CHECK(static_cast<double>(b.param_bytes + b.kv_cache_bytes) > budget);
       break;
     }
-    const auto described = driver::describe_setting(c, s);
+    const auto described = driver::describe_setting(c, s, subset);
     CHECK(described.layer_subset_layers == subset.layers);
     CHECK(described.model_layers == model.num_layers);
     CHECK(described.param_bytes == whole.param_bytes);  // figures of the whole model

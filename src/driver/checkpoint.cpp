@@ -33,14 +33,7 @@ void write_checkpoint(const std::string& path, const Checkpoint& c) {
   p.put(static_cast<std::uint64_t>(c.open.size()));
   for (auto t : c.open) p.put(t);
   p.put(static_cast<std::uint64_t>(c.incumbents.size()));
-  for (const auto& front : c.incumbents) {
-    p.put(static_cast<std::uint64_t>(front.size()));
-    for (const auto& o : front) {
-      p.put(o.tokens_per_s);
-      p.put(o.latency_s);
-      p.put(o.pes);
-    }
-  }
+  for (const auto& front : c.incumbents) pack_objectives(front, p);
   p.put(c.nodes);
   p.put(c.pruned);
   p.put(c.evaluations);
@@ -95,14 +88,7 @@ Checkpoint read_checkpoint(const std::string& path, const std::string& config_ha
   c.open.resize(u.get<std::uint64_t>());
   for (auto& t : c.open) u.get(t);
   c.incumbents.resize(u.get<std::uint64_t>());
-  for (auto& front : c.incumbents) {
-    front.resize(u.get<std::uint64_t>());
-    for (auto& o : front) {
-      u.get(o.tokens_per_s);
-      u.get(o.latency_s);
-      u.get(o.pes);
-    }
-  }
+  for (auto& front : c.incumbents) front = unpack_objectives(u);
   u.get(c.nodes);
   u.get(c.pruned);
   u.get(c.evaluations);

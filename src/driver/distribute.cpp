@@ -24,6 +24,7 @@
 #include "wavel/common/error.hpp"
 #include "wavel/common/hash.hpp"
 #include "wavel/driver/checkpoint.hpp"
+#include "wavel/driver/format.hpp"
 #include "wavel/driver/pack.hpp"
 #include "wavel/driver/setting_tasks.hpp"
 #include "wavel/search/pareto.hpp"
@@ -119,25 +120,6 @@ void send(MPI_Comm comm, int dest, int tag, const std::string& bytes) {
   MPI_Send(bytes.data(), static_cast<int>(bytes.size()), MPI_CHAR, dest, tag, comm);
 }
 
-void pack_objectives(const std::vector<search::Objectives>& v, Packer& p) {
-  p.put(static_cast<std::uint64_t>(v.size()));
-  for (const auto& o : v) {
-    p.put(o.tokens_per_s);
-    p.put(o.latency_s);
-    p.put(o.pes);
-  }
-}
-
-std::vector<search::Objectives> unpack_objectives(Unpacker& u) {
-  std::vector<search::Objectives> v(u.get<std::uint64_t>());
-  for (auto& o : v) {
-    u.get(o.tokens_per_s);
-    u.get(o.latency_s);
-    u.get(o.pes);
-  }
-  return v;
-}
-
 // What task `t` needs: the incumbents of its setting (a piece), or its inputs' results (a finish).
 std::string task_input(const Plan& plan, std::size_t t, const std::vector<std::string>& results,
                        const std::vector<search::Objectives>& incumbents) {
@@ -202,18 +184,6 @@ Report unpack_report(const std::string& bytes) {
   u.get(r.busy_s);
   u.get(r.result);
   return r;
-}
-
-std::string human_count(double v) {
-  std::ostringstream out;
-  const char* suffix[] = {"", "k", "M", "G", "T"};
-  int i = 0;
-  while (v >= 1000.0 && i < 4) {
-    v /= 1000.0;
-    ++i;
-  }
-  out << std::setprecision(v < 10 ? 3 : 4) << v << suffix[i];
-  return out.str();
 }
 
 std::string human_duration(double s) {
@@ -499,11 +469,11 @@ class Hub {
     remaining_s /= static_cast<double>(ranks_);
     std::ostringstream line;
     line << "wavel-dse: settings " << settings_done_ << "/" << settings_.size() << ", tasks " << done << "/"
-         << plan_.tasks.size() << ", nodes " << human_count(static_cast<double>(nodes_before_ + nodes_)) << " explored, "
-         << human_count(static_cast<double>(pruned_before_ + pruned_)) << " pruned, "
-         << human_count(elapsed > 0 ? static_cast<double>(evaluations_) / elapsed : 0.0) << " eval/s";
+         << plan_.tasks.size() << ", nodes " << human(static_cast<double>(nodes_before_ + nodes_), "") << " explored, "
+         << human(static_cast<double>(pruned_before_ + pruned_), "") << " pruned, "
+         << human(elapsed > 0 ? static_cast<double>(evaluations_) / elapsed : 0.0, "eval/s");
     if (last_setting_ < settings_.size()) {
-      line << ", setting " << settings_[last_setting_].id << " best " << human_count(last_best_) << " tok/s (predicted), front "
+      line << ", setting " << settings_[last_setting_].id << " best " << human(last_best_, "tok/s") << " (predicted), front "
            << last_front_;
     }
     if (final) {
@@ -702,21 +672,6 @@ SweepOutcome evaluate_distributed(const config::Config& config, const std::vecto
   out.ranks.resize(static_cast<std::size_t>(context.ranks));
   MPI_Allgather(&mine, sizeof mine, MPI_BYTE, out.ranks.data(), sizeof mine, MPI_BYTE, context.comm);
   return out;
-}
-
-SettingResult evaluate_setting(const config::Config& config, const config::Setting& setting) {
-  const std::vector<config::Setting> settings{setting};
-  const Plan plan = make_plan(config, settings);
-  Worker worker(config, plan, settings);
-  std::vector<std::string> results(plan.tasks.size());
-  std::vector<search::Objectives> incumbents;
-  for (std::size_t t = 0; t < plan.tasks.size(); ++t) {
-    TaskCounters counters;
-    results[t] = worker.run(t, task_input(plan, t, results, incumbents), counters);
-    merge_incumbents(incumbents, counters.found);
-  }
-  Unpacker u(results.back());
-  return unpack_setting(u);
 }
 
 }  // namespace wavel::driver

@@ -18,6 +18,7 @@
 #include "wavel/common/error.hpp"
 #include "wavel/common/hash.hpp"
 #include "wavel/driver/distribute.hpp"
+#include "wavel/driver/format.hpp"
 #include "wavel/driver/pack.hpp"
 #include "wavel/driver/setting_tasks.hpp"
 #include "wavel/cost/model.hpp"
@@ -76,28 +77,6 @@ std::vector<io::Attribute> provenance(const config::Config& config, const RunCon
   };
 }
 
-std::string human(double value, const char* unit) {
-  if (!std::isfinite(value)) return "-";
-  static const char* prefixes[] = {"", "k", "M", "G", "T", "P", "E"};
-  static const char* small[] = {"", "m", "u", "n"};
-  std::ostringstream out;
-  if (value != 0.0 && std::abs(value) < 1.0) {
-    int p = 0;
-    while (std::abs(value) < 1.0 && p < 3) {
-      value *= 1000.0;
-      ++p;
-    }
-    out << std::setprecision(value < 10 ? 3 : value < 100 ? 4 : 5) << value << ' ' << small[p] << unit;
-    return out.str();
-  }
-  int p = 0;
-  while (std::abs(value) >= 1000.0 && p < 6) {
-    value /= 1000.0;
-    ++p;
-  }
-  out << std::setprecision(value < 10 ? 3 : value < 100 ? 4 : 5) << value << ' ' << prefixes[p] << unit;
-  return out.str();
-}
 
 // Dry run: each rank describes the settings it owns round-robin; gathered in id order.
 std::vector<SettingResult> describe_all(const config::Config& config, const std::vector<config::Setting>& settings,
@@ -108,7 +87,7 @@ std::vector<SettingResult> describe_all(const config::Config& config, const std:
   try {
     for (const auto& setting : settings) {
       if (setting.id % context.ranks != context.rank) continue;
-      pack_setting(describe_setting(config, setting), mine);
+      pack_setting(describe_setting(config, setting, choose_layer_subset(config, setting)), mine);
     }
   } catch (const Error& e) {
     local_error = static_cast<int>(e.code());

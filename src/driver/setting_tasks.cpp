@@ -95,9 +95,7 @@ search::SearchStats unpack_stats(Unpacker& u) {
 void pack_candidates(const std::vector<search::SearchCandidate>& candidates, Packer& p) {
   p.put(static_cast<std::uint64_t>(candidates.size()));
   for (const auto& c : candidates) {
-    p.put(c.objectives.tokens_per_s);
-    p.put(c.objectives.latency_s);
-    p.put(c.objectives.pes);
+    put_objectives(p, c.objectives);
     p.put(c.source);
     p.put(c.microbatches);
     p.put(c.sram_headroom);
@@ -110,9 +108,7 @@ void unpack_candidates(Unpacker& u, std::vector<search::SearchCandidate>& out) {
   const auto n = u.get<std::uint64_t>();
   for (std::uint64_t i = 0; i < n; ++i) {
     search::SearchCandidate c;
-    u.get(c.objectives.tokens_per_s);
-    u.get(c.objectives.latency_s);
-    u.get(c.objectives.pes);
+    get_objectives(u, c.objectives);
     u.get(c.source);
     u.get(c.microbatches);
     u.get(c.sram_headroom);
@@ -315,12 +311,12 @@ workload::Workload setting_workload(const config::Config& config, const config::
   return w;
 }
 
-SettingResult describe_setting(const config::Config& config, const config::Setting& setting) {
+SettingResult describe_setting(const config::Config& config, const config::Setting& setting, const LayerSubset& subset) {
   const auto& model = config.workloads.models.at(setting.model_index).spec;
   const workload::Workload w = workload::build_workload(model, setting.shape);
   SettingResult s;
   s.model_layers = model.num_layers;
-  s.layer_subset_layers = choose_layer_subset(config, setting).layers;
+  s.layer_subset_layers = subset.layers;
   s.setting_id = setting.id;
   s.tokens_per_step = w.tokens_per_step;
   s.context_tokens = w.context_tokens;
@@ -342,7 +338,9 @@ SettingResult describe_setting(const config::Config& config, const config::Setti
 
 std::string run_baselines(const config::Config& config, const config::Setting& setting, const workload::Workload& w,
                           TaskCounters& counters) {
-  SettingResult s = describe_setting(config, setting);
+  // The workload already is the subset the schedules use.
+  const LayerSubset subset{w.layer_scale > 1 ? w.model.num_layers : 0, w.layer_scale};
+  SettingResult s = describe_setting(config, setting, subset);
   const auto& b = config.baselines;
   std::vector<std::int64_t> sides;
   if (b.waferllm_region_side_pes > 0) {

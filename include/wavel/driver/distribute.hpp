@@ -48,7 +48,4 @@ void install_checkpoint_signals();
 SweepOutcome evaluate_distributed(const config::Config& config, const std::vector<config::Setting>& settings,
                                   const RunContext& context, const DistributeOptions& options);
 
-/// One setting in this process alone: the same tasks in plan order, so the same result.
-SettingResult evaluate_setting(const config::Config& config, const config::Setting& setting);
-
 }  // namespace wavel::driver

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "wavel/common/error.hpp"
+#include "wavel/search/pareto.hpp"
 
 namespace wavel::driver {
 
@@ -64,5 +65,28 @@ class Unpacker {
   std::size_t pos_ = 0;
   ExitCode code_;
 };
+
+/// The three objectives of a schedule (not its id).
+inline void put_objectives(Packer& p, const search::Objectives& o) {
+  p.put(o.tokens_per_s);
+  p.put(o.latency_s);
+  p.put(o.pes);
+}
+inline void get_objectives(Unpacker& u, search::Objectives& o) {
+  u.get(o.tokens_per_s);
+  u.get(o.latency_s);
+  u.get(o.pes);
+}
+
+/// A list of objectives, count first.
+inline void pack_objectives(const std::vector<search::Objectives>& v, Packer& p) {
+  p.put(static_cast<std::uint64_t>(v.size()));
+  for (const auto& o : v) put_objectives(p, o);
+}
+inline std::vector<search::Objectives> unpack_objectives(Unpacker& u) {
+  std::vector<search::Objectives> v(u.get<std::uint64_t>());
+  for (auto& o : v) get_objectives(u, o);
+  return v;
+}
 
 }  // namespace wavel::driver

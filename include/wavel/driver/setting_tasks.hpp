@@ -31,9 +31,9 @@ LayerSubset choose_layer_subset(const config::Config& config, const config::Sett
 /// (layer_scale set), with the config's MoE capacity factor.
 workload::Workload setting_workload(const config::Config& config, const config::Setting& setting);
 
-/// Workload and wafer figures of a setting (of the whole model, and which subset its schedules use),
-/// without schedules (what a dry run prints).
-SettingResult describe_setting(const config::Config& config, const config::Setting& setting);
+/// Workload and wafer figures of a setting (of the whole model, and `subset`, the layers its
+/// schedules use), without schedules (what a dry run prints).
+SettingResult describe_setting(const config::Config& config, const config::Setting& setting, const LayerSubset& subset);
 
 /// What a task did, for the progress line, per-rank statistics and shared incumbents.
 struct TaskCounters {

@@ -1,0 +1,34 @@
+// Human-readable numbers; see format.hpp.
+#include "wavel/driver/format.hpp"
+
+#include <cmath>
+#include <iomanip>
+#include <sstream>
+
+namespace wavel::driver {
+
+std::string human(double value, const char* unit) {
+  if (!std::isfinite(value)) return "-";
+  static const char* prefixes[] = {"", "k", "M", "G", "T", "P", "E"};
+  static const char* small[] = {"", "m", "u", "n"};
+  std::ostringstream out;
+  if (value != 0.0 && std::abs(value) < 1.0) {
+    int p = 0;
+    while (std::abs(value) < 1.0 && p < 3) {
+      value *= 1000.0;
+      ++p;
+    }
+    out << std::setprecision(value < 10 ? 3 : value < 100 ? 4 : 5) << value << ' ' << small[p] << unit;
+    return out.str();
+  }
+  int p = 0;
+  while (std::abs(value) >= 1000.0 && p < 6) {
+    value /= 1000.0;
+    ++p;
+  }
+  out << std::setprecision(value < 10 ? 3 : value < 100 ? 4 : 5) << value;
+  if (p > 0 || unit[0] != '\0') out << ' ' << prefixes[p] << unit;
+  return out.str();
+}
+
+}  // namespace wavel::driver
