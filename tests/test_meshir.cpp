@@ -89,6 +89,7 @@ Schedule decode_schedule() {
   const Rect r1{10, 0, 10, 10};
 
   PlacedOp embed = make_op("embed", Kernel::lookup, 0, r0, 0, 0, {}, features_on_y(10), features_on_y(10));
+  embed.once = true;  // round-trips as repeat=once
   embed.work = {4, 4, 0, 64, 0, 25600, 0, 512, 0};
 
   PlacedOp q = make_op("layer.0.q_proj", Kernel::meshgemv, 0, r0, 1, 0, {0}, features_on_y(10), features_on_x(10, 10));
@@ -162,6 +163,7 @@ void check_same(const Schedule& a, const Schedule& b) {
     CHECK(x.reduce_axis == y.reduce_axis);
     CHECK(x.group == y.group);
     CHECK(x.to_region == y.to_region);
+    CHECK(x.once == y.once);
     CHECK(x.inputs == y.inputs);
     CHECK(x.step == y.step);
     CHECK(x.stage == y.stage);
@@ -294,14 +296,14 @@ TEST_CASE("meshir text: the decode schedule round-trips both ways") {
 
 TEST_CASE("meshir text: printed form") {
   const std::string text = wavel::meshir::print(decode_schedule());
-  CHECK(text.rfind("meshir 1\nschedule \"decode-test\"\ngrid 21 10\nsram_per_pe_bytes 49152\ncolours 24\n"
+  CHECK(text.rfind("meshir 2\nschedule \"decode-test\"\ngrid 21 10\nsram_per_pe_bytes 49152\ncolours 24\n"
                    "requests 4\nmicrobatches 2\nlayers 2 scale 1\ndefect 20 5\n",
                    0) == 0);
   CHECK(text.find("\nregion 1 10 0 10 10\n") != std::string::npos);
   CHECK(text.find("\nop 1 \"layer.0.q_proj\" kernel=meshgemv region=0 used=0,0,10,10 step=1 stage=0 inputs=0 "
                   "in=x:none,y:features,part:1x10,repl:10x1,tile:16x16 "
                   "out=x:features,y:none,part:10x1,repl:1x10,tile:16x16 reduce=y group=5 rounds=1 to_region=-1 "
-                  "work=batch:4,m:4,k:64,n:64,flops:32768,weight_bytes:8192,input_bytes:512,output_bytes:512,"
+                  "repeat=layers work=batch:4,m:4,k:64,n:64,flops:32768,weight_bytes:8192,input_bytes:512,output_bytes:512,"
                   "kv_cache_bytes:0\n") != std::string::npos);
   CHECK(text.find("\nop 0 \"embed\" kernel=lookup region=0 used=0,0,10,10 step=0 stage=0 inputs=- ") !=
         std::string::npos);
@@ -361,7 +363,7 @@ TEST_CASE("meshir text: comments, blank lines, CRLF and field order are free in 
   const std::string text =
       "# a hand-written schedule\r\n"
       "\n"
-      "meshir 1   # version\n"
+      "meshir 2   # version\n"
       "layers 1 scale 1\n"
       "schedule \"hand # made\"\n"
       "   grid 20 10\n"
@@ -371,7 +373,7 @@ TEST_CASE("meshir text: comments, blank lines, CRLF and field order are free in 
       "microbatches 1\n"
       "region 0 0 0 10 10  # index x y w h\n"
       "op 0 \"a\" work=kv_cache_bytes:0,batch:1,m:1,k:2,n:3,flops:4,weight_bytes:5,input_bytes:6,output_bytes:7 "
-      "to_region=-1 rounds=1 group=0 reduce=y out=tile:0x0,repl:1x1,part:1x1,y:none,x:tokens "
+      "to_region=-1 repeat=once rounds=1 group=0 reduce=y out=tile:0x0,repl:1x1,part:1x1,y:none,x:tokens "
       "in=x:none,y:features,part:1x10,repl:10x1,tile:2x2 inputs=- stage=0 step=0 used=0,0,10,10 region=0 "
       "kernel=elementwise\n";
   const auto parsed = wavel::meshir::parse_with_lines(text, "hand.meshir");
@@ -384,6 +386,7 @@ TEST_CASE("meshir text: comments, blank lines, CRLF and field order are free in 
   CHECK(s.ops[0].out_layout.on_x == Dim::tokens);
   CHECK(s.ops[0].in_layout.part_y == 10);
   CHECK(s.ops[0].work.output_bytes == 7);
+  CHECK(s.ops[0].once);
   CHECK(parsed.lines.ops == std::vector<int>{12});
   CHECK(parsed.lines.regions == std::vector<int>{11});
   CHECK(parsed.lines.header.at("grid") == 6);
@@ -409,8 +412,8 @@ TEST_CASE("meshir text: parse errors carry exact line and column") {
                                     ": error: ops[1].kernel: unknown kernel 'mesh_gemv' (did you mean 'meshgemv'?)");
   }
   SUBCASE("a missing field") {
-    const std::string text = replace_once(good, " group=5 rounds=1 to_region=-1 work=batch:4,m:4,k:64,n:64,flops:32768",
-                                          " rounds=1 to_region=-1 work=batch:4,m:4,k:64,n:64,flops:32768");
+    const std::string text = replace_once(good, " group=5 rounds=1 to_region=-1 repeat=layers work=batch:4,m:4,k:64,n:64,flops:32768",
+                                          " rounds=1 to_region=-1 repeat=layers work=batch:4,m:4,k:64,n:64,flops:32768");
     const auto errors = parse_errors(text);
     REQUIRE(errors.size() == 1);
     CHECK(errors[0].line == line_of(good, "op", 1));
@@ -464,7 +467,7 @@ TEST_CASE("meshir text: parse errors carry exact line and column") {
   }
   SUBCASE("header lines, names and escapes") {
     const std::string text =
-        "meshir 1\n"                      // 1
+        "meshir 2\n"                      // 1
         "schedule \"a\\qb\"\n"            // 2: bad escape at column 13
         "grid 20 ten\n"                   // 3: column 9
         "colours 24\n"                    // 4
@@ -512,13 +515,13 @@ TEST_CASE("meshir text: parse errors carry exact line and column") {
     for (std::size_t i = 1; i < errors.size(); ++i) CHECK(errors[i - 1].line <= errors[i].line);
   }
   SUBCASE("version and first line") {
-    auto errors = parse_errors(replace_once(good, "meshir 1", "meshir 2"));
+    auto errors = parse_errors(replace_once(good, "meshir 2", "meshir 3"));
     REQUIRE(errors.size() == 1);
     CHECK(errors[0].line == 1);
     CHECK(errors[0].column == 8);
-    CHECK(errors[0].message == "unsupported MeshIR version 2 (this tool reads version 1)");
+    CHECK(errors[0].message == "unsupported MeshIR version 3 (this tool reads version 2)");
     errors = parse_errors("# no header\n\ngrid 1 1\n");
-    const Diagnostic first = find(errors, "must start with 'meshir 1'");
+    const Diagnostic first = find(errors, "must start with 'meshir 2'");
     CHECK(first.line == 3);
     CHECK(first.column == 1);
   }
@@ -527,9 +530,9 @@ TEST_CASE("meshir text: parse errors carry exact line and column") {
     text = replace_once(text, "kernel=relayout", "kernel=relay");
     text = replace_once(text, "inputs=3 ", "inputs=3,x ");
     text = replace_once(text, "to_region=1", "to_region=99999999999");
-    text = replace_once(text, "reduce=y group=5 rounds=1 to_region=-1 work=batch:4,m:4,k:64,n:64,flops:32768,weight_bytes:8192,"
+    text = replace_once(text, "reduce=y group=5 rounds=1 to_region=-1 repeat=layers work=batch:4,m:4,k:64,n:64,flops:32768,weight_bytes:8192,"
                               "input_bytes:2048",
-                        "reduce=z group=5 group=6 rounds=1 to_region=-1 colour=3 work=batch:4,m:4,k:64,n:64,"
+                        "reduce=z group=5 group=6 rounds=1 to_region=-1 repeat=layers colour=3 work=batch:4,m:4,k:64,n:64,"
                         "flops:32768,weight_bytes:8192,input_bytes:2048");
     const auto errors = parse_errors(text);
     INFO(formatted(errors));

@@ -284,27 +284,31 @@ Composition compose(const meshir::Schedule& schedule, const std::vector<double>&
   if (op_total_cycles.size() != schedule.ops.size()) throw InternalError("cost::compose: one time per op needed");
   Composition out;
   // Steps run one after another; ops of a step overlap. Stages are timed the same way on their own ops.
+  // A layer subset multiplies the decoder layers' steps by layer_scale; embedding and head run once.
+  const double scale = static_cast<double>(std::max<std::int64_t>(1, schedule.layer_scale));
   std::map<int, double> stage_cycles;
   double pass = 0.0;
   for (std::size_t i = 0; i < schedule.ops.size();) {
     const int step = schedule.ops[i].step;
     double step_max = 0.0;
+    bool repeated = false;
     std::map<int, double> stage_max;
     for (; i < schedule.ops.size() && schedule.ops[i].step == step; ++i) {
       step_max = std::max(step_max, op_total_cycles[i]);
+      repeated = repeated || !schedule.ops[i].once;
       // Transfers between stages run on the links while the stages compute other micro-batches,
       // so they lengthen a pass but not a stage's turn.
       if (schedule.ops[i].kernel == Kernel::transfer) continue;
       double& s = stage_max[schedule.ops[i].stage];
       s = std::max(s, op_total_cycles[i]);
     }
-    pass += step_max;
-    for (const auto& [stage, cycles] : stage_max) stage_cycles[stage] += cycles;
+    const double times = repeated ? scale : 1.0;
+    pass += step_max * times;
+    for (const auto& [stage, cycles] : stage_max) stage_cycles[stage] += cycles * times;
   }
-  const double scale = static_cast<double>(std::max<std::int64_t>(1, schedule.layer_scale));
-  out.pass_cycles = pass * scale;
+  out.pass_cycles = pass;
   for (const auto& [stage, cycles] : stage_cycles) {
-    out.bottleneck_stage_cycles = std::max(out.bottleneck_stage_cycles, cycles * scale);
+    out.bottleneck_stage_cycles = std::max(out.bottleneck_stage_cycles, cycles);
   }
   const double mb = static_cast<double>(std::max<std::int64_t>(1, schedule.microbatches));
   const double requests = static_cast<double>(std::max<std::int64_t>(1, schedule.concurrent_requests));

@@ -275,6 +275,7 @@ int Placer::place_experts(const workload::Layer& block, std::size_t dispatch, st
 }
 
 void Placer::place(const workload::Layer& block, int region, const Rect& used, int stage, const Tune& tune) {
+  const std::size_t first_op = s_.ops.size();
   move_input_to(region, used, stage, tune);
   std::vector<int> placed(block.ops.size(), -1);
   const std::function<int(int)> resolve = [&](int input) {
@@ -301,6 +302,8 @@ void Placer::place(const workload::Layer& block, int region, const Rect& used, i
     placed[i] = place_op(op, block.name + "." + op.name, region, used, stage, tune, inputs, false);
   }
   if (!block.ops.empty()) block_input_ = placed.back();
+  // Embedding and head run once per pass; a layer subset scales only the decoder layers.
+  for (std::size_t i = first_op; i < s_.ops.size(); ++i) s_.ops[i].once = !block.decoder;
 }
 
 }  // namespace wavel::meshir

@@ -95,7 +95,7 @@ const std::vector<std::string> line_keywords{"meshir",   "schedule",     "grid",
                                              "colours",  "requests",     "microbatches", "layers",
                                              "defect",   "region",       "op"};
 const std::vector<std::string> op_keys{"kernel", "region", "used",   "step", "stage",     "inputs",
-                                       "in",     "out",    "reduce", "group", "rounds", "to_region", "work"};
+                                       "in",     "out",    "reduce", "group", "rounds", "to_region", "repeat", "work"};
 const std::vector<std::string> layout_keys{"x", "y", "part", "repl", "tile"};
 const std::vector<std::string> work_keys{"batch", "m", "k", "n", "flops", "weight_bytes", "input_bytes",
                                          "output_bytes", "kv_cache_bytes"};
@@ -503,6 +503,12 @@ void Parser::parse_op(const std::vector<Piece>& tokens, int end_column) {
       if (const auto v = integer<std::int64_t>(value, key_path)) op.rounds = *v;
     } else if (key == "to_region") {
       if (const auto v = integer<int>(value, key_path)) op.to_region = *v;
+    } else if (key == "repeat") {
+      if (value.text == "layers" || value.text == "once") {
+        op.once = value.text == "once";
+      } else {
+        error(value.column, key_path, "expected 'layers' or 'once', got '" + std::string(value.text) + "'");
+      }
     } else if (key == "work") {
       work(value, key_path, op.work);
     }
@@ -641,7 +647,8 @@ std::string print(const Schedule& s) {
         << " used=" << op.used.x << ',' << op.used.y << ',' << op.used.w << ',' << op.used.h << " step=" << op.step
         << " stage=" << op.stage << " inputs=" << inputs_text(op.inputs) << " in=" << layout_text(op.in_layout)
         << " out=" << layout_text(op.out_layout) << " reduce=" << to_string(op.reduce_axis)
-        << " group=" << op.group << " rounds=" << op.rounds << " to_region=" << op.to_region << " work=" << work_text(op.work) << '\n';
+        << " group=" << op.group << " rounds=" << op.rounds << " to_region=" << op.to_region
+        << " repeat=" << (op.once ? "once" : "layers") << " work=" << work_text(op.work) << '\n';
   }
   return out.str();
 }

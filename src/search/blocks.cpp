@@ -28,6 +28,7 @@ workload::Layer part(const workload::Layer& layer, std::size_t begin, std::size_
   workload::Layer p;
   p.name = layer.name;
   p.is_moe = layer.is_moe;
+  p.decoder = layer.decoder;
   for (std::size_t i = begin; i < end; ++i) {
     workload::Op op = layer.ops[i];
     for (int& in : op.inputs) {

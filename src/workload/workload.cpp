@@ -389,6 +389,7 @@ Workload build_workload(const ModelSpec& model, const WorkloadShape& shape) {
       dense_mlp(b, model, M, residual);
     }
     w.layers.push_back(b.finish("layer." + std::to_string(i), is_moe));
+    w.layers.back().decoder = true;
   }
 
   {

@@ -95,6 +95,8 @@ struct PlacedOp {
   std::vector<int> inputs;          ///< indices of producer ops in Schedule::ops
   int step = 0;                     ///< ops of one step run at the same time on disjoint regions
   int stage = 0;                    ///< pipeline stage (concurrent requests flow through stages)
+  bool once = false;                ///< runs once per pass even in a layer subset (embedding, LM head):
+                                    ///< Schedule::layer_scale multiplies only the other ops
   OpWork work;
 };
 
@@ -110,7 +112,8 @@ struct Schedule {
   std::int64_t concurrent_requests = 1;
   std::int64_t microbatches = 1;    ///< requests are split into this many groups pipelined over stages;
                                     ///< op work is that of one group (ceil(requests / microbatches))
-  std::int64_t layer_scale = 1;     ///< >1: the ops cover a subset of layers, costs are scaled (labelled)
+  std::int64_t layer_scale = 1;     ///< >1: the ops cover a subset of decoder layers; the costs of ops
+                                    ///< not marked `once` are scaled (labelled)
   std::int64_t layers_total = 0;    ///< model depth the schedule stands for
 };
 

@@ -24,8 +24,8 @@ struct ParsedSchedule {
   SourceLines lines;
 };
 
-/// Current version of the text form, written on its first line as `meshir 1`.
-inline constexpr int text_format_version = 1;
+/// Current version of the text form, written on its first line as `meshir 2` (2 added `repeat=` per op).
+inline constexpr int text_format_version = 2;
 
 /// Prints `schedule` in the text form; the same schedule always gives the same text.
 std::string print(const Schedule& schedule);

@@ -59,6 +59,7 @@ struct Op {
 struct Layer {
   std::string name;                    ///< "embed", "layer.0", ..., "head"
   bool is_moe = false;
+  bool decoder = false;                ///< a repeated decoder layer (what a layer subset scales)
   std::vector<Op> ops;
   std::int64_t param_bytes = 0;        ///< parameters resident for this layer
   std::int64_t kv_cache_bytes = 0;     ///< KV cache capacity resident for this layer
