@@ -22,6 +22,7 @@ inline cost::CostParams round_params() {
   p.step_overhead_cycles = 20.0;
   p.kernel_overhead_cycles = 100.0;
   p.route_switch_cycles = 50.0;
+  p.vector_setup_cycles = 0.0;  // whole vectors: shape efficiency is only the lanes a tile leaves idle
   return p;
 }
 

@@ -21,14 +21,16 @@ TEST_CASE("K-tree allreduce of a GEMV on 8x8, by hand") {
   // Local tile 8 x 8: 2*8*8 = 128 FLOP at 2*8 lanes*0.5 = 8 FLOP/cycle -> 16 cycles.
   CHECK(c.compute_cycles == doctest::Approx(16.0));
   // 8 PEs, groups of 4: level 1 takes 2 stages of 1 hop, level 2 (2 roots) 1 stage of 4 hops,
-  // then the broadcast crosses 4 hops: 3 stages, 10 hops.
+  // then the multicast crosses 4 hops: 3 stages, 10 hops.
   CHECK(c.stages == 3);
   CHECK(c.hops == 10);
   CHECK(c.stage_cycles == doctest::Approx(90.0));
   CHECK(c.hop_cycles == doctest::Approx(10.0));
-  // Message: 8 outputs x 2 bytes = 16 bytes = 4 cycles per link, on 3 stages plus the broadcast.
-  CHECK(c.link_cycles == doctest::Approx(16.0));
-  CHECK(c.total_cycles == doctest::Approx(16.0 + 90.0 + 10.0 + 16.0 + 100.0));
+  // Streamed: message 8 outputs x 2 bytes = 16 bytes = 4 wavelets, each carried once per link; the
+  // final root's ramp takes 2 level-1 streams and 1 level-2 stream: 3 x 4 = 12 cycles.
+  // (Store-and-forward would have charged (3 stages + 1) x 4 = 16.)
+  CHECK(c.link_cycles == doctest::Approx(12.0));
+  CHECK(c.total_cycles == doctest::Approx(16.0 + 90.0 + 10.0 + 12.0 + 100.0));
 }
 
 TEST_CASE("MeshGEMM steps on 4x4, by hand") {
@@ -36,8 +38,9 @@ TEST_CASE("MeshGEMM steps on 4x4, by hand") {
   auto op = op_on(s.regions[0], meshir::Kernel::meshgemm);
   op.work = {1, 64, 64, 64, 2 * 64 * 64 * 64, 0, 0, 0, 0};
   const auto c = cost::op_cost(s, op, wse3(), round_params());
-  // 4 steps; each multiplies 16x16 by 16x16 tiles: 8192 FLOP / 8 FLOP per cycle = 1024 cycles,
-  // longer than shifting a 512-byte tile two hops (2 + 128 cycles), so the step is compute-bound.
+  // 4 steps; each multiplies 16x16 by 16x16 tiles: 8192 FLOP / 8 FLOP per cycle = 1024 cycles
+  // (rows of 16 fill the 8 lanes exactly), longer than the two 512-byte tiles entering through the
+  // ramp two hops away (2 + 256 cycles), so the step is compute-bound.
   CHECK(c.compute_cycles == doctest::Approx(4 * 1024.0));
   // Skew: 2 positions of 2 hops and 128 link cycles each, not overlapped.
   CHECK(c.hop_cycles == doctest::Approx(4.0));
@@ -45,14 +48,29 @@ TEST_CASE("MeshGEMM steps on 4x4, by hand") {
   CHECK(c.overhead_cycles == doctest::Approx(4 * 20.0 + 100.0));
   CHECK(c.total_cycles == doctest::Approx(4096.0 + 4.0 + 256.0 + 180.0));
 
-  // A narrow N makes each step communication-bound: a 16x16 by 16x1 tile is 512 FLOP = 64 cycles,
-  // but shifting the 512-byte A tile takes 2 hops + 128 link cycles. Only the shift counts.
+  // A narrow N leaves lanes idle: a 16x16 by 16x1 tile is 512 FLOP, but rows of 1 use 1 of 8 lanes,
+  // so the step takes 512 / (8 x 1/8) = 512 cycles, not 64 (shape efficiency 1/8).
   op.work = {1, 64, 64, 4, 0, 0, 0, 0, 0};
   const auto narrow = cost::op_cost(s, op, wse3(), round_params());
-  CHECK(narrow.compute_cycles == doctest::Approx(0.0));
-  CHECK(narrow.hop_cycles == doctest::Approx(4 * 2.0 + 2 * 2.0));
-  CHECK(narrow.link_cycles == doctest::Approx(4 * 128.0 + 2 * 128.0));
-  CHECK(narrow.total_cycles == doctest::Approx(12.0 + 768.0 + 180.0));
+  CHECK(narrow.compute_cycles == doctest::Approx(4 * 512.0));
+  CHECK(narrow.total_cycles == doctest::Approx(2048.0 + 4.0 + 256.0 + 180.0));
+}
+
+TEST_CASE("MeshGEMM: both moving tiles serialise on the ramp, by hand") {
+  const auto s = one_region(4, 4);
+  auto op = op_on(s.regions[0], meshir::Kernel::meshgemm);
+  op.work = {1, 8, 64, 32, 0, 0, 0, 0, 0};
+  auto p = round_params();
+  p.gemm_efficiency = 1.0;
+  const auto c = cost::op_cost(s, op, wse3(), p);
+  // 4 steps of a 2x16 by 16x8 tile: 512 FLOP / 16 per cycle = 32 cycles. The A tile (64 B) and the
+  // B tile (256 B) both enter through the PE's ramp: 80 wavelets + 2 hops = 82 cycles per step, so
+  // the step is communication-bound (max(A, B) alone would be 66). Skew: 2 positions of 2 hops and
+  // 16 wavelets of A.
+  CHECK(c.compute_cycles == doctest::Approx(0.0));
+  CHECK(c.hop_cycles == doctest::Approx(4 * 2.0 + 2 * 2.0));
+  CHECK(c.link_cycles == doctest::Approx(4 * 80.0 + 2 * 16.0));
+  CHECK(c.total_cycles == doctest::Approx(12.0 + 352.0 + 180.0));
 }
 
 TEST_CASE("N bytes over H hops between regions, by hand") {

@@ -164,6 +164,7 @@ void check_same(const Schedule& a, const Schedule& b) {
     CHECK(x.group == y.group);
     CHECK(x.to_region == y.to_region);
     CHECK(x.once == y.once);
+    CHECK(x.attention == y.attention);
     CHECK(x.inputs == y.inputs);
     CHECK(x.step == y.step);
     CHECK(x.stage == y.stage);
@@ -176,6 +177,8 @@ void check_same(const Schedule& a, const Schedule& b) {
     CHECK(x.work.input_bytes == y.work.input_bytes);
     CHECK(x.work.output_bytes == y.work.output_bytes);
     CHECK(x.work.kv_cache_bytes == y.work.kv_cache_bytes);
+    CHECK(x.work.heads == y.work.heads);
+    CHECK(x.work.kv_heads == y.work.kv_heads);
   }
 }
 
@@ -303,8 +306,8 @@ TEST_CASE("meshir text: printed form") {
   CHECK(text.find("\nop 1 \"layer.0.q_proj\" kernel=meshgemv region=0 used=0,0,10,10 step=1 stage=0 inputs=0 "
                   "in=x:none,y:features,part:1x10,repl:10x1,tile:16x16 "
                   "out=x:features,y:none,part:10x1,repl:1x10,tile:16x16 reduce=y group=5 rounds=1 to_region=-1 "
-                  "repeat=layers work=batch:4,m:4,k:64,n:64,flops:32768,weight_bytes:8192,input_bytes:512,output_bytes:512,"
-                  "kv_cache_bytes:0\n") != std::string::npos);
+                  "repeat=layers attn=none work=batch:4,m:4,k:64,n:64,flops:32768,weight_bytes:8192,input_bytes:512,output_bytes:512,"
+                  "kv_cache_bytes:0,heads:0,kv_heads:0\n") != std::string::npos);
   CHECK(text.find("\nop 0 \"embed\" kernel=lookup region=0 used=0,0,10,10 step=0 stage=0 inputs=- ") !=
         std::string::npos);
   CHECK(wavel::meshir::print(decode_schedule()) == text);  // deterministic
@@ -372,8 +375,8 @@ TEST_CASE("meshir text: comments, blank lines, CRLF and field order are free in 
       "requests 1\n"
       "microbatches 1\n"
       "region 0 0 0 10 10  # index x y w h\n"
-      "op 0 \"a\" work=kv_cache_bytes:0,batch:1,m:1,k:2,n:3,flops:4,weight_bytes:5,input_bytes:6,output_bytes:7 "
-      "to_region=-1 repeat=once rounds=1 group=0 reduce=y out=tile:0x0,repl:1x1,part:1x1,y:none,x:tokens "
+      "op 0 \"a\" work=kv_cache_bytes:0,batch:1,m:1,k:2,n:3,flops:4,weight_bytes:5,input_bytes:6,output_bytes:7,kv_heads:0,heads:0 "
+      "to_region=-1 repeat=once attn=none rounds=1 group=0 reduce=y out=tile:0x0,repl:1x1,part:1x1,y:none,x:tokens "
       "in=x:none,y:features,part:1x10,repl:10x1,tile:2x2 inputs=- stage=0 step=0 used=0,0,10,10 region=0 "
       "kernel=elementwise\n";
   const auto parsed = wavel::meshir::parse_with_lines(text, "hand.meshir");
@@ -412,8 +415,8 @@ TEST_CASE("meshir text: parse errors carry exact line and column") {
                                     ": error: ops[1].kernel: unknown kernel 'mesh_gemv' (did you mean 'meshgemv'?)");
   }
   SUBCASE("a missing field") {
-    const std::string text = replace_once(good, " group=5 rounds=1 to_region=-1 repeat=layers work=batch:4,m:4,k:64,n:64,flops:32768",
-                                          " rounds=1 to_region=-1 repeat=layers work=batch:4,m:4,k:64,n:64,flops:32768");
+    const std::string text = replace_once(good, " group=5 rounds=1 to_region=-1 repeat=layers attn=none work=batch:4,m:4,k:64,n:64,flops:32768",
+                                          " rounds=1 to_region=-1 repeat=layers attn=none work=batch:4,m:4,k:64,n:64,flops:32768");
     const auto errors = parse_errors(text);
     REQUIRE(errors.size() == 1);
     CHECK(errors[0].line == line_of(good, "op", 1));
@@ -530,9 +533,9 @@ TEST_CASE("meshir text: parse errors carry exact line and column") {
     text = replace_once(text, "kernel=relayout", "kernel=relay");
     text = replace_once(text, "inputs=3 ", "inputs=3,x ");
     text = replace_once(text, "to_region=1", "to_region=99999999999");
-    text = replace_once(text, "reduce=y group=5 rounds=1 to_region=-1 repeat=layers work=batch:4,m:4,k:64,n:64,flops:32768,weight_bytes:8192,"
+    text = replace_once(text, "reduce=y group=5 rounds=1 to_region=-1 repeat=layers attn=none work=batch:4,m:4,k:64,n:64,flops:32768,weight_bytes:8192,"
                               "input_bytes:2048",
-                        "reduce=z group=5 group=6 rounds=1 to_region=-1 repeat=layers colour=3 work=batch:4,m:4,k:64,n:64,"
+                        "reduce=z group=5 group=6 rounds=1 to_region=-1 repeat=layers attn=none colour=3 work=batch:4,m:4,k:64,n:64,"
                         "flops:32768,weight_bytes:8192,input_bytes:2048");
     const auto errors = parse_errors(text);
     INFO(formatted(errors));

@@ -7,6 +7,8 @@
 #include <map>
 
 #include "wavel/common/error.hpp"
+#include "wavel/cost/detail/attention.hpp"
+#include "wavel/cost/detail/collectives.hpp"
 #include "wavel/meshir/verify.hpp"
 
 namespace wavel::cost {
@@ -23,65 +25,34 @@ constexpr double kFp32Bytes = 4.0;  // reductions accumulate in FP32
 
 std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return b <= 0 ? 0 : (a + b - 1) / b; }
 
-double peak_flops_per_cycle(const wafer::WaferParams& wafer) { return 2.0 * static_cast<double>(wafer.simd_fp16_lanes); }
-
-// Critical path of a two-level K-tree allreduce of `bytes` along a line of `pes` PEs with groups of
-// `group` PEs, followed by a hardware multicast broadcast of the result back along the line.
-// Level 1 reduces each group into its centre (ceil((g-1)/2) stages of 1 hop); level 2 reduces the
-// group roots into the centre (ceil((n-1)/2) stages of g hops). Every stage is a software routing
-// stage (the PE must add before forwarding) and serialises the whole message on its link.
-struct Tree {
-  std::int64_t hops = 0;
-  std::int64_t stages = 0;
-  double link_cycles = 0;
-};
-
-Tree ktree_allreduce(std::int64_t pes, std::int64_t group, double bytes, const wafer::WaferParams& wafer) {
-  Tree t;
-  if (pes <= 1) return t;
-  std::int64_t g = group > 0 ? std::min(group, pes)
-                             : std::max<std::int64_t>(1, std::llround(std::sqrt(static_cast<double>(pes))));
-  const std::int64_t groups = ceil_div(pes, g);
-  const std::int64_t level1 = (g - 1 + 1) / 2;
-  const std::int64_t level2 = (groups - 1 + 1) / 2;
-  t.stages = level1 + level2;
-  const std::int64_t broadcast_hops = pes / 2;
-  t.hops = level1 + level2 * g + broadcast_hops;
-  const double per_message = bytes / static_cast<double>(wafer.link_bytes_per_cycle);
-  t.link_cycles = static_cast<double>(t.stages + 1) * per_message;
-  return t;
-}
+using detail::add_to;
+using detail::finish;
+using detail::peak_flops_per_cycle;
 
 std::int64_t side(const Rect& r, Axis axis) { return axis == Axis::x ? r.w : r.h; }
 Axis other(Axis axis) { return axis == Axis::x ? Axis::y : Axis::x; }
 
-void finish(OpCost& c) {
-  c.total_cycles = c.compute_cycles + c.hop_cycles + c.stage_cycles + c.link_cycles + c.overhead_cycles;
-}
-
-// Local GEMV tile, then allreduce of the partial outputs along the reduce axis, then broadcast.
+// Local GEMV tile (the vector runs over the tile's output columns), then a streamed allreduce of the
+// partial outputs along the reduce axis and a multicast back.
 OpCost meshgemv(const PlacedOp& op, const wafer::WaferParams& wafer, const CostParams& p) {
   OpCost c;
   const std::int64_t along = std::max<std::int64_t>(1, side(op.used, op.reduce_axis));
   const std::int64_t across = std::max<std::int64_t>(1, side(op.used, other(op.reduce_axis)));
-  const std::int64_t rows = op.work.batch * op.work.m;  // independent vectors (tokens, or heads x requests)
+  const std::int64_t rows = op.work.batch * op.work.m;  // independent vectors (tokens)
+  const std::int64_t n_pe = ceil_div(op.work.n, across);
   const double local_flops = 2.0 * static_cast<double>(rows) * static_cast<double>(ceil_div(op.work.k, along)) *
-                             static_cast<double>(ceil_div(op.work.n, across));
-  c.compute_cycles = local_flops / (peak_flops_per_cycle(wafer) * p.gemv_efficiency);
-  const double bytes = static_cast<double>(rows) * static_cast<double>(ceil_div(op.work.n, across)) * kFp16Bytes;
-  const Tree t = ktree_allreduce(along, op.group, bytes, wafer);
-  c.hops = t.hops;
-  c.stages = t.stages;
-  c.hop_cycles = p.alpha_cycles_per_hop * static_cast<double>(t.hops);
-  c.stage_cycles = p.beta_cycles_per_stage * static_cast<double>(t.stages);
-  c.link_cycles = t.link_cycles;
+                             static_cast<double>(n_pe);
+  c.compute_cycles = local_flops / (peak_flops_per_cycle(wafer) * p.gemv_efficiency *
+                                    detail::vector_shape_efficiency(n_pe, wafer, p));
+  add_to(c, detail::streamed_allreduce(along, op.group, static_cast<double>(rows * n_pe) * kFp16Bytes, wafer, p));
   c.overhead_cycles = p.kernel_overhead_cycles;
   finish(c);
   return c;
 }
 
 // Cannon on an interleaved ring: per step a local tile GEMM overlapped with a two-hop shift of the
-// moving operands. GEMM-T (Q.K^T) moves only K but reduce-adds partial scores along X every step.
+// moving operands. Both moving tiles enter the PE through its one ramp, so they serialise there.
+// GEMM-T (Q.K^T) moves only K but reduce-adds partial scores along X every step.
 OpCost meshgemm(const PlacedOp& op, const wafer::WaferParams& wafer, const CostParams& p, bool transposed) {
   OpCost c;
   const std::int64_t w = std::max<std::int64_t>(1, op.used.w);
@@ -91,14 +62,15 @@ OpCost meshgemm(const PlacedOp& op, const wafer::WaferParams& wafer, const CostP
   const double b = static_cast<double>(op.work.batch);
   const double tile_m = static_cast<double>(ceil_div(op.work.m, h));
   const double tile_k = static_cast<double>(ceil_div(op.work.k, steps));
-  const double tile_n = static_cast<double>(ceil_div(op.work.n, w));
-  const double step_flops = 2.0 * b * tile_m * tile_k * tile_n;
-  const double step_compute = step_flops / (peak_flops_per_cycle(wafer) * p.gemm_efficiency);
+  const std::int64_t tile_n = ceil_div(op.work.n, w);
+  const double step_flops = 2.0 * b * tile_m * tile_k * static_cast<double>(tile_n);
+  const double step_compute =
+      step_flops / (peak_flops_per_cycle(wafer) * p.gemm_efficiency * detail::vector_shape_efficiency(tile_n, wafer, p));
   const double a_bytes = b * tile_m * tile_k * kFp16Bytes;
-  const double b_bytes = b * tile_k * tile_n * kFp16Bytes;
-  const double out_bytes = transposed ? b * tile_m * tile_n * kFp16Bytes : 0.0;
-  const double moved = transposed ? std::max(b_bytes, out_bytes) : std::max(a_bytes, b_bytes);
-  const double step_link = moved / static_cast<double>(wafer.link_bytes_per_cycle);
+  const double b_bytes = b * tile_k * static_cast<double>(tile_n) * kFp16Bytes;
+  const double out_bytes = transposed ? b * tile_m * static_cast<double>(tile_n) * kFp16Bytes : 0.0;
+  const double ramp_bytes = transposed ? b_bytes + out_bytes : a_bytes + b_bytes;
+  const double step_link = static_cast<double>(detail::wavelets_for(ramp_bytes, wafer));
   const double step_hops = 2.0 * p.alpha_cycles_per_hop;  // interleaved ring: neighbours are <= 2 hops apart
   const double step_comm = step_hops + step_link;
   const double s = static_cast<double>(steps);
@@ -108,12 +80,11 @@ OpCost meshgemm(const PlacedOp& op, const wafer::WaferParams& wafer, const CostP
   } else {
     c.hop_cycles = s * step_hops;
     c.link_cycles = s * step_link;
-    c.compute_cycles = 0.0;
   }
   // Initial skew of the activation operand: up to ring/2 positions of 2 hops, not overlapped.
   const double skew_positions = std::floor(static_cast<double>(ring) / 2.0);
   c.hop_cycles += skew_positions * step_hops;
-  c.link_cycles += skew_positions * a_bytes / static_cast<double>(wafer.link_bytes_per_cycle);
+  c.link_cycles += skew_positions * static_cast<double>(detail::wavelets_for(a_bytes, wafer));
   c.hops = static_cast<std::int64_t>(2 * steps + 2 * static_cast<std::int64_t>(skew_positions));
   c.overhead_cycles = s * p.step_overhead_cycles + p.kernel_overhead_cycles;
   finish(c);
@@ -136,13 +107,8 @@ OpCost scalar_allreduce(const PlacedOp& op, const wafer::WaferParams& wafer, con
   const std::int64_t along = std::max<std::int64_t>(1, side(op.used, op.reduce_axis));
   const std::int64_t across = std::max<std::int64_t>(1, side(op.used, other(op.reduce_axis)));
   const double rows = static_cast<double>(ceil_div(op.work.batch * op.work.m, across));
-  const Tree t = ktree_allreduce(along, op.group, rows * kFp32Bytes, wafer);
-  const double r = static_cast<double>(std::max<std::int64_t>(1, op.rounds));
-  c.hops = t.hops * static_cast<std::int64_t>(r);
-  c.stages = t.stages * static_cast<std::int64_t>(r);
-  c.hop_cycles = r * p.alpha_cycles_per_hop * static_cast<double>(t.hops);
-  c.stage_cycles = r * p.beta_cycles_per_stage * static_cast<double>(t.stages);
-  c.link_cycles = r * t.link_cycles;
+  const detail::Collective t = detail::streamed_allreduce(along, op.group, rows * kFp32Bytes, wafer, p);
+  for (std::int64_t round = 0; round < std::max<std::int64_t>(1, op.rounds); ++round) add_to(c, t);
   finish(c);
   return c;
 }
@@ -153,7 +119,7 @@ OpCost kv_shift(const PlacedOp& op, const wafer::WaferParams& wafer, const CostP
   const double pes = static_cast<double>(std::max<std::int64_t>(1, op.used.pes()));
   c.hops = 1;
   c.hop_cycles = p.alpha_cycles_per_hop;
-  c.link_cycles = std::ceil(static_cast<double>(op.work.output_bytes) / pes) / static_cast<double>(wafer.link_bytes_per_cycle);
+  c.link_cycles = static_cast<double>(detail::wavelets_for(std::ceil(static_cast<double>(op.work.output_bytes) / pes), wafer));
   c.overhead_cycles = p.kernel_overhead_cycles;
   finish(c);
   return c;
@@ -209,6 +175,37 @@ std::int64_t union_pes(const std::vector<Rect>& rects) {
   return area;
 }
 
+// A transfer whose producer belongs to another pipeline stage.
+bool between_stages(const meshir::Schedule& schedule, const PlacedOp& op) {
+  if (op.kernel != Kernel::transfer || op.inputs.empty()) return false;
+  const int producer = op.inputs.front();
+  if (producer < 0 || static_cast<std::size_t>(producer) >= schedule.ops.size()) return true;
+  return schedule.ops[static_cast<std::size_t>(producer)].stage != op.stage;
+}
+
+// Movers of one step that leave the same region, or enter the same region, share that region's
+// boundary links: each waits for the wavelets of all of them (MoE dispatch to G strips, combine back).
+void add_mover_contention(const meshir::Schedule& schedule, std::vector<OpCost>& costs) {
+  for (std::size_t i = 0; i < schedule.ops.size();) {
+    std::size_t end = i;
+    std::map<int, double> leaving, entering;
+    for (; end < schedule.ops.size() && schedule.ops[end].step == schedule.ops[i].step; ++end) {
+      const PlacedOp& op = schedule.ops[end];
+      if (!meshir::moves_between_regions(op.kernel)) continue;
+      leaving[op.region] += costs[end].link_cycles;
+      entering[op.to_region] += costs[end].link_cycles;
+    }
+    for (std::size_t k = i; k < end; ++k) {
+      const PlacedOp& op = schedule.ops[k];
+      if (!meshir::moves_between_regions(op.kernel)) continue;
+      const double shared = std::max(leaving[op.region], entering[op.to_region]);
+      costs[k].total_cycles += shared - costs[k].link_cycles;
+      costs[k].link_cycles = shared;
+    }
+    i = end;
+  }
+}
+
 }  // namespace
 
 // Centre-to-centre Manhattan distance; the links in use are bounded by the narrower side of either
@@ -242,11 +239,19 @@ OpCost op_cost(const meshir::Schedule& schedule, const PlacedOp& op, const wafer
                const CostParams& params) {
   OpCost c;
   switch (op.kernel) {
-    case Kernel::meshgemv: c = meshgemv(op, wafer, params); break;
+    case Kernel::meshgemv:
+      c = op.attention != meshir::AttentionRole::none && op.work.heads > 0 ? detail::decode_attention(op, wafer, params)
+                                                                           : meshgemv(op, wafer, params);
+      break;
     case Kernel::meshgemm: c = meshgemm(op, wafer, params, false); break;
     case Kernel::gemm_t: c = meshgemm(op, wafer, params, true); break;
     case Kernel::elementwise: c = elementwise(op, wafer, params); break;
-    case Kernel::allreduce: c = scalar_allreduce(op, wafer, params); break;
+    case Kernel::allreduce:
+      // Decode softmax (one query row) reduces over the context axis of each head; prefill's over X.
+      c = op.attention == meshir::AttentionRole::softmax && op.work.heads > 0 && op.work.m == 1
+              ? detail::decode_attention(op, wafer, params)
+              : scalar_allreduce(op, wafer, params);
+      break;
     case Kernel::kv_shift: c = kv_shift(op, wafer, params); break;
     case Kernel::lookup: c = lookup(op, wafer, params); break;
     case Kernel::relayout: c = relayout(op, wafer, params); break;
@@ -297,8 +302,8 @@ Composition compose(const meshir::Schedule& schedule, const std::vector<double>&
       step_max = std::max(step_max, op_total_cycles[i]);
       repeated = repeated || !schedule.ops[i].once;
       // Transfers between stages run on the links while the stages compute other micro-batches,
-      // so they lengthen a pass but not a stage's turn.
-      if (schedule.ops[i].kernel == Kernel::transfer) continue;
+      // so they lengthen a pass but not a stage's turn; a transfer inside a stage is on its path.
+      if (between_stages(schedule, schedule.ops[i])) continue;
       double& s = stage_max[schedule.ops[i].stage];
       s = std::max(s, op_total_cycles[i]);
     }
@@ -343,9 +348,10 @@ ScheduleCost evaluate(const meshir::Schedule& schedule, const wafer::WaferParams
     OpCost c = op_cost(schedule, schedule.ops[i], wafer, params);
     c.overhead_cycles += switches[i];
     c.total_cycles += switches[i];
-    totals.push_back(c.total_cycles);
     out.ops.push_back(c);
   }
+  add_mover_contention(schedule, out.ops);
+  for (const OpCost& c : out.ops) totals.push_back(c.total_cycles);
   const Composition c = compose(schedule, totals, wafer.clock_hz, decode, prompt_tokens);
   out.pass_cycles = c.pass_cycles;
   out.bottleneck_stage_cycles = c.bottleneck_stage_cycles;

@@ -25,9 +25,9 @@ std::vector<ParamInfo> build_registry() {
       {"beta_cycles_per_stage", "cycles/stage", 1.0, 1e4, &CostParams::beta_cycles_per_stage,
        "one software routing stage: receive, add, re-send (tens of cycles; fit it)"},
       {"gemm_efficiency", "1", 0.01, 1.0, &CostParams::gemm_efficiency,
-       "fraction of SIMD peak reached by local GEMM tiles"},
+       "fraction of SIMD peak reached by local GEMM tiles of long rows (times the tile-shape efficiency)"},
       {"gemv_efficiency", "1", 0.01, 1.0, &CostParams::gemv_efficiency,
-       "fraction of SIMD peak reached by local GEMV tiles"},
+       "fraction of SIMD peak reached by local GEMV tiles of long rows (times the tile-shape efficiency)"},
       {"elementwise_efficiency", "1", 0.01, 1.0, &CostParams::elementwise_efficiency,
        "fraction of SIMD peak for elementwise work"},
       {"step_overhead_cycles", "cycles/step", 0.0, 1e5, &CostParams::step_overhead_cycles,
@@ -36,6 +36,8 @@ std::vector<ParamInfo> build_registry() {
        "fixed cost of launching one kernel on a region"},
       {"route_switch_cycles", "cycles/switch", 0.0, 1e6, &CostParams::route_switch_cycles,
        "re-configuring routes at run time (allreduce axis switch)"},
+      {"vector_setup_cycles", "cycles/instruction", 0.0, 1e3, &CostParams::vector_setup_cycles,
+       "setup of one vector FMAC instruction; tile-shape efficiency = (len/lanes) / (ceil(len/lanes) + this)"},
   };
 }
 

@@ -87,6 +87,8 @@ OpWork work_of(const workload::Op& op) {
   w.input_bytes = op.input_bytes;
   w.output_bytes = op.output_bytes;
   w.kv_cache_bytes = op.kv_cache_bytes;
+  w.heads = op.heads;
+  w.kv_heads = op.kv_heads;
   return w;
 }
 
@@ -142,6 +144,11 @@ int Placer::place_op(const workload::Op& op, const std::string& name, int region
   p.stage = stage;
   p.work = work_of(op);
   if (op.kind == OpKind::softmax) p.rounds = 2;  // max, then sum
+  if (op.heads > 0) {
+    p.attention = op.kind == OpKind::attn_scores ? AttentionRole::scores
+                  : op.kind == OpKind::softmax   ? AttentionRole::softmax
+                                                 : AttentionRole::values;
+  }
   // The first input that exists decides the layout; others are re-laid out to match.
   const int primary = inputs.empty() ? -1 : inputs.front();
   const Layout incoming = primary >= 0 ? s_.ops[static_cast<std::size_t>(primary)].out_layout

@@ -34,6 +34,13 @@ constexpr std::array<std::pair<Axis, std::string_view>, 2> axis_names{{
     {Axis::y, "y"},
 }};
 
+constexpr std::array<std::pair<AttentionRole, std::string_view>, 4> attention_names{{
+    {AttentionRole::none, "none"},
+    {AttentionRole::scores, "scores"},
+    {AttentionRole::softmax, "softmax"},
+    {AttentionRole::values, "values"},
+}};
+
 template <class Enum, std::size_t N>
 std::string_view name_of(const std::array<std::pair<Enum, std::string_view>, N>& table, Enum value) {
   for (const auto& [v, name] : table) {
@@ -55,6 +62,8 @@ std::optional<Enum> value_of(const std::array<std::pair<Enum, std::string_view>,
 std::string_view to_string(Kernel kernel) { return name_of(kernel_names, kernel); }
 std::string_view to_string(Dim dim) { return name_of(dim_names, dim); }
 std::string_view to_string(Axis axis) { return name_of(axis_names, axis); }
+std::string_view to_string(AttentionRole role) { return name_of(attention_names, role); }
+std::optional<AttentionRole> parse_attention_role(std::string_view text) { return value_of(attention_names, text); }
 
 std::optional<Kernel> parse_kernel(std::string_view text) { return value_of(kernel_names, text); }
 std::optional<Dim> parse_dim(std::string_view text) { return value_of(dim_names, text); }

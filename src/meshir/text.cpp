@@ -66,7 +66,7 @@ std::string work_text(const OpWork& w) {
   std::ostringstream out;
   out << "batch:" << w.batch << ",m:" << w.m << ",k:" << w.k << ",n:" << w.n << ",flops:" << w.flops
       << ",weight_bytes:" << w.weight_bytes << ",input_bytes:" << w.input_bytes << ",output_bytes:" << w.output_bytes
-      << ",kv_cache_bytes:" << w.kv_cache_bytes;
+      << ",kv_cache_bytes:" << w.kv_cache_bytes << ",heads:" << w.heads << ",kv_heads:" << w.kv_heads;
   return out.str();
 }
 
@@ -95,10 +95,10 @@ const std::vector<std::string> line_keywords{"meshir",   "schedule",     "grid",
                                              "colours",  "requests",     "microbatches", "layers",
                                              "defect",   "region",       "op"};
 const std::vector<std::string> op_keys{"kernel", "region", "used",   "step", "stage",     "inputs",
-                                       "in",     "out",    "reduce", "group", "rounds", "to_region", "repeat", "work"};
+                                       "in",     "out",    "reduce", "group", "rounds", "to_region", "repeat", "attn", "work"};
 const std::vector<std::string> layout_keys{"x", "y", "part", "repl", "tile"};
 const std::vector<std::string> work_keys{"batch", "m", "k", "n", "flops", "weight_bytes", "input_bytes",
-                                         "output_bytes", "kv_cache_bytes"};
+                                         "output_bytes", "kv_cache_bytes", "heads", "kv_heads"};
 
 std::vector<std::string> kernel_names() {
   std::vector<std::string> names;
@@ -404,6 +404,8 @@ void Parser::work(const Piece& piece, const std::string& key_path, OpWork& out) 
     if (key == "input_bytes") out.input_bytes = *v;
     if (key == "output_bytes") out.output_bytes = *v;
     if (key == "kv_cache_bytes") out.kv_cache_bytes = *v;
+    if (key == "heads") out.heads = *v;
+    if (key == "kv_heads") out.kv_heads = *v;
   }
 }
 
@@ -503,6 +505,12 @@ void Parser::parse_op(const std::vector<Piece>& tokens, int end_column) {
       if (const auto v = integer<std::int64_t>(value, key_path)) op.rounds = *v;
     } else if (key == "to_region") {
       if (const auto v = integer<int>(value, key_path)) op.to_region = *v;
+    } else if (key == "attn") {
+      if (const auto a = parse_attention_role(value.text)) {
+        op.attention = *a;
+      } else {
+        error(value.column, key_path, "expected none, scores, softmax or values, got '" + std::string(value.text) + "'");
+      }
     } else if (key == "repeat") {
       if (value.text == "layers" || value.text == "once") {
         op.once = value.text == "once";
@@ -648,7 +656,7 @@ std::string print(const Schedule& s) {
         << " stage=" << op.stage << " inputs=" << inputs_text(op.inputs) << " in=" << layout_text(op.in_layout)
         << " out=" << layout_text(op.out_layout) << " reduce=" << to_string(op.reduce_axis)
         << " group=" << op.group << " rounds=" << op.rounds << " to_region=" << op.to_region
-        << " repeat=" << (op.once ? "once" : "layers") << " work=" << work_text(op.work) << '\n';
+        << " repeat=" << (op.once ? "once" : "layers") << " attn=" << to_string(op.attention) << " work=" << work_text(op.work) << '\n';
   }
   return out.str();
 }

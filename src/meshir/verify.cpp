@@ -381,7 +381,10 @@ RegionSram op_sram_per_pe(const OpWork& work, std::int64_t weight_copies, std::i
   if (pes < 1) return use;
   const std::int64_t bytes = saturating_add(non_negative(work.weight_bytes), non_negative(work.kv_cache_bytes));
   use.resident_bytes = ceil_div(saturating_mul(bytes, at_least_one(weight_copies)), pes);
-  const std::int64_t io = saturating_add(non_negative(work.input_bytes), non_negative(work.output_bytes));
+  std::int64_t io = saturating_add(non_negative(work.input_bytes), non_negative(work.output_bytes));
+  // Attention is computed one head at a time per PE (flash-style tiling): only one head's score
+  // and probability tiles are in flight, never every head's score matrix at once.
+  if (work.heads > 1) io = ceil_div(io, work.heads);
   use.buffer_bytes = saturating_mul(ceil_div(io, pes), 2);
   return use;
 }

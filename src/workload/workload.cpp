@@ -104,8 +104,8 @@ struct StepDims {
 /// Attention core shared by standard and latent attention: scores, softmax, values.
 /// Prefill counts the full S x S product: the dense mesh kernel computes it and masks afterwards.
 /// `key_inputs` produce the queries and keys, `value_inputs` the values. Returns the index of attn_values.
-int attention_core(LayerBuilder& b, const ModelSpec& model, const StepDims& d, std::int64_t qk_width,
-                   std::int64_t v_width, std::int64_t k_cache_bytes, std::int64_t v_cache_bytes,
+int attention_core(LayerBuilder& b, const ModelSpec& model, const StepDims& d, std::int64_t kv_heads,
+                   std::int64_t qk_width, std::int64_t v_width, std::int64_t k_cache_bytes, std::int64_t v_cache_bytes,
                    std::vector<int> key_inputs, std::vector<int> value_inputs) {
   const std::int64_t batch = d.requests * model.num_heads;
   const int scores = b.matmul("attn_scores", OpKind::attn_scores, batch, d.query_rows, qk_width, d.context, 0,
@@ -123,6 +123,10 @@ int attention_core(LayerBuilder& b, const ModelSpec& model, const StepDims& d, s
   const int values = b.matmul("attn_values", OpKind::attn_values, batch, d.query_rows, d.context, v_width, 0,
                               std::move(value_inputs));
   b.op(values).kv_cache_bytes = v_cache_bytes;
+  for (int i : {scores, softmax, values}) {
+    b.op(i).heads = model.num_heads;
+    b.op(i).kv_heads = kv_heads;
+  }
   return values;
 }
 
@@ -156,7 +160,7 @@ int standard_attention(LayerBuilder& b, const ModelSpec& model, const StepDims& 
   // GQA: K and V are cached per KV head; the query heads of a group share them.
   const std::int64_t per_token_bytes = kv_width * model.dtype_bytes;
   const std::int64_t cache_bytes = d.requests * d.kv_capacity * per_token_bytes;
-  const int values = attention_core(b, model, d, hd, hd, cache_bytes, cache_bytes, {rope, append}, {append});
+  const int values = attention_core(b, model, d, model.num_kv_heads, hd, hd, cache_bytes, cache_bytes, {rope, append}, {append});
   const int o = b.matmul("o_proj", OpKind::matmul, 1, M, q_width, h, q_width * h, {values});
   return b.elementwise("attn_residual", OpKind::residual, M, h, kResidualFlopsPerElement * M * h, 0, 2,
                        {kLayerInput, o});
@@ -197,7 +201,7 @@ int latent_attention(LayerBuilder& b, const ModelSpec& model, const StepDims& d)
   // One latent cache serves both keys and values; charge it once, to the scores.
   const std::int64_t cache_bytes = d.requests * d.kv_capacity * latent * model.dtype_bytes;
   const int values =
-      attention_core(b, model, d, qk_width, a.v_head_dim, cache_bytes, 0, {rope, kv_b, append}, {kv_b, append});
+      attention_core(b, model, d, heads, qk_width, a.v_head_dim, cache_bytes, 0, {rope, kv_b, append}, {kv_b, append});
   const int o = b.matmul("o_proj", OpKind::matmul, 1, M, heads * a.v_head_dim, h, heads * a.v_head_dim * h,
                          {values});
   return b.elementwise("attn_residual", OpKind::residual, M, h, kResidualFlopsPerElement * M * h, 0, 2,

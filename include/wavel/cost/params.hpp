@@ -19,6 +19,7 @@ struct CostParams {
   double step_overhead_cycles = 20.0;       ///< fixed cost of one compute-and-shift step (sync, DSD setup)
   double kernel_overhead_cycles = 100.0;    ///< fixed cost of launching one kernel on a region
   double route_switch_cycles = 50.0;        ///< re-configuring routes at run time (allreduce axis switch)
+  double vector_setup_cycles = 2.0;         ///< setup of one vector FMAC instruction (DSD load, loop branch)
 };
 
 /// Description of one parameter, for files, messages and fitting.

@@ -42,6 +42,14 @@ enum class Kernel {
   moe_combine,  ///< gather expert outputs back
 };
 
+/// The part of attention an op computes; the cost model reduces over the PEs that hold a head.
+enum class AttentionRole {
+  none,     ///< not attention
+  scores,   ///< Q.K^T: reduces over the head dimension
+  softmax,  ///< max and sum over the context
+  values,   ///< P.V: reduces over the context
+};
+
 /// Which tensor dimension lies along a mesh axis.
 enum class Dim {
   none,      ///< replicated along this axis
@@ -78,6 +86,8 @@ struct OpWork {
   std::int64_t input_bytes = 0;
   std::int64_t output_bytes = 0;
   std::int64_t kv_cache_bytes = 0;
+  std::int64_t heads = 0;     ///< attention ops: query heads in `batch` (0: not attention)
+  std::int64_t kv_heads = 0;  ///< attention ops: KV heads; heads / kv_heads query heads share one (GQA)
 };
 
 /// One op placed in a region with its layout and kernel.
@@ -95,6 +105,7 @@ struct PlacedOp {
   std::vector<int> inputs;          ///< indices of producer ops in Schedule::ops
   int step = 0;                     ///< ops of one step run at the same time on disjoint regions
   int stage = 0;                    ///< pipeline stage (concurrent requests flow through stages)
+  AttentionRole attention = AttentionRole::none;
   bool once = false;                ///< runs once per pass even in a layer subset (embedding, LM head):
                                     ///< Schedule::layer_scale multiplies only the other ops
   OpWork work;
@@ -120,6 +131,8 @@ struct Schedule {
 std::string_view to_string(Kernel kernel);
 std::string_view to_string(Dim dim);
 std::string_view to_string(Axis axis);
+std::string_view to_string(AttentionRole role);
+std::optional<AttentionRole> parse_attention_role(std::string_view text);
 std::optional<Kernel> parse_kernel(std::string_view text);
 std::optional<Dim> parse_dim(std::string_view text);
 std::optional<Axis> parse_axis(std::string_view text);

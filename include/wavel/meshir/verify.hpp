@@ -42,6 +42,7 @@ RegionSram region_sram_per_pe(const Schedule& schedule, int region);
 /// SRAM per PE of one op's work spread over `pes` PEs: resident = ceil((weight_bytes + kv_cache_bytes)
 /// * weight_copies / pes), buffers = 2 * ceil((input_bytes + output_bytes) / pes). A region adds up the
 /// resident parts of its ops and keeps the largest buffer; layer packing uses the same rule.
+/// Attention ops (work.heads > 1) hold one head at a time: their buffers count (input + output) / heads.
 RegionSram op_sram_per_pe(const OpWork& work, std::int64_t weight_copies, std::int64_t pes);
 
 /// region_sram_per_pe(schedule, region).total_bytes().

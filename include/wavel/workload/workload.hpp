@@ -53,6 +53,8 @@ struct Op {
   std::vector<int> inputs;             ///< indices of producer ops in the same layer (-1: layer input)
   std::int64_t experts = 0;            ///< routed-expert ops (dispatch, expert matmuls, combine): experts in the op
   std::int64_t experts_per_token = 0;  ///< ... and the top-k each token is routed to
+  std::int64_t heads = 0;              ///< attention ops (scores, softmax, values): query heads per request
+  std::int64_t kv_heads = 0;           ///< ... and KV heads (GQA: heads / kv_heads queries share one)
 };
 
 /// One layer (embedding, decoder block, or head) with its ops in execution order.

@@ -1,0 +1,56 @@
+// Streamed collectives on a line of PEs (K-tree allreduce, multicast) and local vector-loop efficiency.
+#pragma once
+
+#include <cstdint>
+
+#include "wavel/cost/model.hpp"
+#include "wavel/cost/params.hpp"
+#include "wavel/wafer/wafer.hpp"
+
+namespace wavel::cost::detail {
+
+/// Critical path of a collective, by cause.
+struct Collective {
+  std::int64_t hops = 0;       ///< hops on the critical path (reduce and broadcast)
+  std::int64_t stages = 0;     ///< software routing stages on the critical path
+  std::int64_t wavelets = 0;   ///< wavelets through the busiest port (link or ramp)
+  double hop_cycles = 0;       ///< alpha x hops
+  double stage_cycles = 0;     ///< beta x stages
+  double link_cycles = 0;      ///< wavelets through the busiest port, one per cycle
+  [[nodiscard]] double total_cycles() const { return hop_cycles + stage_cycles + link_cycles; }
+};
+
+/// Wavelets (one per link per cycle) that carry `bytes`.
+std::int64_t wavelets_for(double bytes, const wafer::WaferParams& wafer);
+
+/// Streamed two-level K-tree allreduce of `bytes` over a line of `pes` PEs with groups of `group`
+/// (0: round(sqrt(pes))), then a multicast of the result from the root back over the line.
+/// Each PE adds wavelets as they arrive and forwards them, so the message is not re-serialised per
+/// stage: T = alpha x (reduce hops + broadcast hops) + beta x stages + fan-in x wavelets, where the
+/// fan-in counts the streams the final root's ramp takes in (2 per level with a centred root).
+/// This is the shape of Luczynski et al., "Near-Optimal Wafer-Scale Reduce" (HPDC 2024):
+/// T = max(C, E/N + L) + (2 T_R + 1) D with C the busiest port's wavelets, L the longest path and
+/// D the depth of dependent reductions (beta here stands for 2 T_R + 1 plus the add).
+Collective streamed_allreduce(std::int64_t pes, std::int64_t group, double bytes, const wafer::WaferParams& wafer,
+                              const CostParams& params);
+
+/// Hardware multicast of `bytes` from one PE to `pes` PEs of a line, root at the centre: the router
+/// copies wavelets, so the message is serialised once and travels pes / 2 hops; no software stage.
+Collective multicast(std::int64_t pes, double bytes, const wafer::WaferParams& wafer, const CostParams& params);
+
+/// Fraction of the vector peak a loop of vector FMACs of `length` elements reaches: each vector
+/// instruction issues ceil(length / lanes) cycles of work after `vector_setup_cycles` of setup, so
+/// efficiency = (length / lanes) / (ceil(length / lanes) + setup). Multiplies the kernel's own
+/// efficiency: short tiles lose throughput, long ones approach it.
+double vector_shape_efficiency(std::int64_t length, const wafer::WaferParams& wafer, const CostParams& params);
+
+/// Adds a collective's critical path to an op's cost (sequentially).
+void add_to(OpCost& cost, const Collective& collective);
+
+/// total_cycles = the sum of the parts.
+void finish(OpCost& cost);
+
+/// Dense FP16 FLOPs one PE issues per cycle at peak: 2 x SIMD lanes.
+double peak_flops_per_cycle(const wafer::WaferParams& wafer);
+
+}  // namespace wavel::cost::detail

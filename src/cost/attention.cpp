@@ -1,0 +1,74 @@
+// Decode attention costed per head segment (scores, softmax, values) with the GQA K/V multicast.
+#include "wavel/cost/detail/attention.hpp"
+
+#include <algorithm>
+
+#include "wavel/common/error.hpp"
+#include "wavel/cost/detail/collectives.hpp"
+
+namespace wavel::cost::detail {
+
+namespace {
+
+constexpr double kFp16Bytes = 2.0;
+constexpr double kFp32Bytes = 4.0;  // partial scores and sums accumulate in FP32
+
+std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return b <= 0 ? 0 : (a + b - 1) / b; }
+
+}  // namespace
+
+OpCost decode_attention(const meshir::PlacedOp& op, const wafer::WaferParams& wafer, const CostParams& p) {
+  using meshir::AttentionRole;
+  using meshir::Axis;
+  const meshir::OpWork& w = op.work;
+  if (w.heads < 1 || op.attention == AttentionRole::none) {
+    throw InternalError("decode_attention: op '" + op.name + "' is not an attention op");
+  }
+  const std::int64_t a = std::max<std::int64_t>(1, op.reduce_axis == Axis::x ? op.used.w : op.used.h);
+  const std::int64_t b = std::max<std::int64_t>(1, op.reduce_axis == Axis::x ? op.used.h : op.used.w);
+  const std::int64_t heads = w.heads;
+  const std::int64_t kv_heads = w.kv_heads > 0 ? std::min(w.kv_heads, heads) : heads;
+  const std::int64_t group_heads = std::max<std::int64_t>(1, heads / kv_heads);  // query heads per KV head
+  const std::int64_t requests = std::max<std::int64_t>(1, w.batch * std::max<std::int64_t>(1, w.m) / heads);
+  const std::int64_t segment = std::max<std::int64_t>(1, a / heads);   // PEs holding one head
+  const std::int64_t heads_per_pe = ceil_div(heads, a);                // > 1 only when a < heads
+  const bool scores = op.attention == AttentionRole::scores;
+  const std::int64_t context = scores || op.attention == AttentionRole::softmax ? w.n : w.k;
+  const std::int64_t head_dim = scores ? w.k : w.n;
+  const std::int64_t context_pe = ceil_div(context, b);
+  const std::int64_t features_pe = ceil_div(heads * head_dim, a);
+  const auto r = static_cast<double>(requests);
+
+  OpCost c;
+  c.overhead_cycles = p.kernel_overhead_cycles;
+  if (op.attention == AttentionRole::softmax) {
+    const double elements = static_cast<double>(std::max<std::int64_t>(1, w.batch * w.m * w.n));
+    const double flops_per_element = static_cast<double>(w.flops) / elements;
+    const double local = flops_per_element * r * static_cast<double>(heads_per_pe * context_pe);
+    c.compute_cycles = local / (peak_flops_per_cycle(wafer) * p.elementwise_efficiency);
+    const double bytes = r * static_cast<double>(heads_per_pe) * kFp32Bytes;
+    for (std::int64_t round = 0; round < std::max<std::int64_t>(1, op.rounds); ++round) {
+      add_to(c, streamed_allreduce(b, 0, bytes, wafer, p));
+    }
+    finish(c);
+    return c;
+  }
+  // K or V slice of this PE's features over its context entries, multicast over the KV group's span.
+  if (group_heads > 1) {
+    const double kv_bytes = static_cast<double>(context_pe * features_pe) * kFp16Bytes;
+    add_to(c, multicast(std::min(a, group_heads * segment), kv_bytes, wafer, p));
+  }
+  const double flops = 2.0 * r * static_cast<double>(features_pe * context_pe);
+  const std::int64_t vector_length = scores ? context_pe : features_pe;
+  c.compute_cycles = flops / (peak_flops_per_cycle(wafer) * p.gemv_efficiency *
+                              vector_shape_efficiency(vector_length, wafer, p));
+  if (scores) {
+    add_to(c, streamed_allreduce(segment, 0, r * static_cast<double>(heads_per_pe * context_pe) * kFp32Bytes, wafer, p));
+  } else {
+    add_to(c, streamed_allreduce(b, 0, r * static_cast<double>(features_pe) * kFp32Bytes, wafer, p));
+  }
+  finish(c);
+  return c;
+}
+
+}  // namespace wavel::cost::detail

@@ -1,0 +1,66 @@
+// Streamed K-tree allreduce and multicast critical paths, and the vector-loop shape efficiency.
+#include "wavel/cost/detail/collectives.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+namespace wavel::cost::detail {
+
+std::int64_t wavelets_for(double bytes, const wafer::WaferParams& wafer) {
+  if (!(bytes > 0.0)) return 0;
+  const double per_wavelet = static_cast<double>(std::max<std::int64_t>(1, wafer.link_bytes_per_cycle));
+  return static_cast<std::int64_t>(std::ceil(bytes / per_wavelet));
+}
+
+Collective streamed_allreduce(std::int64_t pes, std::int64_t group, double bytes, const wafer::WaferParams& wafer,
+                              const CostParams& p) {
+  Collective c;
+  if (pes <= 1) return c;
+  const std::int64_t g = group > 0 ? std::min(group, pes)
+                                   : std::max<std::int64_t>(1, std::llround(std::sqrt(static_cast<double>(pes))));
+  const std::int64_t groups = (pes + g - 1) / g;
+  // A centred root is g / 2 one-hop stages from the far end of its group; group roots are g apart.
+  const std::int64_t level1 = g / 2;
+  const std::int64_t level2 = groups / 2;
+  c.stages = level1 + level2;
+  c.hops = level1 + level2 * g + pes / 2;  // reduce to the centre, then multicast to both ends
+  const std::int64_t fan_in = std::min<std::int64_t>(2, g - 1) + std::min<std::int64_t>(2, groups - 1);
+  c.wavelets = std::max<std::int64_t>(1, fan_in) * wavelets_for(bytes, wafer);
+  c.hop_cycles = p.alpha_cycles_per_hop * static_cast<double>(c.hops);
+  c.stage_cycles = p.beta_cycles_per_stage * static_cast<double>(c.stages);
+  c.link_cycles = static_cast<double>(c.wavelets);
+  return c;
+}
+
+Collective multicast(std::int64_t pes, double bytes, const wafer::WaferParams& wafer, const CostParams& p) {
+  Collective c;
+  if (pes <= 1) return c;
+  c.hops = pes / 2;
+  c.wavelets = wavelets_for(bytes, wafer);
+  c.hop_cycles = p.alpha_cycles_per_hop * static_cast<double>(c.hops);
+  c.link_cycles = static_cast<double>(c.wavelets);
+  return c;
+}
+
+double vector_shape_efficiency(std::int64_t length, const wafer::WaferParams& wafer, const CostParams& p) {
+  if (length < 1) return 1.0;
+  const double lanes = static_cast<double>(std::max<std::int64_t>(1, wafer.simd_fp16_lanes));
+  const double work = static_cast<double>(length) / lanes;
+  return work / (std::ceil(work) + p.vector_setup_cycles);
+}
+
+void add_to(OpCost& c, const Collective& t) {
+  c.hops += t.hops;
+  c.stages += t.stages;
+  c.hop_cycles += t.hop_cycles;
+  c.stage_cycles += t.stage_cycles;
+  c.link_cycles += t.link_cycles;
+}
+
+void finish(OpCost& c) {
+  c.total_cycles = c.compute_cycles + c.hop_cycles + c.stage_cycles + c.link_cycles + c.overhead_cycles;
+}
+
+double peak_flops_per_cycle(const wafer::WaferParams& wafer) { return 2.0 * static_cast<double>(wafer.simd_fp16_lanes); }
+
+}  // namespace wavel::cost::detail

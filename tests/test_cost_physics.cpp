@@ -1,0 +1,162 @@
+// Cost-model physics by hand: streamed collectives, tile-shape efficiency, decode attention by head
+// group with GQA, the attention working set in SRAM, mover contention and transfers inside a stage.
+#include <doctest/doctest.h>
+
+#include "cost_fixtures.hpp"
+#include "wavel/cost/detail/collectives.hpp"
+#include "wavel/cost/model.hpp"
+#include "wavel/meshir/verify.hpp"
+
+using namespace wavel;
+using wavel::test::one_region;
+using wavel::test::op_on;
+using wavel::test::round_params;
+using wavel::test::wse3;
+
+TEST_CASE("streamed K-tree allreduce over 16 PEs with groups of 4, by hand") {
+  const auto t = cost::detail::streamed_allreduce(16, 4, 64.0, wse3(), round_params());
+  // Level 1: centre of a group of 4 is 2 one-hop stages from its far end; level 2: 4 roots, the
+  // centre one 2 stages of 4 hops from the far root; then the multicast crosses 8 hops.
+  CHECK(t.stages == 4);
+  CHECK(t.hops == 2 + 2 * 4 + 8);
+  // 64 bytes = 16 wavelets, streamed: the final root's ramp takes 2 level-1 and 2 level-2 streams,
+  // 4 x 16 = 64 wavelets. Store-and-forward would re-send the message per stage: (4 + 1) x 16 = 80.
+  CHECK(t.wavelets == 64);
+  CHECK(t.total_cycles() == doctest::Approx(18.0 + 4 * 30.0 + 64.0));
+  // The message is counted once, so doubling it adds its wavelets once per stream, not per stage.
+  const auto twice = cost::detail::streamed_allreduce(16, 4, 128.0, wse3(), round_params());
+  CHECK(twice.total_cycles() - t.total_cycles() == doctest::Approx(64.0));
+  CHECK(cost::detail::streamed_allreduce(1, 0, 64.0, wse3(), round_params()).total_cycles() == 0.0);
+}
+
+TEST_CASE("multicast and vector shape efficiency, by hand") {
+  const auto m = cost::detail::multicast(9, 40.0, wse3(), round_params());
+  CHECK(m.hops == 4);       // centre to either end of 9 PEs
+  CHECK(m.wavelets == 10);  // 40 bytes, serialised once: the routers copy
+  CHECK(m.stages == 0);
+  CHECK(m.total_cycles() == doctest::Approx(14.0));
+  auto p = round_params();
+  p.vector_setup_cycles = 2.0;
+  // 20 elements on 8 lanes: 2.5 cycles of work in 3 issue cycles plus 2 of setup.
+  CHECK(cost::detail::vector_shape_efficiency(20, wse3(), p) == doctest::Approx(0.5));
+  CHECK(cost::detail::vector_shape_efficiency(64, wse3(), p) == doctest::Approx(0.8));
+  CHECK(cost::detail::vector_shape_efficiency(64, wse3(), round_params()) == doctest::Approx(1.0));
+}
+
+namespace {
+
+// Decode attention on a 16 x 4 region: 4 heads of 32 features (2 KV heads: GQA groups of 2),
+// 2 requests, 40 context tokens; features along X (a = 16 PEs), context along Y (b = 4 PEs).
+meshir::PlacedOp attention_op(meshir::AttentionRole role) {
+  auto op = op_on(meshir::Rect{0, 0, 16, 4}, role == meshir::AttentionRole::softmax ? meshir::Kernel::allreduce
+                                                                                     : meshir::Kernel::meshgemv);
+  op.reduce_axis = meshir::Axis::x;
+  op.attention = role;
+  op.work.batch = 2 * 4;
+  op.work.m = 1;
+  op.work.heads = 4;
+  op.work.kv_heads = 2;
+  if (role == meshir::AttentionRole::scores) {
+    op.work.k = 32;
+    op.work.n = 40;
+  } else if (role == meshir::AttentionRole::values) {
+    op.work.k = 40;
+    op.work.n = 32;
+  } else {
+    op.work.n = 40;
+    op.work.flops = 5 * 8 * 40;
+    op.rounds = 2;
+  }
+  return op;
+}
+
+}  // namespace
+
+TEST_CASE("decode attention by head group with the GQA multicast, by hand") {
+  const auto s = one_region(16, 4);
+  // Each head holds a segment of 16 / 4 = 4 PEs; a PE holds 128 / 16 = 8 features and 40 / 4 = 10
+  // context entries.
+  SUBCASE("scores") {
+    const auto c = cost::op_cost(s, attention_op(meshir::AttentionRole::scores), wse3(), round_params());
+    // K multicast over a KV group (2 heads x 4 PEs = 8 PEs): 10 x 8 x 2 B = 160 B = 40 wavelets, 4 hops.
+    // Dot products: 2 requests x 8 features x 10 entries x 2 = 320 FLOP; rows of 10 on 8 lanes reach
+    // 1.25 / 2 of the lanes: 320 / (16 x 0.5 x 0.625) = 64 cycles.
+    // Segment allreduce over 4 PEs (groups of 2) of 2 x 10 scores x 4 B = 80 B = 20 wavelets:
+    // 2 stages, 1 + 2 + 2 hops, fan-in 2: 5 + 60 + 40 = 105.
+    CHECK(c.compute_cycles == doctest::Approx(64.0));
+    CHECK(c.hops == 4 + 5);
+    CHECK(c.stages == 2);
+    CHECK(c.total_cycles == doctest::Approx(44.0 + 64.0 + 105.0 + 100.0));
+    // Head-blind, the same op reduced over all 16 PEs with one vector per head and request.
+    auto blind = attention_op(meshir::AttentionRole::scores);
+    blind.attention = meshir::AttentionRole::none;
+    CHECK(cost::op_cost(s, blind, wse3(), round_params()).stages > c.stages);
+  }
+  SUBCASE("values") {
+    const auto c = cost::op_cost(s, attention_op(meshir::AttentionRole::values), wse3(), round_params());
+    // V multicast 44 cycles as K; 320 FLOP on rows of 8 features (full lanes): 40 cycles; allreduce
+    // over the 4 context PEs of 2 x 8 x 4 B = 64 B = 16 wavelets: 5 + 60 + 2 x 16 = 97.
+    CHECK(c.total_cycles == doctest::Approx(44.0 + 40.0 + 97.0 + 100.0));
+  }
+  SUBCASE("softmax") {
+    const auto c = cost::op_cost(s, attention_op(meshir::AttentionRole::softmax), wse3(), round_params());
+    // 5 FLOP x 2 requests x 10 entries = 100 FLOP / 8 = 12.5 cycles; two allreduces over the 4
+    // context PEs of 2 x 4 B = 2 wavelets: 5 + 60 + 4 = 69 each.
+    CHECK(c.total_cycles == doctest::Approx(12.5 + 2 * 69.0 + 100.0));
+  }
+  SUBCASE("without GQA there is nothing to multicast") {
+    auto op = attention_op(meshir::AttentionRole::scores);
+    op.work.kv_heads = 4;
+    CHECK(cost::op_cost(s, op, wse3(), round_params()).total_cycles == doctest::Approx(64.0 + 105.0 + 100.0));
+  }
+}
+
+TEST_CASE("attention buffers hold one head at a time") {
+  meshir::OpWork w;
+  w.input_bytes = 1000;
+  w.output_bytes = 600;
+  CHECK(meshir::op_sram_per_pe(w, 1, 10).buffer_bytes == 2 * 160);
+  w.heads = 4;  // (1000 + 600) / 4 heads over 10 PEs, double-buffered
+  CHECK(meshir::op_sram_per_pe(w, 1, 10).buffer_bytes == 2 * 40);
+}
+
+TEST_CASE("movers of one step share their region's links, by hand") {
+  auto s = one_region(4, 4);
+  s.regions.push_back(meshir::Rect{10, 0, 4, 4});
+  s.regions.push_back(meshir::Rect{0, 10, 4, 4});
+  for (int to : {1, 2}) {
+    auto op = op_on(s.regions[0], meshir::Kernel::transfer);
+    op.name = "xfer" + std::to_string(to);
+    op.to_region = to;
+    op.work.input_bytes = 1600;
+    s.ops.push_back(op);
+  }
+  // Alone, each is 10 hops + 1600 B over 4 links (100 cycles) + 100 launch = 210. In one step both
+  // leave region 0 through the same 4 links: 200 link cycles each.
+  const auto c = cost::evaluate(s, wse3(), round_params(), true, 1);
+  CHECK(c.ops[0].total_cycles == doctest::Approx(310.0));
+  CHECK(c.ops[1].total_cycles == doctest::Approx(310.0));
+  s.ops[1].step = 1;  // in sequence, no contention
+  const auto seq = cost::evaluate(s, wse3(), round_params(), true, 1);
+  CHECK(seq.ops[1].total_cycles == doctest::Approx(210.0));
+}
+
+TEST_CASE("a transfer inside a stage is on the stage's path; one between stages is not") {
+  auto s = one_region(4, 4);
+  s.regions.push_back(meshir::Rect{10, 0, 4, 4});
+  auto a = op_on(s.regions[0], meshir::Kernel::elementwise);
+  a.name = "a";
+  auto inside = op_on(s.regions[0], meshir::Kernel::transfer);
+  inside.name = "inside";
+  inside.to_region = 1;
+  inside.step = 1;
+  inside.inputs = {0};
+  auto between = inside;
+  between.name = "between";
+  between.step = 2;
+  between.stage = 1;
+  s.ops = {a, inside, between};
+  const auto c = cost::compose(s, {10.0, 20.0, 30.0}, 1.0, true, 1);
+  CHECK(c.pass_cycles == doctest::Approx(60.0));
+  CHECK(c.bottleneck_stage_cycles == doctest::Approx(30.0));  // stage 0: 10 + 20
+}
