@@ -114,7 +114,7 @@ TEST_CASE("the published WaferLLM reference file loads with positions") {
   const auto set = wavel::calibrate::load_reference(reference_path());
   CHECK(set.wafer == "wse2");
   CHECK(set.source.find("WaferLLM") != std::string::npos);
-  REQUIRE(set.points.size() == 6);
+  REQUIRE(set.points.size() == 12);  // LLaMA-3-8B and LLaMA-2-13B, three grids per phase
   const auto& first = set.points[0];
   CHECK(first.model == "llama3-8b");
   CHECK(first.phase == Phase::decode);
@@ -211,7 +211,7 @@ TEST_CASE("the held-out split keeps interior grids of each (model, phase) group"
   const auto set = wavel::calibrate::load_reference(reference_path());
   const std::vector<bool> mask = wavel::calibrate::held_out_mask(set);
   // decode 420 / 540 / 660 and prefill 480 / 600 / 720: the middle grid of each is held out.
-  CHECK(mask == std::vector<bool>{false, true, false, false, true, false});
+  CHECK(mask == std::vector<bool>{false, true, false, false, true, false, false, true, false, false, true, false});
 
   SUBCASE("order in the file does not matter, groups under 3 points train, and the last point never tests") {
     ReferenceSet shuffled;
@@ -318,22 +318,23 @@ TEST_CASE("validate reports per-point errors and MAPE on each side of the split"
     return p.tpr_tokens_per_s * (1.0 + sign * x * x / 100.0);
   };
   const auto report = wavel::calibrate::validate(set, predict, CostParams{});
-  REQUIRE(report.points.size() == 6);
+  REQUIRE(report.points.size() == 12);
+  // The same grids for both models, so the errors repeat.
   const std::vector<double> rel{-0.0004, -0.0196, -0.0676, 0.0064, 0.04, 0.1024};
-  for (std::size_t i = 0; i < 6; ++i) {
+  for (std::size_t i = 0; i < 12; ++i) {
     CAPTURE(i);
     CHECK(report.points[i].measured_tokens_per_s == set.points[i].tpr_tokens_per_s);
-    CHECK(report.points[i].rel_error == doctest::Approx(rel[i]).epsilon(1e-12));
+    CHECK(report.points[i].rel_error == doctest::Approx(rel[i % 6]).epsilon(1e-12));
   }
-  CHECK(report.train_points == 4);
-  CHECK(report.test_points == 2);
+  CHECK(report.train_points == 8);
+  CHECK(report.test_points == 4);
   CHECK(report.train_mape_pct == doctest::Approx((0.04 + 6.76 + 0.64 + 10.24) / 4).epsilon(1e-12));
   CHECK(report.test_mape_pct == doctest::Approx((1.96 + 4.0) / 2).epsilon(1e-12));
-  CHECK(report.mape_pct == doctest::Approx(23.64 / 6).epsilon(1e-12));
+  CHECK(report.mape_pct == doctest::Approx(23.64 / 6).epsilon(1e-12));  // twice the same six errors
 
   SUBCASE("tables: the CSV header starts with the six agreed columns") {
     const auto table = wavel::calibrate::validation_table(set, report);
-    CHECK(table.rows() == 6);
+    CHECK(table.rows() == 12);
     const auto dir = wavel::test::scratch_dir("calibrate_validation");
     int rank = 0;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -354,7 +355,7 @@ TEST_CASE("validate reports per-point errors and MAPE on each side of the split"
     REQUIRE(back.columns.size() == table.columns.size());
     CHECK(back.columns[2].units == "PEs");
     CHECK(std::get<std::vector<std::int64_t>>(back.columns[7].values) ==
-          std::vector<std::int64_t>{0, 1, 0, 0, 1, 0});
+          std::vector<std::int64_t>{0, 1, 0, 0, 1, 0, 0, 1, 0, 0, 1, 0});
   }
 }
 
@@ -429,12 +430,13 @@ TEST_CASE("calibration refuses what it cannot do honestly") {
     try {
       wavel::calibrate::calibrate(set, synthetic_tpr, CostParams{},
                                   {"alpha_cycles_per_hop", "beta_cycles_per_stage", "gemm_efficiency",
-                                   "gemv_efficiency", "kernel_overhead_cycles"});
+                                   "gemv_efficiency", "elementwise_efficiency", "step_overhead_cycles",
+                                   "kernel_overhead_cycles", "route_switch_cycles", "vector_setup_cycles"});
       FAIL("expected a DataError");
     } catch (const wavel::DataError& e) {
       CHECK(e.code() == wavel::ExitCode::data_error);
-      CHECK(std::string(e.what()).find("only 4 training points") != std::string::npos);
-      CHECK(std::string(e.what()).find("5 parameters") != std::string::npos);
+      CHECK(std::string(e.what()).find("only 8 training points") != std::string::npos);
+      CHECK(std::string(e.what()).find("9 parameters") != std::string::npos);
     }
   }
   SUBCASE("unknown, repeated and out-of-bounds parameters") {

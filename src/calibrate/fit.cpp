@@ -237,7 +237,11 @@ std::vector<bool> held_out_mask(const ReferenceSet& set) {
 }
 
 double log_objective(const ReferenceSet& set, const Predictor& predict, const cost::CostParams& params) {
-  const std::vector<bool> held_out = held_out_mask(set);
+  return log_objective(set, predict, params, held_out_mask(set));
+}
+
+double log_objective(const ReferenceSet& set, const Predictor& predict, const cost::CostParams& params,
+                     const std::vector<bool>& held_out) {
   double sum = 0;
   for (std::size_t i = 0; i < set.points.size(); ++i) {
     if (held_out[i]) continue;
@@ -250,7 +254,12 @@ double log_objective(const ReferenceSet& set, const Predictor& predict, const co
 }
 
 ValidationReport validate(const ReferenceSet& set, const Predictor& predict, const cost::CostParams& params) {
-  const std::vector<bool> held_out = held_out_mask(set);
+  return validate(set, predict, params, held_out_mask(set));
+}
+
+ValidationReport validate(const ReferenceSet& set, const Predictor& predict, const cost::CostParams& params,
+                          const std::vector<bool>& held_out) {
+  if (held_out.size() != set.points.size()) throw InternalError("validate: one held-out flag per point needed");
   ValidationReport report;
   std::vector<double> all, train, test;
   for (std::size_t i = 0; i < set.points.size(); ++i) {
@@ -282,11 +291,12 @@ CalibrationResult calibrate(const ReferenceSet& set, const Predictor& predict, c
     }
   }
 
+  const std::vector<bool> held_out = options.held_out.empty() ? held_out_mask(set) : options.held_out;
   CalibrationResult result;
   result.start = start;
   result.fitted = start;
   for (const auto* p : chosen) result.fit_names.push_back(p->name);
-  result.before = validate(set, predict, start);
+  result.before = validate(set, predict, start, held_out);
 
   // More unknowns than equations has a continuum of exact fits: refuse instead of reporting one.
   if (result.before.train_points < chosen.size()) {
@@ -310,7 +320,7 @@ CalibrationResult calibrate(const ReferenceSet& set, const Predictor& predict, c
   }
   if (!unpredictable.empty()) throw DataError(std::move(unpredictable));
 
-  result.objective_start = log_objective(set, predict, start);
+  result.objective_start = log_objective(set, predict, start, held_out);
   result.objective_final = result.objective_start;
   result.converged = true;
   if (chosen.empty()) {
@@ -320,7 +330,7 @@ CalibrationResult calibrate(const ReferenceSet& set, const Predictor& predict, c
 
   std::vector<Coordinate> coords;
   for (const auto* p : chosen) coords.emplace_back(*p);
-  NelderMead search(coords, [&](const cost::CostParams& p) { return log_objective(set, predict, p); }, start,
+  NelderMead search(coords, [&](const cost::CostParams& p) { return log_objective(set, predict, p, held_out); }, start,
                     options.max_iterations_per_parameter * static_cast<int>(coords.size()));
   Point best(coords.size());
   for (std::size_t i = 0; i < coords.size(); ++i) best[i] = coords[i].to_y(start.*(coords[i].info->field));
@@ -341,10 +351,21 @@ CalibrationResult calibrate(const ReferenceSet& set, const Predictor& predict, c
   // Keep the start bit for bit unless the search really found something better.
   if (best_f < result.objective_start) {
     result.fitted = search.params_at(best);
-    result.objective_final = log_objective(set, predict, result.fitted);
+    result.objective_final = log_objective(set, predict, result.fitted, held_out);
   }
-  result.after = validate(set, predict, result.fitted);
+  result.after = validate(set, predict, result.fitted, held_out);
   return result;
+}
+
+std::vector<std::string> parameters_on_bounds(const CalibrationResult& result) {
+  std::vector<std::string> out;
+  for (const auto& p : cost::param_registry()) {
+    if (std::find(result.fit_names.begin(), result.fit_names.end(), p.name) == result.fit_names.end()) continue;
+    const double v = result.fitted.*(p.field);
+    const auto near = [v](double bound) { return std::abs(v - bound) <= 1e-6 * std::max(1.0, std::abs(bound)); };
+    if (near(p.min_value) || near(p.max_value)) out.push_back(p.name);
+  }
+  return out;
 }
 
 io::Table validation_table(const ReferenceSet& set, const ValidationReport& report) {

@@ -53,16 +53,28 @@ OpCost meshgemv(const PlacedOp& op, const wafer::WaferParams& wafer, const CostP
 // Cannon on an interleaved ring: per step a local tile GEMM overlapped with a two-hop shift of the
 // moving operands. Both moving tiles enter the PE through its one ramp, so they serialise there.
 // GEMM-T (Q.K^T) moves only K but reduce-adds partial scores along X every step.
+// Prefill attention lays every head's features along X, as the projections that feed it: Q.K^T
+// reduces over heads x head_dim (each head over its own segment), P.V produces heads x head_dim.
+meshir::OpWork heads_along_x(const PlacedOp& op) {
+  meshir::OpWork w = op.work;
+  if (w.heads < 1 || op.attention == meshir::AttentionRole::none) return w;
+  w.batch = std::max<std::int64_t>(1, w.batch / w.heads);
+  if (op.attention == meshir::AttentionRole::scores) w.k *= w.heads;
+  if (op.attention == meshir::AttentionRole::values) w.n *= w.heads;
+  return w;
+}
+
 OpCost meshgemm(const PlacedOp& op, const wafer::WaferParams& wafer, const CostParams& p, bool transposed) {
   OpCost c;
+  const meshir::OpWork work = heads_along_x(op);
   const std::int64_t w = std::max<std::int64_t>(1, op.used.w);
   const std::int64_t h = std::max<std::int64_t>(1, op.used.h);
   const std::int64_t ring = std::max(w, h);
-  const std::int64_t steps = std::max<std::int64_t>(1, std::min(ring, op.work.k));
-  const double b = static_cast<double>(op.work.batch);
-  const double tile_m = static_cast<double>(ceil_div(op.work.m, h));
-  const double tile_k = static_cast<double>(ceil_div(op.work.k, steps));
-  const std::int64_t tile_n = ceil_div(op.work.n, w);
+  const std::int64_t steps = std::max<std::int64_t>(1, std::min(ring, work.k));
+  const double b = static_cast<double>(work.batch);
+  const double tile_m = static_cast<double>(ceil_div(work.m, h));
+  const double tile_k = static_cast<double>(ceil_div(work.k, steps));
+  const std::int64_t tile_n = ceil_div(work.n, w);
   const double step_flops = 2.0 * b * tile_m * tile_k * static_cast<double>(tile_n);
   const double step_compute =
       step_flops / (peak_flops_per_cycle(wafer) * p.gemm_efficiency * detail::vector_shape_efficiency(tile_n, wafer, p));

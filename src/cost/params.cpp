@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cmath>
 #include <fstream>
 #include <sstream>
 #include <system_error>
@@ -47,6 +48,13 @@ std::vector<std::string> registry_names() {
   return names;
 }
 
+// Keys a params file may hold: every parameter, and the uncertainty section calibrate writes.
+std::vector<std::string> file_keys() {
+  std::vector<std::string> keys = registry_names();
+  keys.emplace_back("uncertainty");
+  return keys;
+}
+
 // Shortest text that parses back to the same double (std::to_chars guarantees the round trip).
 std::string exact_double(double value) {
   char buffer[64];
@@ -82,7 +90,7 @@ CostParams parse_params(const std::string& text, const std::string& file_label, 
   const config::Node root = config::parse_yaml(text, file_label);
   config::Validator v;
   CostParams params = base;
-  if (v.check_map(root, "", registry_names())) {
+  if (v.check_map(root, "", file_keys())) {
     for (const auto& info : param_registry()) {
       const config::Node* node = root.find(info.name);
       if (node == nullptr) continue;
@@ -111,6 +119,70 @@ std::string params_to_yaml(const CostParams& params, const std::string& header_c
            "\n";
   }
   return out;
+}
+
+}  // namespace wavel::cost
+
+namespace wavel::cost {
+
+std::string uncertainty_to_yaml(const ParamUncertaintySpec& spec) {
+  std::string out = "# Joint normal distribution of ln p around ln of the values above (run: cost.draws)\nuncertainty:\n";
+  out += "  method: \"" + spec.method + "\"\n  names: [";
+  for (std::size_t i = 0; i < spec.names.size(); ++i) out += (i ? ", " : "") + spec.names[i];
+  out += "]\n  ln_covariance:\n";
+  for (const auto& row : spec.ln_covariance) {
+    out += "    - [";
+    for (std::size_t j = 0; j < row.size(); ++j) out += (j ? ", " : "") + exact_double(row[j]);
+    out += "]\n";
+  }
+  return out;
+}
+
+ParamUncertaintySpec parse_uncertainty(const std::string& text, const std::string& file_label) {
+  const config::Node root = config::parse_yaml(text, file_label);
+  ParamUncertaintySpec spec;
+  const config::Node* u = root.kind == config::Node::Kind::map ? root.find("uncertainty") : nullptr;
+  if (u == nullptr) return spec;
+  config::Validator v;
+  if (!v.check_map(*u, "uncertainty", {"method", "names", "ln_covariance"})) v.throw_if_errors();
+  if (const config::Node* m = u->find("method")) spec.method = v.string(*m, "uncertainty.method").value_or("");
+  const config::Node* names = u->find("names");
+  const config::Node* cov = u->find("ln_covariance");
+  if (names == nullptr || cov == nullptr) {
+    v.error(u->where, "uncertainty", "needs both names and ln_covariance");
+    v.throw_if_errors();
+  }
+  spec.names = v.axis(*names, "uncertainty.names",
+                      [&v](const config::Node& n, const std::string& path) { return v.choice(n, path, registry_names()); });
+  const std::size_t p = spec.names.size();
+  if (cov->kind != config::Node::Kind::sequence || cov->items.size() != p) {
+    v.error(cov->where, "uncertainty.ln_covariance", "expected " + std::to_string(p) + " rows, one per name");
+  } else {
+    for (std::size_t i = 0; i < p; ++i) {
+      const config::Node& row = cov->items[i];
+      const std::string path = "uncertainty.ln_covariance[" + std::to_string(i) + "]";
+      if (row.kind != config::Node::Kind::sequence || row.items.size() != p) {
+        v.error(row.where, path, "expected a row of " + std::to_string(p) + " numbers");
+        continue;
+      }
+      std::vector<double> values;
+      for (std::size_t j = 0; j < p; ++j) {
+        values.push_back(v.number(row.items[j], path + "[" + std::to_string(j) + "]", -1e6, 1e6).value_or(0.0));
+      }
+      if (values[i] < 0) v.error(row.items[i].where, path, "a variance must not be negative");
+      spec.ln_covariance.push_back(std::move(values));
+    }
+    for (std::size_t i = 0; i < spec.ln_covariance.size() && spec.ln_covariance.size() == p; ++i) {
+      for (std::size_t j = 0; j < i; ++j) {
+        const double a = spec.ln_covariance[i][j], b = spec.ln_covariance[j][i];
+        if (std::abs(a - b) > 1e-9 * std::max({1.0, std::abs(a), std::abs(b)})) {
+          v.error(cov->items[i].where, "uncertainty.ln_covariance", "the matrix must be symmetric");
+        }
+      }
+    }
+  }
+  v.throw_if_errors();
+  return spec;
 }
 
 }  // namespace wavel::cost

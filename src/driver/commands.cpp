@@ -6,12 +6,14 @@
 #include <iomanip>
 #include <sstream>
 
+#include "wavel/calibrate/crossval.hpp"
 #include "wavel/calibrate/fit.hpp"
 #include "wavel/calibrate/predict.hpp"
 #include "wavel/calibrate/reference.hpp"
 #include "wavel/common/error.hpp"
 #include "wavel/cost/model.hpp"
 #include "wavel/cost/params.hpp"
+#include "wavel/driver/reference_cv.hpp"
 #include "wavel/io/results.hpp"
 #include "wavel/meshir/text.hpp"
 #include "wavel/meshir/verify.hpp"
@@ -78,6 +80,13 @@ std::vector<io::Attribute> command_provenance(const std::string& command, const 
           {"slurm_job_id", context.slurm_job_id}};
 }
 
+double cv_mape(const CrossValidationReport& cv, const std::string& name) {
+  for (const auto& a : cv.attributes) {
+    if (a.name == name) return std::get<double>(a.value);
+  }
+  return std::nan("");
+}
+
 }  // namespace
 
 void print_fitted_parameters(std::ostream& out, const calibrate::CalibrationResult& result) {
@@ -90,9 +99,10 @@ void print_fitted_parameters(std::ostream& out, const calibrate::CalibrationResu
 }
 
 std::vector<std::string> default_fit_names() {
-  // Two per phase: decode's routing-stage cost and fixed kernel cost, prefill's GEMM efficiency and
-  // per-step cost. The published points give two training grids per phase, so no more can be identified.
-  return {"beta_cycles_per_stage", "kernel_overhead_cycles", "gemm_efficiency", "step_overhead_cycles"};
+  // Four shared parameters for twelve points: decode's routing-stage cost, and prefill's GEMM
+  // efficiency, per-step cost and vector-instruction setup (the tile-shape term). Alpha stays at
+  // the hardware's 1 cycle per hop; the decode slope over grid sides comes from the physics.
+  return {"beta_cycles_per_stage", "gemm_efficiency", "step_overhead_cycles", "vector_setup_cycles"};
 }
 
 void validate_command(const std::string& reference_path, const std::string& params_path,
@@ -100,7 +110,9 @@ void validate_command(const std::string& reference_path, const std::string& para
   const auto set = calibrate::load_reference(reference_path);
   const auto wafer = wafer_named(set.wafer, reference_path);
   const auto params = params_for(wafer, params_path);
-  const auto report = calibrate::validate(set, calibrate::waferllm_predictor(wafer), params);
+  const auto predict = calibrate::waferllm_predictor(wafer);
+  const auto report = calibrate::validate(set, predict, params);
+  const auto cv = cross_validation_report(set, predict, params, default_fit_names());
   const std::string dir = output_dir.empty() ? default_dir("validate", reference_path) : output_dir;
   make_output_dir(dir, context.comm);
   const auto table = calibrate::validation_table(set, report);
@@ -108,12 +120,16 @@ void validate_command(const std::string& reference_path, const std::string& para
   attrs.push_back({"mape_pct", report.mape_pct});
   attrs.push_back({"train_mape_pct", report.train_mape_pct});
   attrs.push_back({"test_mape_pct", report.test_mape_pct});
-  io::write_results_h5((fs::path(dir) / "results.h5").string(), attrs, {table}, context.comm);
+  attrs.insert(attrs.end(), cv.attributes.begin(), cv.attributes.end());
+  std::vector<io::Table> tables{table};
+  tables.insert(tables.end(), cv.tables.begin(), cv.tables.end());
+  io::write_results_h5((fs::path(dir) / "results.h5").string(), attrs, tables, context.comm);
   on_root_agreed(context.comm, 0, [&] { io::write_csv((fs::path(dir) / "validation.csv").string(), table); });
   if (context.rank != 0) return;
   print_validation(out, set, report,
                    "Validation of WaferLLM's schedule against " + set.source + " (" + set.wafer + "), params: " +
                        (params_path.empty() ? "built-in defaults" : params_path));
+  out << '\n' << cv.text;
   out << "written: " << dir << "/validation.csv, " << dir << "/results.h5\n";
 }
 
@@ -124,7 +140,11 @@ void calibrate_command(const std::string& reference_path, const std::string& par
   const auto wafer = wafer_named(set.wafer, reference_path);
   const auto start = params_for(wafer, params_path);
   const auto names = fit_names.empty() ? default_fit_names() : fit_names;
-  const auto result = calibrate::calibrate(set, calibrate::waferllm_predictor(wafer), start, names);
+  const auto predict = calibrate::waferllm_predictor(wafer);
+  const auto result = calibrate::calibrate(set, predict, start, names);
+  const auto uncertainty = calibrate::estimate_uncertainty(set, predict, result, calibrate::held_out_mask(set));
+  const auto cv = cross_validation_report(set, predict, start, names);
+  const std::string warnings = bound_warnings(result);
   const std::string dir = output_dir.empty() ? default_dir("calibrate", reference_path) : output_dir;
   make_output_dir(dir, context.comm);
 
@@ -137,7 +157,14 @@ void calibrate_command(const std::string& reference_path, const std::string& par
          << "Reference: " << set.source << " (" << set.wafer << ", " << set.points.size() << " points)\n"
          << "Least squares in log space on " << result.after.train_points << " training points; MAPE train "
          << percent(result.after.train_mape_pct) << ", held-out test " << percent(result.after.test_mape_pct);
-  const std::string params_text = cost::params_to_yaml(result.fitted, header.str());
+  header << "\nCross-validation: leave-one-model-out MAPE " << percent(cv_mape(cv, "cv_model_mape_pct"))
+         << ", leave-one-grid-out MAPE " << percent(cv_mape(cv, "cv_grid_mape_pct"));
+  for (const auto& name : calibrate::parameters_on_bounds(result)) header << "\nwarning: " << name << " ended on its bound";
+  std::string method = uncertainty.method;
+  if (!uncertainty.fixed.empty()) method += "; held at a bound:";
+  for (const auto& name : uncertainty.fixed) method += " " + name;
+  const std::string params_text = cost::params_to_yaml(result.fitted, header.str()) +
+                                  cost::uncertainty_to_yaml({uncertainty.names, uncertainty.ln_covariance, method});
 
   const auto validation = calibrate::validation_table(set, result.after);
   const auto fitted = calibrate::calibration_table(result);
@@ -147,7 +174,10 @@ void calibrate_command(const std::string& reference_path, const std::string& par
   attrs.push_back({"test_mape_pct_before", result.before.test_mape_pct});
   attrs.push_back({"train_mape_pct", result.after.train_mape_pct});
   attrs.push_back({"test_mape_pct", result.after.test_mape_pct});
-  io::write_results_h5((fs::path(dir) / "results.h5").string(), attrs, {validation, fitted}, context.comm);
+  attrs.insert(attrs.end(), cv.attributes.begin(), cv.attributes.end());
+  std::vector<io::Table> tables{validation, fitted};
+  tables.insert(tables.end(), cv.tables.begin(), cv.tables.end());
+  io::write_results_h5((fs::path(dir) / "results.h5").string(), attrs, tables, context.comm);
   on_root_agreed(context.comm, 0, [&] {
     io::write_file_atomically((fs::path(dir) / "params.yaml").string(), params_text);
     io::write_csv((fs::path(dir) / "validation.csv").string(), validation);
@@ -161,6 +191,8 @@ void calibrate_command(const std::string& reference_path, const std::string& par
   print_fitted_parameters(out, result);
   out << "objective " << result.objective_start << " -> " << result.objective_final << " after "
       << result.iterations << " iterations" << (result.converged ? "" : " (iteration cap reached)") << '\n';
+  out << warnings << '\n' << cv.text;
+  out << "parameter uncertainty: " << uncertainty.method << " (written to params.yaml)\n";
   out << "written: " << dir << "/params.yaml (use with --params), validation.csv, calibration.csv, results.h5\n";
 }
 

@@ -51,6 +51,7 @@ struct FitOptions {
   double initial_step = 0.5;    ///< simplex edge in transformed units (0.5 in ln p: a factor of about 1.65)
   double x_tolerance = 1e-10;   ///< a run stops when every vertex is this close to the best (transformed units)
   double f_tolerance = 1e-13;   ///< ... or when the objective spread is below this fraction of the best value
+  std::vector<bool> held_out;   ///< per point, true: not fitted; empty: held_out_mask() (cross-validation sets it)
 };
 
 /// Outcome of a fit: the parameters, the objective and the errors before and after.
@@ -71,6 +72,9 @@ struct CalibrationResult {
 /// Sum over the training points (held_out_mask false) of (ln predicted - ln measured)^2; +inf if any
 /// prediction is <= 0 or not finite.
 double log_objective(const ReferenceSet& set, const Predictor& predict, const cost::CostParams& params);
+/// Same over the points whose `held_out` flag is false.
+double log_objective(const ReferenceSet& set, const Predictor& predict, const cost::CostParams& params,
+                     const std::vector<bool>& held_out);
 
 /// Least squares in log space over the training points, for the named parameters only; each is shared by
 /// every model and point (never one per model). The search runs Nelder-Mead over ln(p) (ln(p + 1 unit)
@@ -84,6 +88,13 @@ CalibrationResult calibrate(const ReferenceSet& set, const Predictor& predict, c
 
 /// Predicts every point and reports the errors, split as held_out_mask() says.
 ValidationReport validate(const ReferenceSet& set, const Predictor& predict, const cost::CostParams& params);
+/// Same with an explicit split.
+ValidationReport validate(const ReferenceSet& set, const Predictor& predict, const cost::CostParams& params,
+                          const std::vector<bool>& held_out);
+
+/// Names of the fitted parameters that ended within 1e-6 (relative) of a registry bound: a sign that
+/// the model's form, not the data, decided them.
+std::vector<std::string> parameters_on_bounds(const CalibrationResult& result);
 
 /// Table "validation": model, phase, grid, measured_tokens_per_s, predicted_tokens_per_s, rel_error,
 /// context_or_input_tokens, held_out (0/1), one row per point in file order.

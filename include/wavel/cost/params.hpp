@@ -48,4 +48,19 @@ CostParams parse_params(const std::string& text, const std::string& file_label, 
 /// YAML text of all parameters with units in comments, preceded by `header_comment` lines.
 std::string params_to_yaml(const CostParams& params, const std::string& header_comment);
 
+/// Joint uncertainty of fitted parameters: a normal distribution of ln p around ln of the file's
+/// values, written by `calibrate` under the key `uncertainty` of a params file.
+struct ParamUncertaintySpec {
+  std::vector<std::string> names;                  ///< registry names, registry order
+  std::vector<std::vector<double>> ln_covariance;  ///< names.size() squared, symmetric
+  std::string method;                              ///< how it was estimated, in words
+};
+
+/// The `uncertainty:` section (YAML text, appended after params_to_yaml's output).
+std::string uncertainty_to_yaml(const ParamUncertaintySpec& spec);
+
+/// Reads the `uncertainty` section of a params file's text; std::nullopt-like empty names when absent.
+/// ConfigError (file:line:col) for unknown names, a non-square or asymmetric matrix or a negative variance.
+ParamUncertaintySpec parse_uncertainty(const std::string& text, const std::string& file_label);
+
 }  // namespace wavel::cost
