@@ -10,6 +10,7 @@
 #include <limits>
 #include <set>
 
+#include "wavel/cost/draws.hpp"
 #include "wavel/config/schema.hpp"
 #include "wavel/config/source_tree.hpp"
 
@@ -239,10 +240,17 @@ void read_workloads(Validator& v, const Node& root, const Node& node, WorkloadAx
 void read_cost(Validator& v, const Node& node, const wafer::WaferParams& wafer, CostConfig& c,
                const std::string& file) {
   const std::string path = "cost";
-  std::vector<std::string> allowed{"params_file"};
-  for (const auto& info : cost::param_registry()) allowed.push_back(info.name);
+  std::vector<std::string> allowed{"params_file", "draws", "pinned"};
+  std::vector<std::string> names;
+  for (const auto& info : cost::param_registry()) names.push_back(info.name);
+  allowed.insert(allowed.end(), names.begin(), names.end());
   v.check_map(node, path, allowed);
   c.params = cost::default_params(wafer);
+  read_int(v, node, path, "draws", c.draws, 0, 100000);
+  if (present(node, "pinned")) {
+    c.pinned = v.axis(child_or_null(node, "pinned"), "cost.pinned",
+                      [&](const Node& n, const std::string& p) { return v.choice(n, p, names); });
+  }
   if (present(node, "params_file")) {
     const Node& n = child_or_null(node, "params_file");
     if (auto given = v.string(n, "cost.params_file")) {
@@ -254,6 +262,7 @@ void read_cost(Validator& v, const Node& node, const wafer::WaferParams& wafer, 
       } else {
         try {
           c.params = cost::load_params(resolved.string(), c.params);
+          c.uncertainty = cost::load_uncertainty(resolved.string());
         } catch (const DiagnosticError& e) {
           for (const auto& d : e.diagnostics()) v.error(Source{d.file, d.line, d.column}, d.key_path, d.message);
         } catch (const Error& e) {
@@ -262,9 +271,12 @@ void read_cost(Validator& v, const Node& node, const wafer::WaferParams& wafer, 
       }
     }
   }
+  std::vector<std::string> pinned = c.pinned;
   for (const auto& info : cost::param_registry()) {
     read_double(v, node, path, info.name, c.params.*(info.field), info.min_value, info.max_value);
+    if (present(node, info.name)) pinned.push_back(info.name);  // a value set here is not the fit's
   }
+  c.uncertainty = cost::pin(c.uncertainty, pinned);
 }
 
 void read_baselines(Validator& v, const Node& node, const wafer::WaferParams& wafer, BaselinesConfig& b) {
@@ -453,6 +465,8 @@ std::string to_yaml(const Config& c) {
 
  out << YAML::Key << "cost" << YAML::Value << YAML::BeginMap;
   if (!c.cost.params_file.empty()) out << YAML::Key << "params_file" << YAML::Value << c.cost.params_file;
+  out << YAML::Key << "draws" << YAML::Value << c.cost.draws;
+  out << YAML::Key << "pinned" << YAML::Value << YAML::Flow << c.cost.pinned;
   for (const auto& info : cost::param_registry()) {
     out << YAML::Key << info.name << YAML::Value << num(c.cost.params.*(info.field));
   }

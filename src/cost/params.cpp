@@ -77,13 +77,21 @@ CostParams default_params(const wafer::WaferParams& wafer) {
   return params;
 }
 
-CostParams load_params(const std::string& path, const CostParams& base) {
+static std::string read_params_file(const std::string& path) {
   std::ifstream file(path, std::ios::binary);
   if (!file) throw InputMissingError("cannot read params file '" + path + "'");
   std::ostringstream text;
   text << file.rdbuf();
   if (file.bad()) throw InputMissingError("error while reading params file '" + path + "'");
-  return parse_params(text.str(), path, base);
+  return text.str();
+}
+
+CostParams load_params(const std::string& path, const CostParams& base) {
+  return parse_params(read_params_file(path), path, base);
+}
+
+ParamUncertaintySpec load_uncertainty(const std::string& path) {
+  return parse_uncertainty(read_params_file(path), path);
 }
 
 CostParams parse_params(const std::string& text, const std::string& file_label, const CostParams& base) {

@@ -235,6 +235,27 @@ io::Table settings_table(const config::Config& config, const std::vector<config:
   table.columns.push_back({"wavel_source", "", source});
   table.columns.push_back({"speedup_vs_waferllm", "1", vs_waferllm});
   table.columns.push_back({"speedup_vs_fullchip", "1", vs_fullchip});
+  {
+    D t_lo, t_hi, w_lo, w_hi, f_lo, f_hi;
+    I draws;
+    for (const auto& r : results) {
+      const auto& iv = r.intervals;
+      t_lo.push_back(iv.wavel_tokens_per_s_lo);
+      t_hi.push_back(iv.wavel_tokens_per_s_hi);
+      w_lo.push_back(iv.speedup_vs_waferllm_lo);
+      w_hi.push_back(iv.speedup_vs_waferllm_hi);
+      f_lo.push_back(iv.speedup_vs_fullchip_lo);
+      f_hi.push_back(iv.speedup_vs_fullchip_hi);
+      draws.push_back(iv.draws);
+    }
+    table.columns.push_back({"wavel_tokens_per_s_lo", "tokens/s", t_lo});
+    table.columns.push_back({"wavel_tokens_per_s_hi", "tokens/s", t_hi});
+    table.columns.push_back({"speedup_vs_waferllm_lo", "1", w_lo});
+    table.columns.push_back({"speedup_vs_waferllm_hi", "1", w_hi});
+    table.columns.push_back({"speedup_vs_fullchip_lo", "1", f_lo});
+    table.columns.push_back({"speedup_vs_fullchip_hi", "1", f_hi});
+    table.columns.push_back({"parameter_draws", "1", draws});
+  }
   table.columns.push_back({"front_size", "1", front_size});
   table.columns.push_back({"hypervolume", "1", hv});
   D sim_latency, sim_error;
@@ -450,10 +471,15 @@ void print_settings(std::ostream& out, const config::Config& config, const std::
         row.insert(row.end(), {"no fit", "-", "-", "-", "-", "0"});
       } else {
         const auto& best = r.front.front();
+        // The ratio with its 90 % interval over the parameter draws, e.g. "1.32x [1.25, 1.41]".
         auto ratio = [&](std::size_t k) {
           if (k >= r.schedules.size() || !r.schedules[k].placed) return std::string("-");
+          const auto& iv = r.intervals;
+          const double lo = k == 1 ? iv.speedup_vs_waferllm_lo : iv.speedup_vs_fullchip_lo;
+          const double hi = k == 1 ? iv.speedup_vs_waferllm_hi : iv.speedup_vs_fullchip_hi;
           std::ostringstream text;
           text << std::fixed << std::setprecision(2) << best.tokens_per_s / r.schedules[k].tokens_per_s << 'x';
+          if (std::isfinite(lo) && std::isfinite(hi)) text << " [" << lo << ", " << hi << ']';
           return text.str();
         };
         row.insert(row.end(), {human(best.tokens_per_s, "tok/s"), human(best.latency_s, "s"),
@@ -484,8 +510,15 @@ void print_settings(std::ostream& out, const config::Config& config, const std::
   if (with_schedules) {
     const bool any_subset = std::any_of(results.begin(), results.end(), [](const SettingResult& r) { return r.layer_subset_layers > 0; });
     if (any_subset) {
-      out << "Rows marked 'subset k/L' did not fit the wafer: their schedules hold k of the model's L layers and every\n"
-             "cost is scaled by L/k (the layer-subset method; embedding and head are scaled too).\n";
+      out << "Rows marked 'subset k/L' did not fit the wafer: their schedules hold k of the model's L decoder layers,\n"
+             "whose costs are scaled by L/k (the layer-subset method); embedding and LM head are charged once.\n";
+    }
+    const std::int64_t draws = results.empty() ? 0 : results.front().intervals.draws;
+    if (draws > 0) {
+      out << "[lo, hi]: 90 % interval of the ratio over " << draws
+          << " draws of the fitted parameters' uncertainty (the same draws for every schedule).\n";
+    } else {
+      out << "No intervals: the params file has no uncertainty section or cost.draws is 0.\n";
     }
     out << "All throughputs and latencies are PREDICTED by the cost model ("
         << (config.cost.params_file.empty() ? std::string("built-in default parameters")

@@ -6,6 +6,7 @@
 
 #include "wavel/baselines/baselines.hpp"
 #include "wavel/common/error.hpp"
+#include "wavel/cost/draws.hpp"
 #include "wavel/cost/model.hpp"
 #include "wavel/meshir/text.hpp"
 #include "wavel/sim/simulate.hpp"
@@ -33,6 +34,35 @@ void simulate_sample(const std::string& name, const meshir::Schedule& schedule, 
     out.sim_ops.push_back(SimOpPair{name, static_cast<std::int64_t>(i), std::string(meshir::to_string(op.kernel)),
                                     op.used.w, op.used.h, model.ops[i].total_cycles, simulated.ops[i].total_cycles});
   }
+}
+
+// The best schedule and both baselines under the same parameter draws.
+PredictionIntervals prediction_intervals(const config::Config& config, const workload::Workload& w,
+                                         const SettingResult& s, const meshir::Schedule* best) {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  PredictionIntervals out{nan, nan, nan, nan, nan, nan, 0};
+  const auto draws = cost::draw_params(config.cost.params, config.cost.uncertainty, config.cost.draws,
+                                       static_cast<std::uint64_t>(config.search.seed));
+  if (draws.empty() || best == nullptr) return out;
+  const bool decode = w.shape.phase == workload::Phase::decode;
+  const auto under = [&](const meshir::Schedule& schedule) {
+    return cost::tokens_per_s_under(schedule, config.wafer, draws, decode, w.shape.input_tokens);
+  };
+  const std::vector<double> wavel = under(*best);
+  out.draws = static_cast<std::int64_t>(draws.size());
+  const cost::Interval t = cost::interval_90(wavel);
+  out.wavel_tokens_per_s_lo = t.lo;
+  out.wavel_tokens_per_s_hi = t.hi;
+  for (const auto& b : s.schedules) {
+    if (!b.placed) continue;
+    const std::vector<double> base = under(meshir::parse(b.meshir, b.name));
+    std::vector<double> ratio(wavel.size());
+    for (std::size_t i = 0; i < ratio.size(); ++i) ratio[i] = wavel[i] / base[i];
+    const cost::Interval r = cost::interval_90(ratio);
+    (b.name == "waferllm" ? out.speedup_vs_waferllm_lo : out.speedup_vs_fullchip_lo) = r.lo;
+    (b.name == "waferllm" ? out.speedup_vs_waferllm_hi : out.speedup_vs_fullchip_hi) = r.hi;
+  }
+  return out;
 }
 
 ScheduleResult score(const std::string& name, const std::optional<meshir::Schedule>& schedule,
@@ -166,6 +196,7 @@ void pack_setting(const SettingResult& r, Packer& p) {
   }
   p.put(r.hypervolume);
   p.put(r.hypervolume_latency_ref_s);
+  p.put(r.intervals);
   p.put(r.search);
   p.put(r.search_wall_s);
   p.put(static_cast<std::uint64_t>(r.sim.size()));
@@ -238,6 +269,7 @@ SettingResult unpack_setting(Unpacker& u) {
   }
   u.get(r.hypervolume);
   u.get(r.hypervolume_latency_ref_s);
+  u.get(r.intervals);
   u.get(r.search);
   u.get(r.search_wall_s);
   u.get(n);
@@ -407,6 +439,7 @@ std::string run_finish(const config::Config& config, const workload::Workload& w
                                  p.microbatches, p.stages, p.sram_headroom, meshir::print(p.schedule)});
   }
   s.hypervolume = found.hypervolume;
+  s.intervals = prediction_intervals(config, w, s, found.front.empty() ? nullptr : &found.front.front().schedule);
   s.hypervolume_latency_ref_s = found.reference.latency_ref_s;
   const auto& st = found.stats;
   s.search = SearchCounts{st.nodes_visited,     st.exhaustive_tree_nodes, st.pruned_sram,         st.pruned_bound,

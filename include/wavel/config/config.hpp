@@ -62,6 +62,9 @@ struct OutputConfig {
 struct CostConfig {
   std::string params_file;      ///< as given ("" = none); relative to the config file
   cost::CostParams params;      ///< resolved values
+  cost::ParamUncertaintySpec uncertainty;  ///< from the params file, pinned parameters conditioned out
+  std::int64_t draws = 64;      ///< parameter draws per setting for the 90 % intervals (0: none)
+  std::vector<std::string> pinned;  ///< held at their value in the draws (as listed; config values are pinned too)
 };
 
 /// How the baseline schedules are built.

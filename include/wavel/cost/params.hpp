@@ -63,4 +63,7 @@ std::string uncertainty_to_yaml(const ParamUncertaintySpec& spec);
 /// ConfigError (file:line:col) for unknown names, a non-square or asymmetric matrix or a negative variance.
 ParamUncertaintySpec parse_uncertainty(const std::string& text, const std::string& file_label);
 
+/// Same, from a file (InputMissingError if unreadable).
+ParamUncertaintySpec load_uncertainty(const std::string& path);
+
 }  // namespace wavel::cost

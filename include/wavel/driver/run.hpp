@@ -69,6 +69,15 @@ struct SearchCounts {
                block_costs = 0, timed_out = 0;
 };
 
+/// 90 % intervals of the predictions over the fitted parameters' uncertainty (cost.draws draws,
+/// the same draws for every schedule, so ratios keep their correlation). NaN without draws.
+struct PredictionIntervals {
+  double wavel_tokens_per_s_lo = 0, wavel_tokens_per_s_hi = 0;
+  double speedup_vs_waferllm_lo = 0, speedup_vs_waferllm_hi = 0;
+  double speedup_vs_fullchip_lo = 0, speedup_vs_fullchip_hi = 0;
+  std::int64_t draws = 0;
+};
+
 /// Workload, wafer and schedule figures of one setting.
 struct SettingResult {
   std::int64_t setting_id = 0;
@@ -89,6 +98,7 @@ struct SettingResult {
   std::vector<FrontEntry> front;           ///< the search's Pareto front, best throughput first
   double hypervolume = 0;                  ///< normalized, see README
   double hypervolume_latency_ref_s = 0;
+  PredictionIntervals intervals;
   SearchCounts search;
   double search_wall_s = 0;                ///< timing only; kept out of the deterministic tables
   std::vector<SimPair> sim;                ///< sampled simulation (config sim.samples)

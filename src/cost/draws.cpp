@@ -1,0 +1,189 @@
+// Counter-based normal draws of the fitted parameters and Kokkos-parallel evaluation under them.
+#include "wavel/cost/draws.hpp"
+
+#include <Kokkos_Core.hpp>
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "wavel/common/error.hpp"
+#include "wavel/cost/model.hpp"
+
+namespace wavel::cost {
+
+namespace {
+
+std::uint64_t splitmix64(std::uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+// Uniform in (0, 1) from the top 53 bits of a hash of the counter.
+double uniform(std::uint64_t seed, std::uint64_t a, std::uint64_t b) {
+  const std::uint64_t h = splitmix64(splitmix64(splitmix64(seed) ^ a) ^ (b * 0x632be59bd9b4e019ULL));
+  return (static_cast<double>(h >> 11) + 0.5) * (1.0 / 9007199254740992.0);
+}
+
+// Standard normal by Box-Muller on two counter-keyed uniforms.
+double normal(std::uint64_t seed, std::uint64_t draw, std::uint64_t k) {
+  const double u1 = uniform(seed, draw, 2 * k), u2 = uniform(seed, draw, 2 * k + 1);
+  return std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2);
+}
+
+const ParamInfo* info_of(const std::string& name) {
+  for (const auto& p : param_registry()) {
+    if (p.name == name) return &p;
+  }
+  return nullptr;
+}
+
+// Lower-triangular L with L L^T = a; tiny negative pivots from rounding are taken as 0.
+std::vector<std::vector<double>> cholesky(const std::vector<std::vector<double>>& a) {
+  const std::size_t n = a.size();
+  std::vector<std::vector<double>> l(n, std::vector<double>(n, 0.0));
+  for (std::size_t i = 0; i < n; ++i) {
+    for (std::size_t j = 0; j <= i; ++j) {
+      double s = a[i][j];
+      for (std::size_t k = 0; k < j; ++k) s -= l[i][k] * l[j][k];
+      if (i == j) {
+        const double scale = std::max(1.0, std::abs(a[i][i]));
+        if (s < -1e-10 * scale) {
+          throw DataError({Diagnostic{"", 0, 0, "uncertainty.ln_covariance",
+                                      "the covariance is not positive semi-definite"}});
+        }
+        l[i][i] = std::sqrt(std::max(0.0, s));
+      } else {
+        l[i][j] = l[j][j] > 0.0 ? s / l[j][j] : 0.0;
+      }
+    }
+  }
+  return l;
+}
+
+std::vector<std::vector<double>> inverse(std::vector<std::vector<double>> a) {
+  const std::size_t n = a.size();
+  std::vector<std::vector<double>> inv(n, std::vector<double>(n, 0.0));
+  for (std::size_t i = 0; i < n; ++i) inv[i][i] = 1.0;
+  for (std::size_t c = 0; c < n; ++c) {
+    std::size_t pivot = c;
+    for (std::size_t r = c + 1; r < n; ++r) {
+      if (std::abs(a[r][c]) > std::abs(a[pivot][c])) pivot = r;
+    }
+    std::swap(a[c], a[pivot]);
+    std::swap(inv[c], inv[pivot]);
+    const double d = a[c][c];
+    if (!(std::abs(d) > 0.0)) continue;  // a zero-variance pinned block: conditioning on it changes nothing
+    for (std::size_t k = 0; k < n; ++k) {
+      a[c][k] /= d;
+      inv[c][k] /= d;
+    }
+    for (std::size_t r = 0; r < n; ++r) {
+      if (r == c) continue;
+      const double f = a[r][c];
+      for (std::size_t k = 0; k < n; ++k) {
+        a[r][k] -= f * a[c][k];
+        inv[r][k] -= f * inv[c][k];
+      }
+    }
+  }
+  return inv;
+}
+
+}  // namespace
+
+ParamUncertaintySpec pin(const ParamUncertaintySpec& spec, const std::vector<std::string>& pinned) {
+  std::vector<std::size_t> free, held;
+  for (std::size_t i = 0; i < spec.names.size(); ++i) {
+    (std::find(pinned.begin(), pinned.end(), spec.names[i]) == pinned.end() ? free : held).push_back(i);
+  }
+  ParamUncertaintySpec out;
+  out.method = spec.method;
+  if (held.empty()) return spec;
+  for (std::size_t i : free) out.names.push_back(spec.names[i]);
+  std::vector<std::vector<double>> hh(held.size(), std::vector<double>(held.size()));
+  for (std::size_t a = 0; a < held.size(); ++a) {
+    for (std::size_t b = 0; b < held.size(); ++b) hh[a][b] = spec.ln_covariance[held[a]][held[b]];
+  }
+  const auto hh_inv = inverse(hh);
+  for (std::size_t a = 0; a < free.size(); ++a) {
+    std::vector<double> row;
+    for (std::size_t b = 0; b < free.size(); ++b) {
+      double v = spec.ln_covariance[free[a]][free[b]];
+      for (std::size_t x = 0; x < held.size(); ++x) {
+        for (std::size_t y = 0; y < held.size(); ++y) {
+          v -= spec.ln_covariance[free[a]][held[x]] * hh_inv[x][y] * spec.ln_covariance[held[y]][free[b]];
+        }
+      }
+      row.push_back(v);
+    }
+    out.ln_covariance.push_back(std::move(row));
+  }
+  out.method += "; pinned:";
+  for (std::size_t i : held) out.method += " " + spec.names[i];
+  return out;
+}
+
+std::vector<CostParams> draw_params(const CostParams& center, const ParamUncertaintySpec& spec, std::int64_t draws,
+                                    std::uint64_t seed) {
+  std::vector<CostParams> out;
+  if (spec.names.empty() || draws <= 0) return out;
+  const auto l = cholesky(spec.ln_covariance);
+  std::vector<const ParamInfo*> infos;
+  for (const auto& name : spec.names) {
+    const ParamInfo* info = info_of(name);
+    if (info == nullptr) throw InternalError("draw_params: unknown parameter " + name);
+    infos.push_back(info);
+  }
+  out.reserve(static_cast<std::size_t>(draws));
+  for (std::int64_t d = 0; d < draws; ++d) {
+    std::vector<double> z(infos.size());
+    for (std::size_t k = 0; k < z.size(); ++k) z[k] = normal(seed, static_cast<std::uint64_t>(d), k);
+    CostParams p = center;
+    for (std::size_t i = 0; i < infos.size(); ++i) {
+      double shift = 0.0;
+      for (std::size_t k = 0; k <= i; ++k) shift += l[i][k] * z[k];
+      const double base = center.*(infos[i]->field);
+      // ln space needs a positive centre; a parameter at 0 stays there.
+      const double drawn = base > 0.0 ? base * std::exp(shift) : base;
+      p.*(infos[i]->field) = std::clamp(drawn, infos[i]->min_value, infos[i]->max_value);
+    }
+    out.push_back(p);
+  }
+  return out;
+}
+
+std::vector<double> tokens_per_s_under(const meshir::Schedule& schedule, const wafer::WaferParams& wafer,
+                                       const std::vector<CostParams>& params, bool decode, std::int64_t prompt_tokens) {
+  std::vector<double> out(params.size(), 0.0);
+  double* slots = out.data();
+  const CostParams* draws = params.data();
+  // Each draw writes its own slot: the result does not depend on the thread count.
+  Kokkos::parallel_for(
+      "wavel::cost::tokens_per_s_under",
+      Kokkos::RangePolicy<Kokkos::DefaultHostExecutionSpace>(0, static_cast<std::int64_t>(params.size())),
+      [&](std::int64_t i) {
+        slots[i] = evaluate(schedule, wafer, draws[i], decode, prompt_tokens).tokens_per_s;
+      });
+  Kokkos::fence();
+  return out;
+}
+
+Interval interval_90(std::vector<double> samples) {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  if (samples.empty()) return {nan, nan};
+  for (double s : samples) {
+    if (!std::isfinite(s)) return {nan, nan};
+  }
+  std::sort(samples.begin(), samples.end());
+  const auto at = [&](double q) {
+    const double pos = q * static_cast<double>(samples.size() - 1);
+    const auto lo = static_cast<std::size_t>(std::floor(pos));
+    const std::size_t hi = std::min(lo + 1, samples.size() - 1);
+    return samples[lo] + (pos - static_cast<double>(lo)) * (samples[hi] - samples[lo]);
+  };
+  return {at(0.05), at(0.95)};
+}
+
+}  // namespace wavel::cost
