@@ -247,7 +247,9 @@ void read_cost(Validator& v, const Node& node, const wafer::WaferParams& wafer, 
   v.check_map(node, path, allowed);
   c.params = cost::default_params(wafer);
   read_int(v, node, path, "draws", c.draws, 0, 100000);
-  if (present(node, "pinned")) {
+  const bool empty_list = present(node, "pinned") && child_or_null(node, "pinned").kind == Node::Kind::sequence &&
+                          child_or_null(node, "pinned").items.empty();
+  if (present(node, "pinned") && !empty_list) {
     c.pinned = v.axis(child_or_null(node, "pinned"), "cost.pinned",
                       [&](const Node& n, const std::string& p) { return v.choice(n, p, names); });
   }
