@@ -1,6 +1,8 @@
 // Full-Chip and WaferLLM schedules: they verify, round-trip through text, and follow the published trends.
 #include <doctest/doctest.h>
 
+#include <algorithm>
+
 #include "test_support.hpp"
 #include "wavel/baselines/baselines.hpp"
 #include "wavel/calibrate/crossval.hpp"
@@ -176,4 +178,48 @@ TEST_CASE("with defective PEs, Full-Chip takes the largest clean rectangle and W
   const auto tuned = baselines::build_waferllm_tuned(w, wafer, cost::default_params(wafer));
   REQUIRE(tuned.has_value());
   check_valid_and_round_trips(*tuned);
+}
+
+TEST_CASE("request grouping: no baseline serves R requests slower than as groups of a divisor R'") {
+  const auto wafer = *wafer::find_wafer_preset("wse3");
+  const auto params = cost::default_params(wafer);
+  for (auto phase : {workload::Phase::decode, workload::Phase::prefill}) {
+    for (std::int64_t requests : {4, 6}) {
+      const auto w = make("llama3-8b", phase, requests, 1024);
+      const bool decode = phase == workload::Phase::decode;
+      const auto tps = [&](const std::optional<meshir::Schedule>& s) {
+        return s ? cost::evaluate(*s, wafer, params, decode, 1024).tokens_per_s : 0.0;
+      };
+      const double full = tps(baselines::build_fullchip_tuned(w, wafer, params));
+      const double wafer_llm = tps(baselines::build_waferllm_tuned(w, wafer, params));
+      REQUIRE(full > 0.0);
+      REQUIRE(wafer_llm > 0.0);
+      for (std::int64_t groups : workload::request_divisors(requests)) {
+        CAPTURE(requests);
+        CAPTURE(groups);
+        // One group of R / groups requests with every request's KV cache resident: groups served in
+        // turn deliver exactly this group's throughput.
+        const auto group = workload::split_requests(w, groups);
+        CHECK(full >= tps(baselines::build_fullchip_tuned(group, wafer, params)) * (1.0 - 1e-12));
+        CHECK(wafer_llm >= tps(baselines::build_waferllm_tuned(group, wafer, params)) * (1.0 - 1e-12));
+      }
+    }
+  }
+}
+
+TEST_CASE("a baseline that cannot be placed says why") {
+  const auto wafer = *wafer::find_wafer_preset("wse3");
+  const auto params = cost::default_params(wafer);
+  // Qwen2-72B's 145 GB of weights fit no square side and not the whole grid either.
+  const auto w = make("qwen2-72b", workload::Phase::decode, 1, 2048);
+  std::string full_reason, wafer_reason;
+  CHECK_FALSE(baselines::build_fullchip_tuned(w, wafer, params, &full_reason).has_value());
+  CHECK(full_reason.find("per PE over the whole grid") != std::string::npos);
+  CHECK_FALSE(baselines::build_waferllm_tuned(w, wafer, params, {}, &wafer_reason).has_value());
+  CHECK(wafer_reason.find("no square side from 15 to 750 PEs") != std::string::npos);
+  // WaferLLM's own sides are tried besides the 15-PE grid; sides off the grid are dropped.
+  const auto sides = baselines::waferllm_sides(wafer, 60, {375, 9999});
+  CHECK(std::find(sides.begin(), sides.end(), 375) != sides.end());
+  CHECK(sides.back() == 720);
+  CHECK(baselines::waferllm_sides(wafer, 15).size() == 50);
 }

@@ -63,19 +63,6 @@ std::vector<Rect> square_slots(const wafer::WaferParams& wafer, std::int64_t sid
   return slots;
 }
 
-// The op graph of one micro-batch when `w`'s requests are split into `microbatches` groups; the KV
-// cache of every request stays resident, so its bytes are scaled back up.
-workload::Workload per_microbatch(const workload::Workload& w, std::int64_t microbatches) {
-  if (microbatches <= 1) return w;
-  workload::WorkloadShape shape = w.shape;
-  shape.concurrent_requests = (w.shape.concurrent_requests + microbatches - 1) / microbatches;
-  workload::Workload part = workload::build_workload(w.model, shape);
-  for (auto& layer : part.layers) {
-    for (auto& op : layer.ops) op.kv_cache_bytes *= microbatches;
-  }
-  return part;
-}
-
 // The largest rectangle of the grid that holds no defective PE (the whole grid without defects):
 // its sides can only start or end at the grid's edges or next to a defect.
 Rect largest_clean_rect(const wafer::WaferParams& wafer) {
@@ -107,48 +94,85 @@ Rect largest_clean_rect(const wafer::WaferParams& wafer) {
   return best;
 }
 
-Schedule fullchip_with(const workload::Workload& w, const wafer::WaferParams& wafer, std::int64_t microbatches) {
-  Schedule s = empty_schedule("fullchip", w, wafer);
-  s.microbatches = microbatches;
-  s.regions.push_back(largest_clean_rect(wafer));
-  meshir::Placer b(s, is_decode(w));
-  for (const auto& layer : per_microbatch(w, microbatches).layers) b.place(layer, 0, s.regions[0], 0, {});
-  return s;
+std::string kib(std::int64_t bytes) {
+  return std::to_string((bytes + 1023) / 1024) + " KiB";
+}
+
+// Tokens/s of a schedule that fits in SRAM, or -1.
+double fitting_tokens_per_s(const Schedule& s, const workload::Workload& w, const wafer::WaferParams& wafer,
+                            const cost::CostParams& params) {
+  const auto c = cost::evaluate(s, wafer, params, is_decode(w), w.shape.input_tokens);
+  return c.sram_headroom >= 0.0 ? c.tokens_per_s : -1.0;
 }
 
 }  // namespace
 
-meshir::Schedule build_fullchip(const workload::Workload& w, const wafer::WaferParams& wafer) {
-  // All requests in one batch; prefill falls back to one prompt at a time when the batch's
-  // activations do not fit beside the weights.
-  Schedule s = fullchip_with(w, wafer, 1);
-  if (!is_decode(w) && w.shape.concurrent_requests > 1 &&
-      meshir::resident_bytes_per_pe_max(s) > wafer.sram_per_pe_bytes) {
-    s = fullchip_with(w, wafer, w.shape.concurrent_requests);
-  }
+meshir::Schedule build_fullchip(const workload::Workload& w, const wafer::WaferParams& wafer,
+                                std::int64_t microbatches) {
+  Schedule s = empty_schedule("fullchip", w, wafer);
+  s.microbatches = microbatches;
+  s.regions.push_back(largest_clean_rect(wafer));
+  meshir::Placer b(s, is_decode(w));
+  for (const auto& layer : workload::split_requests(w, microbatches).layers) b.place(layer, 0, s.regions[0], 0, {});
   return s;
 }
 
+std::optional<meshir::Schedule> build_fullchip_tuned(const workload::Workload& w, const wafer::WaferParams& wafer,
+                                                     const cost::CostParams& params, std::string* na_reason) {
+  std::optional<Schedule> best;
+  double best_tokens_per_s = -1.0;
+  std::int64_t least_per_pe = -1;
+  for (std::int64_t mb : workload::request_divisors(w.shape.concurrent_requests)) {
+    Schedule s = build_fullchip(w, wafer, mb);
+    const double tps = fitting_tokens_per_s(s, w, wafer, params);
+    if (tps > best_tokens_per_s) {  // strict: ties keep fewer micro-batches
+      best_tokens_per_s = tps;
+      best = std::move(s);
+    } else if (tps < 0.0) {
+      const std::int64_t need = meshir::resident_bytes_per_pe_max(s);
+      least_per_pe = least_per_pe < 0 ? need : std::min(least_per_pe, need);
+    }
+  }
+  if (!best && na_reason != nullptr) {
+    *na_reason = "weights + KV cache + activations need at least " + kib(least_per_pe) +
+                 " per PE over the whole grid at every micro-batch count, more than the " +
+                 kib(wafer.sram_per_pe_bytes) + " a PE has";
+  }
+  return best;
+}
+
 std::optional<meshir::Schedule> build_waferllm(const workload::Workload& w, const wafer::WaferParams& wafer,
-                                               std::int64_t side) {
-  if (side < 1 || side > std::min(wafer.grid_w_pes, wafer.grid_h_pes)) return std::nullopt;
+                                               std::int64_t side, std::int64_t microbatches, std::string* na_reason) {
+  const auto fail = [&](const std::string& why) -> std::optional<Schedule> {
+    if (na_reason != nullptr) *na_reason = why;
+    return std::nullopt;
+  };
+  const std::string at = "at P = " + std::to_string(side) + ": ";
+  if (side < 1 || side > std::min(wafer.grid_w_pes, wafer.grid_h_pes)) return fail(at + "the square does not fit the grid");
   const std::vector<Rect> slots = square_slots(wafer, side);
-  if (slots.empty()) return std::nullopt;
+  if (slots.empty()) return fail(at + "every square slot holds a defective PE");
   const bool decode = is_decode(w);
-  // Decode pipelines micro-batches over the regions; op work is that of one micro-batch, while the
-  // KV cache of every request stays resident.
   const std::int64_t requests = w.shape.concurrent_requests;
+  if (microbatches < 0 || (microbatches > 0 && requests % microbatches != 0)) {
+    throw InternalError("build_waferllm: " + std::to_string(microbatches) + " micro-batches for " +
+                        std::to_string(requests) + " requests");
+  }
   const std::int64_t pes = side * side;
-  // Prefill streams one prompt at a time, so pack with one prompt's activations; decode packs with
-  // the whole batch (its activations are small), then splits it over the stages.
-  const workload::Workload packed = decode ? w : per_microbatch(w, requests);
+  // Pack with the micro-batch's activations (decode's own choice packs with the whole batch, whose
+  // activations are small, then splits it over the stages); the KV cache of every request stays.
+  const std::int64_t pack_mb = microbatches > 0 ? microbatches : (decode ? 1 : requests);
+  const workload::Workload packed = workload::split_requests(w, pack_mb);
   std::vector<int> region_of(w.layers.size(), 0);
   {
     int region = 0;
     meshir::RegionSram used;
     for (std::size_t i = 0; i < packed.layers.size(); ++i) {
       const meshir::RegionSram need = layer_sram_per_pe(packed.layers[i], pes);
-      if (need.total_bytes() > wafer.sram_per_pe_bytes) return std::nullopt;  // one layer alone does not fit
+      if (need.total_bytes() > wafer.sram_per_pe_bytes) {
+        return fail(at + "layer '" + packed.layers[i].name + "' alone needs " + kib(need.total_bytes()) +
+                    " per PE (" + kib(need.resident_bytes) + " of weights and KV cache), more than the " +
+                    kib(wafer.sram_per_pe_bytes) + " a PE has");
+      }
       meshir::RegionSram with{used.resident_bytes + need.resident_bytes, std::max(used.buffer_bytes, need.buffer_bytes)};
       if (with.total_bytes() > wafer.sram_per_pe_bytes) {
         ++region;
@@ -157,14 +181,22 @@ std::optional<meshir::Schedule> build_waferllm(const workload::Workload& w, cons
       used = with;
       region_of[i] = region;
     }
-    if (region + 1 > static_cast<int>(slots.size())) return std::nullopt;
+    if (region + 1 > static_cast<int>(slots.size())) {
+      return fail(at + "the layers need " + std::to_string(region + 1) + " squares, the grid holds " +
+                  std::to_string(slots.size()));
+    }
   }
   const int regions = region_of.back() + 1;
-  // Decode keeps every stage busy with one micro-batch each; prefill streams one prompt at a time.
-  const std::int64_t microbatches = decode ? std::min<std::int64_t>(requests, regions) : requests;
-  const workload::Workload per_batch = decode ? per_microbatch(w, microbatches) : packed;
+  std::int64_t mb = microbatches;
+  if (mb == 0) {
+    mb = decode ? 1 : requests;
+    for (std::int64_t d : workload::request_divisors(requests)) {
+      if (decode && d <= regions) mb = d;
+    }
+  }
+  const workload::Workload per_batch = mb == pack_mb ? packed : workload::split_requests(w, mb);
   Schedule s = empty_schedule("waferllm", w, wafer);
-  s.microbatches = microbatches;
+  s.microbatches = mb;
   s.regions.assign(slots.begin(), slots.begin() + regions);
   meshir::Placer b(s, decode);
   for (std::size_t i = 0; i < per_batch.layers.size(); ++i) {
@@ -174,22 +206,50 @@ std::optional<meshir::Schedule> build_waferllm(const workload::Workload& w, cons
   return s;
 }
 
+std::vector<std::int64_t> waferllm_sides(const wafer::WaferParams& wafer, std::int64_t step,
+                                         const std::vector<std::int64_t>& extra) {
+  const std::int64_t largest = std::min(wafer.grid_w_pes, wafer.grid_h_pes);
+  std::vector<std::int64_t> sides;
+  for (std::int64_t p = std::max<std::int64_t>(1, step); p <= largest; p += std::max<std::int64_t>(1, step)) {
+    sides.push_back(p);
+  }
+  for (std::int64_t p : extra) {
+    if (p >= 1 && p <= largest) sides.push_back(p);
+  }
+  std::sort(sides.begin(), sides.end());
+  sides.erase(std::unique(sides.begin(), sides.end()), sides.end());
+  return sides;
+}
+
 std::optional<meshir::Schedule> build_waferllm_tuned(const workload::Workload& w, const wafer::WaferParams& wafer,
                                                      const cost::CostParams& params,
-                                                     std::vector<std::int64_t> candidates) {
-  if (candidates.empty()) {
-    for (std::int64_t p = 60; p <= std::min(wafer.grid_w_pes, wafer.grid_h_pes); p += 60) candidates.push_back(p);
-  }
+                                                     std::vector<std::int64_t> candidates, std::string* na_reason) {
+  if (candidates.empty()) candidates = waferllm_sides(wafer, 15);
   std::optional<meshir::Schedule> best;
   double best_tokens_per_s = -1.0;
+  std::string last_reason;
   for (std::int64_t p : candidates) {
-    auto s = build_waferllm(w, wafer, p);
-    if (!s) continue;
-    const auto cost = cost::evaluate(*s, wafer, params, is_decode(w), w.shape.input_tokens);
-    if (cost.tokens_per_s > best_tokens_per_s) {  // strict: ties keep the smaller region
-      best_tokens_per_s = cost.tokens_per_s;
-      best = std::move(s);
+    for (std::int64_t mb : workload::request_divisors(w.shape.concurrent_requests)) {
+      std::string why;
+      auto s = build_waferllm(w, wafer, p, mb, &why);
+      if (!s) {
+        last_reason = why;
+        continue;  // more micro-batches shrink the activations a layer carries, so they may still fit
+      }
+      const double tps = fitting_tokens_per_s(*s, w, wafer, params);
+      if (tps < 0.0) {
+        last_reason = "at P = " + std::to_string(p) + ": the packed squares overflow SRAM by the verifier's count";
+        continue;
+      }
+      if (tps > best_tokens_per_s) {  // strict: ties keep the smaller side, then fewer micro-batches
+        best_tokens_per_s = tps;
+        best = std::move(s);
+      }
     }
+  }
+  if (!best && na_reason != nullptr) {
+    *na_reason = "no square side from " + std::to_string(candidates.front()) + " to " +
+                 std::to_string(candidates.back()) + " PEs places the model within SRAM; the last tried, " + last_reason;
   }
   return best;
 }

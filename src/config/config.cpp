@@ -283,10 +283,16 @@ void read_cost(Validator& v, const Node& node, const wafer::WaferParams& wafer, 
 
 void read_baselines(Validator& v, const Node& node, const wafer::WaferParams& wafer, BaselinesConfig& b) {
   const std::string path = "baselines";
-  v.check_map(node, path, {"waferllm_region_side_pes", "waferllm_side_step_pes"});
+  v.check_map(node, path, {"waferllm_region_side_pes", "waferllm_side_step_pes", "waferllm_sides"});
   const std::int64_t largest = std::min(wafer.grid_w_pes, wafer.grid_h_pes);
   read_int(v, node, path, "waferllm_region_side_pes", b.waferllm_region_side_pes, 0, largest);
   read_int(v, node, path, "waferllm_side_step_pes", b.waferllm_side_step_pes, 1, largest);
+  const Node& sides = child_or_null(node, "waferllm_sides");
+  const bool empty_list = sides.kind == Node::Kind::sequence && sides.items.empty();
+  if (present(node, "waferllm_sides") && !empty_list) {
+    b.waferllm_sides = v.axis(sides, "baselines.waferllm_sides",
+                              [&](const Node& n, const std::string& p) { return v.integer(n, p, 1, largest); });
+  }
 }
 
 void read_search(Validator& v, const Node& node, SearchConfig& s) {
@@ -477,6 +483,7 @@ std::string to_yaml(const Config& c) {
   out << YAML::Key << "baselines" << YAML::Value << YAML::BeginMap;
   out << YAML::Key << "waferllm_region_side_pes" << YAML::Value << c.baselines.waferllm_region_side_pes;
   out << YAML::Key << "waferllm_side_step_pes" << YAML::Value << c.baselines.waferllm_side_step_pes;
+  out << YAML::Key << "waferllm_sides" << YAML::Value << YAML::Flow << c.baselines.waferllm_sides;
   out << YAML::EndMap;
 
   const auto& s = c.search;

@@ -1,6 +1,8 @@
 // Sweep expansion: a fixed axis order keeps setting ids stable for a given config.
 #include "wavel/config/sweep.hpp"
 
+#include <algorithm>
+
 #include "wavel/common/error.hpp"
 
 namespace wavel::config {
@@ -15,11 +17,19 @@ std::vector<Setting> expand_sweep(const Config& config) {
       for (auto output : a.output_tokens) lengths.emplace_back(input, output);
     }
   }
+  // Prefill never reads the output length: one setting per distinct input length, output 0.
+  std::vector<std::pair<std::int64_t, std::int64_t>> prefill_lengths;
+  for (const auto& [input, output] : lengths) {
+    const std::pair<std::int64_t, std::int64_t> p{input, 0};
+    if (std::find(prefill_lengths.begin(), prefill_lengths.end(), p) == prefill_lengths.end()) {
+      prefill_lengths.push_back(p);
+    }
+  }
   settings.reserve(a.models.size() * a.phases.size() * a.concurrent_requests.size() * lengths.size());
   for (std::size_t m = 0; m < a.models.size(); ++m) {
     for (auto phase : a.phases) {
       for (auto requests : a.concurrent_requests) {
-        for (const auto& [input, output] : lengths) {
+        for (const auto& [input, output] : phase == workload::Phase::prefill ? prefill_lengths : lengths) {
           Setting s;
           s.id = static_cast<std::int64_t>(settings.size());
           s.model_index = m;

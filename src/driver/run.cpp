@@ -180,6 +180,7 @@ io::Table settings_table(const config::Config& config, const std::vector<config:
     const std::string n = kScheduleNames[k];
     D tps, latency, tpr, headroom;
     I pes, side, regions, mb, placed;
+    S reason;
     for (const auto& r : results) {
       if (k >= r.schedules.size()) continue;
       const auto& s = r.schedules[k];
@@ -192,6 +193,7 @@ io::Table settings_table(const config::Config& config, const std::vector<config:
       side.push_back(s.region_side_pes);
       regions.push_back(s.regions);
       mb.push_back(s.microbatches);
+      reason.push_back(s.na_reason);
     }
     if (placed.size() != results.size()) continue;  // dry run: no schedules
     table.columns.push_back({n + "_placed", "bool", placed});
@@ -203,6 +205,7 @@ io::Table settings_table(const config::Config& config, const std::vector<config:
     table.columns.push_back({n + "_region_side_pes", "PEs", side});
     table.columns.push_back({n + "_regions", "1", regions});
     table.columns.push_back({n + "_microbatches", "1", mb});
+    table.columns.push_back({n + "_na_reason", "", reason});
   }
   if (results.empty() || results.front().schedules.empty()) return table;  // dry run: no search
   D tps, latency, headroom, vs_waferllm, vs_fullchip, hv;

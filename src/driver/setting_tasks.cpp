@@ -66,15 +66,17 @@ PredictionIntervals prediction_intervals(const config::Config& config, const wor
 }
 
 ScheduleResult score(const std::string& name, const std::optional<meshir::Schedule>& schedule,
-                     const config::Config& config, const workload::Workload& w) {
+                     const config::Config& config, const workload::Workload& w, const std::string& na_reason) {
   ScheduleResult r;
   r.name = name;
   r.sram_headroom = std::numeric_limits<double>::quiet_NaN();
+  r.na_reason = na_reason;
   if (!schedule) return r;
   const bool decode = w.shape.phase == workload::Phase::decode;
   const auto cost = cost::evaluate(*schedule, config.wafer, config.cost.params, decode, w.shape.input_tokens);
   // A schedule whose SRAM overflows cannot execute: report it as not placed, with its headroom.
   r.placed = cost.sram_headroom >= 0.0;
+  if (!r.placed) r.na_reason = "SRAM overflows by the verifier's count (headroom " + std::to_string(cost.sram_headroom) + ")";
   r.tokens_per_s = cost.tokens_per_s;
   r.latency_s = cost.latency_s;
   r.tpr_tokens_per_s = cost.tpr_tokens_per_s;
@@ -182,6 +184,7 @@ void pack_setting(const SettingResult& r, Packer& p) {
     p.put(s.regions);
     p.put(s.microbatches);
     p.put(s.meshir);
+    p.put(s.na_reason);
   }
   p.put(static_cast<std::uint64_t>(r.front.size()));
   for (const auto& f : r.front) {
@@ -254,6 +257,7 @@ SettingResult unpack_setting(Unpacker& u) {
     u.get(s.regions);
     u.get(s.microbatches);
     u.get(s.meshir);
+    u.get(s.na_reason);
   }
   u.get(n);
   r.front.resize(n);
@@ -374,19 +378,17 @@ std::string run_baselines(const config::Config& config, const config::Setting& s
   const LayerSubset subset{w.layer_scale > 1 ? w.model.num_layers : 0, w.layer_scale};
   SettingResult s = describe_setting(config, setting, subset);
   const auto& b = config.baselines;
-  std::vector<std::int64_t> sides;
-  if (b.waferllm_region_side_pes > 0) {
-    sides.push_back(b.waferllm_region_side_pes);
-  } else {
-    const std::int64_t largest = std::min(config.wafer.grid_w_pes, config.wafer.grid_h_pes);
-    for (std::int64_t p = b.waferllm_side_step_pes; p <= largest; p += b.waferllm_side_step_pes) sides.push_back(p);
-  }
-  const auto fullchip = baselines::build_fullchip(w, config.wafer);
-  const auto waferllm = baselines::build_waferllm_tuned(w, config.wafer, config.cost.params, sides);
-  s.schedules.push_back(score("fullchip", fullchip, config, w));
-  s.schedules.push_back(score("waferllm", waferllm, config, w));
+  const std::vector<std::int64_t> sides =
+      b.waferllm_region_side_pes > 0 ? std::vector<std::int64_t>{b.waferllm_region_side_pes}
+                                     : baselines::waferllm_sides(config.wafer, b.waferllm_side_step_pes, b.waferllm_sides);
+  std::string fullchip_na, waferllm_na;
+  const auto fullchip = baselines::build_fullchip_tuned(w, config.wafer, config.cost.params, &fullchip_na);
+  const auto waferllm = baselines::build_waferllm_tuned(w, config.wafer, config.cost.params, sides, &waferllm_na);
+  s.schedules.push_back(score("fullchip", fullchip, config, w, fullchip_na));
+  s.schedules.push_back(score("waferllm", waferllm, config, w, waferllm_na));
   // Both baselines are points of the space: they seed the front.
-  std::vector<std::pair<std::string, meshir::Schedule>> seeds{{"fullchip", fullchip}};
+  std::vector<std::pair<std::string, meshir::Schedule>> seeds;
+  if (fullchip) seeds.emplace_back("fullchip", *fullchip);
   if (waferllm) seeds.emplace_back("waferllm", *waferllm);
   const auto candidates = search::seed_candidates(w, config.wafer, config.cost.params, seeds);
   for (const auto& c : candidates) counters.found.push_back(c.objectives);

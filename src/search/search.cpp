@@ -157,16 +157,7 @@ struct PlanEvaluator::Impl {
         layers_total(w.model.num_layers * w.layer_scale), layer_scale(w.layer_scale),
         capacity_factor(w.moe_capacity_factor) {
     // One micro-batch's op graph; the KV cache of every request stays resident.
-    workload::Workload part = w;
-    if (mb > 1) {
-      workload::WorkloadShape shape = w.shape;
-      shape.concurrent_requests = (w.shape.concurrent_requests + mb - 1) / mb;
-      part = workload::build_workload(w.model, shape);
-      for (auto& layer : part.layers) {
-        for (auto& op : layer.ops) op.kv_cache_bytes *= mb;
-      }
-    }
-    blocks = split_blocks(part);
+    blocks = split_blocks(workload::split_requests(w, mb));
     for (std::size_t i = 0; i < blocks.size(); ++i) {
       if (blocks[i].type >= static_cast<int>(representative.size())) representative.push_back(static_cast<int>(i));
     }
@@ -814,13 +805,10 @@ std::vector<Rect> footprints(const wafer::WaferParams& wafer) {
   return roots;
 }
 
-// Micro-batch counts worth trying: 1, powers of two, and one request per micro-batch.
-std::vector<std::int64_t> microbatch_choices(std::int64_t requests) {
-  std::vector<std::int64_t> m{1};
-  for (std::int64_t p = 2; p < requests; p *= 2) m.push_back(p);
-  if (requests > 1) m.push_back(requests);
-  return m;
-}
+// Micro-batch counts: every exact split of the requests. Serving R requests as R / R' groups of R'
+// one after another is never faster than R / R' micro-batches pipelined over the same schedule, so
+// trying every divisor keeps the search at least as fast as any grouping of the requests.
+std::vector<std::int64_t> microbatch_choices(std::int64_t requests) { return workload::request_divisors(requests); }
 
 }  // namespace
 

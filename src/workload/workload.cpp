@@ -416,4 +416,36 @@ Workload build_workload(const ModelSpec& model, const WorkloadShape& shape) {
   return w;
 }
 
+Workload split_requests(const Workload& w, std::int64_t parts) {
+  const std::int64_t requests = w.shape.concurrent_requests;
+  if (parts < 1 || requests % parts != 0) {
+    throw InternalError("split_requests: " + std::to_string(parts) + " parts do not divide " +
+                        std::to_string(requests) + " requests");
+  }
+  if (parts == 1) return w;
+  WorkloadShape shape = w.shape;
+  shape.concurrent_requests = requests / parts;
+  Workload part = build_workload(w.model, shape);
+  part.layer_scale = w.layer_scale;
+  part.moe_capacity_factor = w.moe_capacity_factor;
+  part.kv_cache_bytes = 0;
+  for (auto& layer : part.layers) {
+    layer.kv_cache_bytes *= parts;
+    part.kv_cache_bytes += layer.kv_cache_bytes;
+    for (auto& op : layer.ops) op.kv_cache_bytes *= parts;
+  }
+  return part;
+}
+
+std::vector<std::int64_t> request_divisors(std::int64_t requests) {
+  std::vector<std::int64_t> small, large;
+  for (std::int64_t d = 1; d * d <= requests; ++d) {
+    if (requests % d != 0) continue;
+    small.push_back(d);
+    if (d != requests / d) large.push_back(requests / d);
+  }
+  small.insert(small.end(), large.rbegin(), large.rend());
+  return small;
+}
+
 }  // namespace wavel::workload

@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "wavel/cost/params.hpp"
@@ -13,20 +14,41 @@
 namespace wavel::baselines {
 
 /// Full-Chip: all weights resident over the whole usable wafer (with defects: its largest rectangle
-/// free of defective PEs); every layer runs on it, one after another.
-meshir::Schedule build_fullchip(const workload::Workload& workload, const wafer::WaferParams& wafer);
+/// free of defective PEs); every layer runs on it, one after another, for `microbatches` equal
+/// micro-batches of the requests in turn (it must divide them).
+meshir::Schedule build_fullchip(const workload::Workload& workload, const wafer::WaferParams& wafer,
+                                std::int64_t microbatches = 1);
 
-/// WaferLLM with a fixed square region side P: one P x P region per layer; decode pipelines over as
-/// many P x P regions as weights and KV need, with allreduce axes alternating X/Y; prefill uses
-/// MeshGEMM and GEMM-T. Returns std::nullopt if the model cannot be placed at this P.
+/// Full-Chip with its best micro-batch count (every divisor of the requests, in both phases) among
+/// those that fit in SRAM under the verifier's SRAM model; ties keep fewer micro-batches. With none,
+/// std::nullopt and `na_reason` (if given) says why.
+std::optional<meshir::Schedule> build_fullchip_tuned(const workload::Workload& workload,
+                                                     const wafer::WaferParams& wafer, const cost::CostParams& params,
+                                                     std::string* na_reason = nullptr);
+
+/// WaferLLM with a fixed square region side P: consecutive layers packed into P x P regions in
+/// snake order while they fit; decode pipelines micro-batches over the regions, with allreduce axes
+/// alternating X/Y; prefill uses MeshGEMM and GEMM-T and streams its micro-batches through the
+/// regions. `microbatches` must divide the requests; 0 takes WaferLLM's own choice (decode: the
+/// largest divisor not above the region count; prefill: one prompt per micro-batch). Returns
+/// std::nullopt if the model cannot be placed at this P, with the reason in `na_reason` if given.
 std::optional<meshir::Schedule> build_waferllm(const workload::Workload& workload, const wafer::WaferParams& wafer,
-                                               std::int64_t region_side_pes);
+                                               std::int64_t region_side_pes, std::int64_t microbatches = 0,
+                                               std::string* na_reason = nullptr);
 
-/// WaferLLM with P tuned offline over `candidate_sides` (default: multiples of 60 that fit), keeping
-/// the best throughput under `params` (ties keep the earlier candidate), as WaferLLM's autotuning did.
+/// The square sides WaferLLM's tuning tries: multiples of `step_pes` up to the shorter grid side,
+/// plus `extra_sides` that fit, ascending and distinct.
+std::vector<std::int64_t> waferllm_sides(const wafer::WaferParams& wafer, std::int64_t step_pes,
+                                         const std::vector<std::int64_t>& extra_sides = {});
+
+/// WaferLLM tuned offline over `candidate_sides` (default: waferllm_sides(wafer, 15)) and every
+/// micro-batch count dividing the requests, keeping the best throughput under `params` among the
+/// schedules that fit in SRAM (ties keep the smaller side, then fewer micro-batches), as
+/// WaferLLM's autotuning did. With none, std::nullopt and `na_reason` (if given) says why.
 std::optional<meshir::Schedule> build_waferllm_tuned(const workload::Workload& workload,
                                                      const wafer::WaferParams& wafer, const cost::CostParams& params,
-                                                     std::vector<std::int64_t> candidate_sides = {});
+                                                     std::vector<std::int64_t> candidate_sides = {},
+                                                     std::string* na_reason = nullptr);
 
 /// One decoder layer of WaferLLM's schedule on a P x P region, scaled to the model depth
 /// (layer_scale = layers): what WaferLLM's open code times and its published TPR figures report.

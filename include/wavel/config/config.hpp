@@ -70,7 +70,8 @@ struct CostConfig {
 /// How the baseline schedules are built.
 struct BaselinesConfig {
   std::int64_t waferllm_region_side_pes = 0;  ///< fixed square side P; 0: tune P like WaferLLM did
-  std::int64_t waferllm_side_step_pes = 60;   ///< tuning tries multiples of this that fit the grid
+  std::int64_t waferllm_side_step_pes = 15;   ///< tuning tries multiples of this that fit the grid
+  std::vector<std::int64_t> waferllm_sides;   ///< ... and these sides too (e.g. WaferLLM's own 375, 750)
 };
 
 /// Sampled simulation in the main run.

@@ -18,6 +18,8 @@ struct Setting {
 
 /// Cartesian product of the axes, numbered with the last axis varying fastest:
 /// models, phases, concurrent_requests, then input_tokens x output_tokens (or the `lengths` pairs).
+/// Prefill does not depend on the output length: its settings take each distinct input length once,
+/// with output_tokens 0.
 std::vector<Setting> expand_sweep(const Config& config);
 
 /// Task `index` of `count` (0-based, count >= 1) takes the contiguous settings

@@ -26,6 +26,7 @@ struct ScheduleResult {
   std::int64_t regions = 0;
   std::int64_t microbatches = 0;
   std::string meshir;               ///< the schedule as MeshIR text
+  std::string na_reason;            ///< why it is not placed, in words ("" when placed)
 };
 
 /// One point of a setting's Pareto front (predicted).

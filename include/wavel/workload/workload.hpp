@@ -95,4 +95,13 @@ struct Workload {
 /// Throws wavel::DataError for shapes it cannot build (e.g. zero tokens).
 Workload build_workload(const ModelSpec& model, const WorkloadShape& shape);
 
+/// The op graph of one of `parts` equal micro-batches of `w`'s requests (parts must divide them):
+/// ops work on requests / parts requests, while the KV cache of every request stays resident, so
+/// cache bytes are exactly `parts` times the part's. layer_scale and the MoE capacity factor carry
+/// over. Throws wavel::InternalError if parts does not divide the requests.
+Workload split_requests(const Workload& w, std::int64_t parts);
+
+/// The divisors of `requests`, ascending: the micro-batch counts that split them exactly.
+std::vector<std::int64_t> request_divisors(std::int64_t requests);
+
 }  // namespace wavel::workload
