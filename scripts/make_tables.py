@@ -12,8 +12,11 @@ params file, git hash) of every input is named. A baseline that was not placed (
 is left out of the means (the count is given). The output depends only on the inputs: no timestamps
 other than the files' own `created_utc`.
 
-The table also states whether the Wavel column is at least both baselines in every row (relative
-tolerance 1e-12). With --check a row where it is not makes the exit code 1, naming the rows.
+The table also states whether three rules hold (relative tolerance 1e-12): the Wavel column is at
+least both baselines in every row; no schedule serves R requests slower than the same setting with
+R' requests for a divisor R' of R (serving R as R/R' groups of R' one after another would give that
+throughput: the request-grouping invariant); and every n/a baseline carries a reason. With --check a
+row that breaks one makes the exit code 1, naming the rows.
 
 Exit codes: 0 ok, 1 --check failed, 64 bad usage, 65 not a wavel results file, 66 input missing,
 73 output cannot be written.
@@ -98,6 +101,12 @@ class Source:
                 "fullchip": as_float(settings["fullchip_tokens_per_s"][i]),
                 "wavel_source": settings["wavel_source"][i] if "wavel_source" in settings else "",
             }
+            for key in ("waferllm", "fullchip"):
+                column = f"{key}_na_reason"
+                row[column] = settings[column][i] if column in settings else None
+                for end in ("lo", "hi"):
+                    column = f"speedup_vs_{key}_{end}"
+                    row[f"wavel_over_{key}_{end}"] = as_float(settings[column][i]) if column in settings else math.nan
             row["has_subset_column"] = "layer_subset_layers" in settings
             row["subset_layers"] = int(settings["layer_subset_layers"][i]) if row["has_subset_column"] else 0
             row["model_layers"] = int(settings["model_layers"][i]) if "model_layers" in settings else 0
@@ -140,8 +149,13 @@ def ratio(numerator, denominator):
 
 
 def check_row(row):
-    """Descriptions of each baseline that beats the Wavel column in this row (empty: the row passes)."""
+    """Descriptions of each baseline that beats the Wavel column in this row, and of each n/a without
+    a reason (empty: the row passes)."""
     problems = []
+    for key, label in (("waferllm", "WaferLLM"), ("fullchip", "Full-Chip")):
+        reason = row.get(f"{key}_na_reason")
+        if not finite(row[key]) and reason is not None and not str(reason).strip():
+            problems.append(f"{label} is n/a without a reason")
     for key, label in (("waferllm", "WaferLLM"), ("fullchip", "Full-Chip")):
         base = row[key]
         if not finite(base):
@@ -150,6 +164,25 @@ def check_row(row):
         if not finite(wavel) or wavel < base * (1.0 - CHECK_RTOL):
             problems.append(f"Wavel {fmt_repr(wavel)} < {label} {fmt_repr(base)}")
     return problems
+
+
+def check_grouping(rows):
+    """Adds a problem to each row whose schedule is slower than the same schedule of the same setting
+    with fewer requests that divide its own (file, model, phase and lengths equal)."""
+    by_key = {}
+    for r in rows:
+        key = (r["file"], r["model"], r["phase"], r["input_tokens"], r["output_tokens"])
+        by_key.setdefault(key, []).append(r)
+    for members in by_key.values():
+        for r in members:
+            for smaller in members:
+                n, m = r["concurrent_requests"], smaller["concurrent_requests"]
+                if m >= n or n % m != 0:
+                    continue
+                for key, label in (("wavel", "Wavel"), ("waferllm", "WaferLLM"), ("fullchip", "Full-Chip")):
+                    if finite(r[key]) and finite(smaller[key]) and r[key] < smaller[key] * (1.0 - CHECK_RTOL):
+                        r["problems"].append(f"grouping: {label} at {n} requests {fmt_repr(r[key])} < at {m} "
+                                             f"requests {fmt_repr(smaller[key])}")
 
 
 def row_name(row, multi):
@@ -185,12 +218,22 @@ def fmt_ratio(value):
     return "n/a" if not finite(value) else f"{value:.3f}×"
 
 
+def fmt_ratio_interval(row, key):
+    """The ratio with its 90 % interval over parameter draws when the file has one."""
+    text = fmt_ratio(ratio(row["wavel"], row[key]))
+    lo, hi = row[f"wavel_over_{key}_lo"], row[f"wavel_over_{key}_hi"]
+    if finite(ratio(row["wavel"], row[key])) and finite(lo) and finite(hi):
+        text += f" [{lo:.2f}, {hi:.2f}]"
+    return text
+
+
 def md_escape(text):
     return str(text).replace("|", "\\|").replace("\n", " ")
 
 
 def summary_rows(rows):
-    """Mean ratios per model, per model kind and overall, as dicts."""
+    """Mean ratios per model, per model kind, per phase, per request count and overall, as dicts; each
+    ratio's mean is over the rows where both its schedules are placed."""
     groups = []
     for model in sorted({r["model"] for r in rows}):
         members = [r for r in rows if r["model"] == model]
@@ -201,6 +244,12 @@ def summary_rows(rows):
     if dense and moe:
         groups.append(("all dense models", "dense", dense))
         groups.append(("all MoE models", "MoE", moe))
+    for phase in ("prefill", "decode"):
+        members = [r for r in rows if r["phase"] == phase]
+        if members:
+            groups.append((f"{phase} settings", "all", members))
+    for requests in sorted({r["concurrent_requests"] for r in rows}):
+        groups.append((f"{requests} requests", "all", [r for r in rows if r["concurrent_requests"] == requests]))
     groups.append(("overall", "all", rows))
     out = []
     for label, kind, members in groups:
@@ -220,7 +269,9 @@ def summary_rows(rows):
 
 CSV_COLUMNS = ["file", "setting_id", "model", "model_kind", "phase", "concurrent_requests", "input_tokens",
                "output_tokens", "wavel_tokens_per_s", "waferllm_tokens_per_s", "fullchip_tokens_per_s",
-               "wavel_over_waferllm", "wavel_over_fullchip", "wavel_source", "layer_subset", "check"]
+               "wavel_over_waferllm", "wavel_over_fullchip", "wavel_source", "layer_subset", "check",
+               "wavel_over_waferllm_lo", "wavel_over_waferllm_hi", "wavel_over_fullchip_lo", "wavel_over_fullchip_hi",
+               "waferllm_na_reason", "fullchip_na_reason"]
 
 
 def write_csv(rows, out):
@@ -231,7 +282,10 @@ def write_csv(rows, out):
                          r["concurrent_requests"], r["input_tokens"], r["output_tokens"],
                          fmt_repr(r["wavel"]), fmt_repr(r["waferllm"]), fmt_repr(r["fullchip"]),
                          fmt_repr(ratio(r["wavel"], r["waferllm"])), fmt_repr(ratio(r["wavel"], r["fullchip"])),
-                         r["wavel_source"], r["subset_label"], "FAIL" if r["problems"] else "ok"])
+                         r["wavel_source"], r["subset_label"], "FAIL" if r["problems"] else "ok",
+                         fmt_repr(r["wavel_over_waferllm_lo"]), fmt_repr(r["wavel_over_waferllm_hi"]),
+                         fmt_repr(r["wavel_over_fullchip_lo"]), fmt_repr(r["wavel_over_fullchip_hi"]),
+                         r["waferllm_na_reason"] or "", r["fullchip_na_reason"] or ""])
 
 
 def write_markdown(name, sources, rows, failures, out):
@@ -264,18 +318,23 @@ def write_markdown(name, sources, rows, failures, out):
     w(head)
     w("|" + "---|" * (head.count("|") - 1))
     for r in rows:
-        note = "; ".join(x for x in (r["subset_label"], "MoE" if r["moe"] else "", "CHECK FAILED" if r["problems"] else "") if x)
+        reasons = [f"{label} n/a: {r[key + '_na_reason']}" for key, label in (("waferllm", "WaferLLM"), ("fullchip", "Full-Chip"))
+                   if not finite(r[key]) and r[key + "_na_reason"]]
+        note = "; ".join(x for x in [r["subset_label"], "MoE" if r["moe"] else ""] + reasons +
+                         ["CHECK FAILED" if r["problems"] else ""] if x)
         cells = ([str(r["file_index"])] if multi else []) + [
             str(r["setting_id"]), md_escape(r["model"]), r["phase"], str(r["concurrent_requests"]),
             str(r["input_tokens"]), str(r["output_tokens"]), fmt_tps(r["wavel"]), fmt_tps(r["waferllm"]),
-            fmt_tps(r["fullchip"]), fmt_ratio(ratio(r["wavel"], r["waferllm"])),
-            fmt_ratio(ratio(r["wavel"], r["fullchip"])), md_escape(r["wavel_source"]), md_escape(note)]
+            fmt_tps(r["fullchip"]), fmt_ratio_interval(r, "waferllm"),
+            fmt_ratio_interval(r, "fullchip"), md_escape(r["wavel_source"]), md_escape(note)]
         w("| " + " | ".join(cells) + " |")
     w()
     na_w = sum(1 for r in rows if not finite(r["waferllm"]))
     na_f = sum(1 for r in rows if not finite(r["fullchip"]))
-    w(f"{len(rows)} settings. \"n/a\": the baseline was not placed (it does not fit), "
-      f"WaferLLM in {na_w} and Full-Chip in {na_f} of them; those rows are left out of the means below.")
+    w(f"{len(rows)} settings. \"n/a\": the baseline was not placed (the note says why), "
+      f"WaferLLM in {na_w} and Full-Chip in {na_f} of them; those rows are left out of the means below. "
+      "[lo, hi]: 90 % interval of the ratio over draws of the fitted parameters' uncertainty (the same draws "
+      "for every schedule of a setting).")
     subsets = sum(1 for r in rows if r["subset_label"])
     if subsets:
         w(f"{subsets} settings were costed on a subset of the model's layers and scaled to the full depth "
@@ -284,14 +343,15 @@ def write_markdown(name, sources, rows, failures, out):
       "was itself the best point of the front (ratio 1).")
     w()
     if failures:
-        w(f"**Check FAILED: the Wavel-search column is NOT at least both baselines in every row** "
-          f"(relative tolerance {CHECK_RTOL:g}); {len(failures)} row(s):")
+        w(f"**Check FAILED** (Wavel at least both baselines, the request-grouping invariant, a reason for "
+          f"every n/a; relative tolerance {CHECK_RTOL:g}); {len(failures)} row(s):")
         w()
         for r in failures:
             w(f"- {md_escape(row_name(r, multi))}: {'; '.join(r['problems'])}")
     else:
-        w(f"Check passed: the Wavel-search column is at least both baselines in every row "
-          f"(relative tolerance {CHECK_RTOL:g}; n/a baselines skipped).")
+        w(f"Check passed: the Wavel-search column is at least both baselines in every row, no schedule serves "
+          f"R requests slower than R' requests for a divisor R' of R (the request-grouping invariant), and "
+          f"every n/a has a reason (relative tolerance {CHECK_RTOL:g}; n/a baselines skipped).")
     w()
     w("## Mean speedup (PREDICTED by the cost model)")
     w()
@@ -386,6 +446,7 @@ def main(argv):
     rows = [r for s in sources for r in sorted(s.rows, key=lambda r: r["setting_id"])]
     for r in rows:
         r["problems"] = check_row(r)
+    check_grouping(rows)
     failures = [r for r in rows if r["problems"]]
 
     markdown, table = io.StringIO(), io.StringIO()
@@ -405,14 +466,15 @@ def main(argv):
     print(f"wrote {paths[0]} and {paths[1]}: {len(rows)} settings (throughputs PREDICTED by the cost model)")
     multi = len(sources) > 1
     if failures:
-        print(f"{prog}: check: the Wavel-search column is below a baseline in {len(failures)} row(s):",
+        print(f"{prog}: check failed in {len(failures)} row(s):",
               file=sys.stderr if args.check else sys.stdout)
         for r in failures:
             print(f"  {row_name(r, multi)}: {'; '.join(r['problems'])}", file=sys.stderr if args.check else sys.stdout)
         if args.check:
             return EX_CHECK
     else:
-        print("check: the Wavel-search column is at least both baselines in every row")
+        print("check: the Wavel-search column is at least both baselines in every row, the request-grouping "
+              "invariant holds and every n/a has a reason")
     return 0
 
 

@@ -14,7 +14,10 @@ rm -rf "$tmp"; mkdir -p "$tmp"
 fail=0
 nonempty() { for f in "$@"; do [ -s "$f" ] || { echo "FAIL: missing or empty: $f"; fail=1; }; done; }
 
+# Two request counts, so the request-grouping invariant has pairs to compare: settings 0/1 decode
+# with 1/2 requests, 2/3 prefill with 1/2 requests.
 "$mpiexec" -n 2 --oversubscribe --bind-to none "$exe" "$src/configs/tiny.yaml" --output "$tmp/run" \
+  --set "workloads.concurrent_requests=[1, 2]" \
   >"$tmp/run.log" 2>&1 || { echo "FAIL: wavel-dse run"; cat "$tmp/run.log"; exit 1; }
 h5="$tmp/run/results.h5"
 
@@ -70,6 +73,27 @@ rc=$?
 grep -q "setting 1 (.*WaferLLM" "$tmp/lowered.log" || { echo "FAIL: --check does not name setting 1 and WaferLLM"; cat "$tmp/lowered.log"; fail=1; }
 grep -q "setting 0 (" "$tmp/lowered.log" && { echo "FAIL: --check names setting 0, within the 1e-12 tolerance"; fail=1; }
 grep -q "Check FAILED" "$tmp/lowered/tiny.md" || { echo "FAIL: tiny.md of the lowered copy does not report the failure"; fail=1; }
+
+# Negative: Full-Chip serving 2 prompts slower than 1 breaks the request-grouping invariant, and a
+# WaferLLM n/a with an empty reason breaks the reason rule.
+cp "$h5" "$tmp/crafted.h5"
+"$py" - "$tmp/crafted.h5" <<'PY' || fail=1
+import math, sys, h5py
+with h5py.File(sys.argv[1], "r+") as f:
+    s = f["settings"]
+    s["fullchip_tokens_per_s"][3] = 0.5 * s["fullchip_tokens_per_s"][2]
+    s["waferllm_tokens_per_s"][1] = math.nan
+    s["waferllm_na_reason"][1] = b""
+PY
+"$py" "$src/scripts/make_tables.py" "$tmp/crafted.h5" --out "$tmp/crafted" --name tiny --check >"$tmp/crafted.log" 2>&1
+rc=$?
+[ $rc = 1 ] || { echo "FAIL: --check on a crafted file exited $rc, not 1"; cat "$tmp/crafted.log"; fail=1; }
+grep -q "setting 3 (.*grouping: Full-Chip at 2 requests" "$tmp/crafted.log" \
+  || { echo "FAIL: --check does not name the grouping violation of setting 3"; cat "$tmp/crafted.log"; fail=1; }
+grep -q "setting 1 (.*WaferLLM is n/a without a reason" "$tmp/crafted.log" \
+  || { echo "FAIL: --check does not name setting 1's n/a without a reason"; cat "$tmp/crafted.log"; fail=1; }
+head -1 "$tmp/tables/tiny.csv" | grep -q "wavel_over_waferllm_lo,wavel_over_waferllm_hi,wavel_over_fullchip_lo,wavel_over_fullchip_hi,waferllm_na_reason,fullchip_na_reason" \
+  || { echo "FAIL: tiny.csv lacks the interval and reason columns"; fail=1; }
 
 [ $fail = 0 ] && echo "ok: make_tables.py and plot_results.py on configs/tiny.yaml"
 exit $fail
