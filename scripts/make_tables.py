@@ -168,10 +168,11 @@ def check_row(row):
 
 def check_grouping(rows):
     """Adds a problem to each row whose schedule is slower than the same schedule of the same setting
-    with fewer requests that divide its own (file, model, phase and lengths equal)."""
+    with fewer requests that divide its own (file, model, phase, lengths and layer subset equal: rows
+    costed on different layer subsets are different problems)."""
     by_key = {}
     for r in rows:
-        key = (r["file"], r["model"], r["phase"], r["input_tokens"], r["output_tokens"])
+        key = (r["file"], r["model"], r["phase"], r["input_tokens"], r["output_tokens"], r["subset_layers"])
         by_key.setdefault(key, []).append(r)
     for members in by_key.values():
         for r in members:

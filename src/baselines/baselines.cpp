@@ -232,15 +232,12 @@ std::optional<meshir::Schedule> build_waferllm_tuned(const workload::Workload& w
     for (std::int64_t mb : workload::request_divisors(w.shape.concurrent_requests)) {
       std::string why;
       auto s = build_waferllm(w, wafer, p, mb, &why);
-      if (!s) {
-        last_reason = why;
-        continue;  // more micro-batches shrink the activations a layer carries, so they may still fit
-      }
-      const double tps = fitting_tokens_per_s(*s, w, wafer, params);
-      if (tps < 0.0) {
-        last_reason = "at P = " + std::to_string(p) + ": the packed squares overflow SRAM by the verifier's count";
-        continue;
-      }
+      const double tps = s ? fitting_tokens_per_s(*s, w, wafer, params) : -1.0;
+      if (s && tps < 0.0) why = "at P = " + std::to_string(p) + ": the packed squares overflow SRAM by the verifier's count";
+      // The largest side has the most SRAM per square: its reason (with one prompt per micro-batch,
+      // the smallest activations) says best why nothing fits.
+      if (tps < 0.0 && p == candidates.back()) last_reason = why;
+      if (tps < 0.0) continue;  // more micro-batches shrink the activations a layer carries, so they may fit
       if (tps > best_tokens_per_s) {  // strict: ties keep the smaller side, then fewer micro-batches
         best_tokens_per_s = tps;
         best = std::move(s);
@@ -249,7 +246,7 @@ std::optional<meshir::Schedule> build_waferllm_tuned(const workload::Workload& w
   }
   if (!best && na_reason != nullptr) {
     *na_reason = "no square side from " + std::to_string(candidates.front()) + " to " +
-                 std::to_string(candidates.back()) + " PEs places the model within SRAM; the last tried, " + last_reason;
+                 std::to_string(candidates.back()) + " PEs places the model within SRAM; the largest, " + last_reason;
   }
   return best;
 }

@@ -383,13 +383,29 @@ std::string run_baselines(const config::Config& config, const config::Setting& s
                                      : baselines::waferllm_sides(config.wafer, b.waferllm_side_step_pes, b.waferllm_sides);
   std::string fullchip_na, waferllm_na;
   const auto fullchip = baselines::build_fullchip_tuned(w, config.wafer, config.cost.params, &fullchip_na);
-  const auto waferllm = baselines::build_waferllm_tuned(w, config.wafer, config.cost.params, sides, &waferllm_na);
-  s.schedules.push_back(score("fullchip", fullchip, config, w, fullchip_na));
-  s.schedules.push_back(score("waferllm", waferllm, config, w, waferllm_na));
+  auto waferllm = baselines::build_waferllm_tuned(w, config.wafer, config.cost.params, sides, &waferllm_na);
   // Both baselines are points of the space: they seed the front.
   std::vector<std::pair<std::string, meshir::Schedule>> seeds;
   if (fullchip) seeds.emplace_back("fullchip", *fullchip);
   if (waferllm) seeds.emplace_back("waferllm", *waferllm);
+  // WaferLLM's squares cover less of the grid than the subset was sized for: it takes the largest
+  // layer subset it can place, scaled to the full depth like the others (it then seeds nothing, as
+  // its schedule holds other layers than the search's).
+  workload::Workload waferllm_w = w;
+  if (!waferllm && config.workloads.layer_subset && w.model.moe == std::nullopt) {
+    const auto& model = config.workloads.models.at(setting.model_index).spec;
+    for (std::int64_t k = w.model.num_layers - 1; k >= 1 && !waferllm; --k) {
+      if (model.num_layers % k != 0) continue;
+      waferllm_w = workload::build_workload(with_layers(model, k), setting.shape);
+      waferllm_w.layer_scale = model.num_layers / k;
+      waferllm_w.moe_capacity_factor = w.moe_capacity_factor;
+      std::string why;
+      waferllm = baselines::build_waferllm_tuned(waferllm_w, config.wafer, config.cost.params, sides, &why);
+    }
+    if (!waferllm) waferllm_na += " (and at every smaller layer subset)";
+  }
+  s.schedules.push_back(score("fullchip", fullchip, config, w, fullchip_na));
+  s.schedules.push_back(score("waferllm", waferllm, config, waferllm_w, waferllm ? "" : waferllm_na));
   const auto candidates = search::seed_candidates(w, config.wafer, config.cost.params, seeds);
   for (const auto& c : candidates) counters.found.push_back(c.objectives);
   counters.evaluations = static_cast<std::int64_t>(seeds.size());
