@@ -4,9 +4,11 @@
 
 #include <algorithm>
 #include <cstring>
+#include <stdexcept>
 #include <string>
 
 #include "wavel/common/error.hpp"
+#include "wavel/sim/microarch.hpp"
 
 namespace wavel::sim {
 
@@ -30,26 +32,24 @@ std::string_view to_string(SpanKind kind) {
   switch (kind) {
     case SpanKind::launch: return "launch";
     case SpanKind::compute: return "compute";
-    case SpanKind::stage: return "stage";
     case SpanKind::overhead: return "overhead";
     case SpanKind::message: return "message";
   }
   return "compute";
 }
 
-namespace {
-
-std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
-
-}  // namespace
-
 Network::Network(const NetworkConfig& config) : config_(config) {
   if (config_.width_pes < 1 || config_.height_pes < 1 || config_.link_bytes_per_cycle < 1 ||
       config_.packet_wavelets < 1) {
     throw InternalError("sim::Network: mesh sides, link bandwidth and packet size must be positive");
   }
-  // Item ids are 32-bit; PE indices are stored as 32-bit in messages.
-  if (pes() > (std::int64_t{1} << 30)) throw InternalError("sim::Network: mesh too large");
+  // Item ids are 31-bit (the top bit marks stream edges); PE indices are stored as 32-bit in messages.
+  if (config_.width_pes > (std::int64_t{1} << 24) || config_.height_pes > (std::int64_t{1} << 24) ||
+      pes() > (std::int64_t{1} << 26)) {
+    throw std::domain_error("sim::Network: a " + std::to_string(config_.width_pes) + " x " +
+                            std::to_string(config_.height_pes) + " mesh is too large to simulate");
+  }
+  config_.max_items = std::min<std::int64_t>(std::max<std::int64_t>(1, config_.max_items), std::int64_t{1} << 30);
   const auto n = static_cast<std::size_t>(pes());
   channel_free_.assign(n * kChannelsPerPe, 0.0);
   pe_free_.assign(n, 0.0);
@@ -66,7 +66,10 @@ std::int64_t Network::pe_at(std::int64_t x, std::int64_t y) const {
 
 ItemId Network::new_item(Kind kind) {
   if (ran_) throw InternalError("sim::Network: work added after run()");
-  if (items_.size() >= static_cast<std::size_t>(kNoItem - 1)) throw InternalError("sim::Network: too many items");
+  if (static_cast<std::int64_t>(items_.size()) >= config_.max_items) {
+    throw std::domain_error("sim::Network: the simulation needs more than " + std::to_string(config_.max_items) +
+                            " work items (messages, tasks); the op is too large to simulate at this fidelity");
+  }
   items_.emplace_back();
   items_.back().kind = kind;
   return static_cast<ItemId>(items_.size() - 1);
@@ -91,21 +94,19 @@ ItemId Network::task(std::int64_t pe, double duration_cycles, SpanKind kind) {
 
 ItemId Network::join() { return new_item(Kind::join); }
 
-void Network::note_colour(const SendSpec& spec) {
+int Network::note_colour(const SendSpec& spec) {
   if (spec.colour < 0 || spec.colour > 63) throw InternalError("sim::Network: colour outside 0..63");
   const std::uint64_t bit = std::uint64_t{1} << spec.colour;
   const std::int64_t w = config_.width_pes;
+  int relays = 0;
   auto mark = [&](std::int64_t pe) {
     auto& set = colours_[static_cast<std::size_t>(pe)];
     if ((set & bit) != 0) return;  // most routes reuse colours the router already carries
-    set |= bit;
-    if (__builtin_popcountll(set) > config_.routable_colours) {
-      throw DataError({Diagnostic{"", 0, 0, "colours",
-                                  "the router of PE (" + std::to_string(pe % w) + ", " + std::to_string(pe / w) +
-                                      ") would carry " + std::to_string(__builtin_popcountll(set)) +
-                                      " colours; the wafer has " + std::to_string(config_.routable_colours) +
-                                      " routable colours (the simulator does not relay through extra stages)"}});
+    if (__builtin_popcountll(set) >= config_.routable_colours) {
+      ++relays;  // out of colours: this router hands the route to its PE, which re-sends it
+      return;
     }
+    set |= bit;
   };
   const std::int64_t x0 = spec.src_pe % w, y0 = spec.src_pe / w;
   const std::int64_t x1 = spec.dst_pe % w, y1 = spec.dst_pe / w;
@@ -118,6 +119,7 @@ void Network::note_colour(const SendSpec& spec) {
     mark(y * w + x1);
     if (y == y1) break;
   }
+  return relays;
 }
 
 ItemId Network::new_message(const SendSpec& spec, double serial_cycles) {
@@ -148,7 +150,7 @@ ItemId Network::send(const SendSpec& spec) {
     throw InternalError("sim::Network: folded hops must be 0..2 and only on a message to itself");
   }
   if (spec.bytes < 0) throw InternalError("sim::Network: negative message size");
-  note_colour(spec);
+  const int relays = note_colour(spec);
   const std::int64_t wavelets = ceil_div(spec.bytes, config_.link_bytes_per_cycle);
   std::int64_t unit = wavelets;
   if (config_.fidelity == Fidelity::packet) unit = config_.packet_wavelets;
@@ -157,14 +159,30 @@ ItemId Network::send(const SendSpec& spec) {
   const std::int64_t w = config_.width_pes;
   const std::int64_t hops = std::llabs(spec.src_pe % w - spec.dst_pe % w) + std::llabs(spec.src_pe / w - spec.dst_pe / w) +
                             spec.folded_hops;
+  if (units > config_.max_items) {
+    throw std::domain_error("sim::Network: a message of " + std::to_string(spec.bytes) + " bytes needs " +
+                            std::to_string(units) + " transport units, more than the " +
+                            std::to_string(config_.max_items) + " items a simulation may hold");
+  }
   ++stats_.messages;
-  stats_.units += units;
-  stats_.wavelet_hops += wavelets * hops;
-  if (units == 1) return new_message(spec, static_cast<double>(wavelets));
+  stats_.units = checked_add(stats_.units, units, "transport units");
+  stats_.wavelet_hops = checked_add(stats_.wavelet_hops, checked_mul(wavelets, hops, "wavelet-hops"), "wavelet-hops");
+  stats_.relays += relays;
+  auto mark_relays = [&](ItemId id) {
+    if (relays == 0) return;
+    items_[id].flags = static_cast<std::uint8_t>(items_[id].flags | Flag::relayed);
+    if (extra_.size() <= id) extra_.resize(static_cast<std::size_t>(id) + 1, 0.0);
+    extra_[id] = relays * config_.relay_cycles;
+  };
+  if (units == 1) {
+    const ItemId id = new_message(spec, static_cast<double>(wavelets));
+    mark_relays(id);
+    return id;
+  }
   // Packets leave in id order, so they queue behind one another on the injection ramp.
   const auto first = static_cast<std::uint32_t>(items_.size());
   for (std::int64_t u = 0; u < units; ++u) {
-    new_message(spec, static_cast<double>(std::min(unit, wavelets - u * unit)));
+    mark_relays(new_message(spec, static_cast<double>(std::min(unit, wavelets - u * unit))));
   }
   const ItemId group = new_item(Kind::packets);
   items_[group].a = static_cast<std::int32_t>(first);
@@ -194,6 +212,32 @@ void Network::after(ItemId item, ItemId dependency) {
     for (std::int32_t u = 0; u < it.b; ++u) add_edge(dependency, first + static_cast<ItemId>(u));
   } else {
     add_edge(dependency, item);
+  }
+}
+
+void Network::add_stream_edge(ItemId from, ItemId to) {
+  Item& source = items_[from];
+  edges_.push_back(Edge{to | kStreamBit, source.edges});
+  source.edges = static_cast<std::uint32_t>(edges_.size() - 1);
+  ++items_[to].deps;
+  items_[to].flags = static_cast<std::uint8_t>(items_[to].flags | Flag::streamed);
+}
+
+void Network::stream(ItemId item, ItemId upstream) {
+  if (upstream == kNoItem) return;
+  if (ran_) throw InternalError("sim::Network: stream added after run()");
+  if (item >= items_.size() || upstream >= items_.size()) throw InternalError("sim::Network: unknown item");
+  const Item& down = items_[item];
+  const Item& up = items_[upstream];
+  if ((down.kind != Kind::message && down.kind != Kind::packets) ||
+      (up.kind != Kind::message && up.kind != Kind::packets)) {
+    throw InternalError("sim::Network: only a message can stream another message");
+  }
+  if (down.kind == Kind::packets) {
+    const auto first = static_cast<ItemId>(down.a);
+    for (std::int32_t u = 0; u < down.b; ++u) add_stream_edge(upstream, first + static_cast<ItemId>(u));
+  } else {
+    add_stream_edge(upstream, item);
   }
 }
 
@@ -338,13 +382,25 @@ void Network::notify(ItemId to, double finish) {
   if (--next.deps == 0) push(Event{bits_of(next.ready), to, 0});
 }
 
-void Network::complete(ItemId id, double finish) {
+void Network::complete(ItemId id, double finish, double head) {
   Item& it = items_[id];
   it.finish = finish;
   it.deps = -1;  // marks "finished" for the cycle check
   makespan_cycles_ = std::max(makespan_cycles_, finish);
+  if (it.kind == Kind::message || it.kind == Kind::packets) head_[id] = head;
   if (it.successor != kNoItem) notify(it.successor, finish);
-  for (std::uint32_t e = it.edges; e != kNoItem; e = edges_[e].next) notify(edges_[e].to, finish);
+  for (std::uint32_t e = it.edges; e != kNoItem; e = edges_[e].next) {
+    const ItemId to = edges_[e].to;
+    if ((to & kStreamBit) == 0) {
+      notify(to, finish);
+      continue;
+    }
+    // A stream edge: the downstream may start on the first wavelet; its tail follows the upstream's.
+    const ItemId down = to & ~kStreamBit;
+    double& tail = tail_min_[down];
+    tail = std::max(tail, finish + config_.stream_latency_cycles);
+    notify(down, head + config_.stream_latency_cycles);
+  }
 }
 
 void Network::process(Event ev) {
@@ -361,25 +417,30 @@ void Network::process(Event ev) {
         const double end = start + it.length;
         pe_free = end;
         if (config_.record_spans) spans_.push_back(Span{ev.item, it.a, -1, it.span, start, end});
-        complete(ev.item, end);
+        complete(ev.item, end, end);
         return;
       }
       case Kind::join:
+        complete(ev.item, now, now);
+        return;
       case Kind::packets:
-        complete(ev.item, now);
+        // Its first packet's first wavelet, but never before now (events do not go back in time).
+        complete(ev.item, now, std::max(now, head_[static_cast<std::size_t>(it.a)]));
         return;
       case Kind::message: {
         const int inject = (it.flags & Flag::inject) != 0 ? 1 : 0;
         const int path = inject + it.nx + it.ny + it.folded + ((it.flags & Flag::eject) != 0 ? 1 : 0);
+        const double extra = (it.flags & Flag::relayed) != 0 ? extra_[ev.item] : 0.0;
         if (path == 0) {
-          if (config_.record_spans) spans_.push_back(Span{ev.item, it.a, it.b, SpanKind::message, now, now});
-          complete(ev.item, now);
+          const double end = std::max(now, (it.flags & Flag::streamed) != 0 ? tail_min_[ev.item] : now) + extra;
+          if (config_.record_spans) spans_.push_back(Span{ev.item, it.a, it.b, SpanKind::message, now, end});
+          complete(ev.item, end, now + extra);
           return;
         }
         // Which channel this step acquires, and the head latency across it.
         std::int64_t k = static_cast<std::int64_t>(ev.step) - inject;
         std::size_t channel = 0;
-        double latency = config_.alpha_cycles_per_hop;
+        double latency = config_.hop_cycles;
         if (k < 0) {
           channel = static_cast<std::size_t>(it.a) * kChannelsPerPe + static_cast<std::size_t>(Port::ramp_in);
           latency = 0.0;
@@ -399,14 +460,19 @@ void Network::process(Event ev) {
         }
         double& free = channel_free_[channel];
         const double start = std::max(now, free);
+        if (ev.step == 0 && (it.flags & Flag::streamed) != 0) {
+          // Streaming: the last wavelet cannot leave before the upstream has delivered it, so the
+          // body holds every channel until then (the pipeline runs at the slower of the two).
+          it.length = std::max(it.length, tail_min_[ev.item] - start);
+        }
         free = start + it.length;
         if (config_.record_spans && ev.step == 0) first_start_[ev.item] = start;
         if (static_cast<int>(ev.step) + 1 == path) {
-          const double delivered = start + latency + it.length;
+          const double delivered = start + latency + it.length + extra;
           if (config_.record_spans) {
             spans_.push_back(Span{ev.item, it.a, it.b, SpanKind::message, first_start_[ev.item], delivered});
           }
-          complete(ev.item, delivered);
+          complete(ev.item, delivered, start + latency + std::min(1.0, it.length) + extra);
           return;
         }
         ev.time_bits = bits_of(start + latency);
@@ -428,6 +494,9 @@ void Network::run() {
     if (items_[i].deps == 0) push(Event{bits_of(items_[i].ready), static_cast<ItemId>(i), 0});
   }
   if (config_.record_spans) first_start_.assign(items_.size(), 0.0);
+  head_.assign(items_.size(), 0.0);
+  tail_min_.assign(items_.size(), 0.0);
+  extra_.resize(items_.size(), 0.0);
   while (!empty()) {
     const Event ev = pop();
     // The next event at this time is known: start loading its item while this one runs.

@@ -1,12 +1,12 @@
-// Runs one op's sample on a fresh Network, memoises identical ops, and composes the schedule like the cost model.
+// Runs one op's sample on a fresh Network, memoises identical ops, adds colour switches and mover
+// contention, and runs the schedule as a pipeline.
 #include "wavel/sim/simulate.hpp"
 
 #include <algorithm>
 #include <map>
 
 #include "wavel/common/error.hpp"
-#include "wavel/cost/model.hpp"
-#include "wavel/meshir/verify.hpp"
+#include "wavel/sim/compose.hpp"
 
 namespace wavel::sim {
 
@@ -15,6 +15,10 @@ namespace {
 using meshir::Axis;
 using meshir::Kernel;
 using meshir::PlacedOp;
+
+bool moves_between_regions(Kernel k) {
+  return k == Kernel::transfer || k == Kernel::moe_dispatch || k == Kernel::moe_combine;
+}
 
 // Everything the simulated time of an op depends on, as text (movers add their distance and lanes).
 std::string memo_key(const meshir::Schedule& schedule, const PlacedOp& op) {
@@ -42,10 +46,12 @@ std::string memo_key(const meshir::Schedule& schedule, const PlacedOp& op) {
   add(op.group);
   add(op.rounds);
   const meshir::OpWork& w = op.work;
-  for (std::int64_t v : {w.batch, w.m, w.k, w.n, w.flops, w.weight_bytes, w.input_bytes, w.output_bytes, w.kv_cache_bytes}) {
+  for (std::int64_t v : {w.batch, w.m, w.k, w.n, w.flops, w.weight_bytes, w.input_bytes, w.output_bytes, w.kv_cache_bytes,
+                         w.heads, w.kv_heads}) {
     add(v);
   }
-  if (meshir::moves_between_regions(op.kernel) && op.to_region >= 0 &&
+  add(static_cast<int>(op.attention));
+  if (moves_between_regions(op.kernel) && op.to_region >= 0 &&
       op.to_region < static_cast<int>(schedule.regions.size())) {
     const meshir::Rect& r = op.used;
     const meshir::Rect& to = schedule.regions[static_cast<std::size_t>(op.to_region)];
@@ -53,7 +59,7 @@ std::string memo_key(const meshir::Schedule& schedule, const PlacedOp& op) {
     add(std::llabs((2 * r.y + r.h) - (2 * to.y + to.h)));
     add(to.w);
     add(to.h);
-  } else if (meshir::moves_between_regions(op.kernel)) {
+  } else if (moves_between_regions(op.kernel)) {
     key += "bad-region";
   }
   return key;
@@ -66,51 +72,120 @@ std::uint64_t splitmix64(std::uint64_t x) {
   return x ^ (x >> 31);
 }
 
+// Movers of one step that leave one region the same way, or enter one region from the same side,
+// share its boundary links: simulate their busiest lanes together on one line and charge each the
+// time it loses to the others.
+void add_mover_contention(const meshir::Schedule& schedule, const wafer::WaferParams& wafer, const SimOptions& options,
+                          std::vector<OpSimResult>& ops) {
+  const MicroArch micro = options.micro ? *options.micro : microarch_for(wafer);
+  struct Lane {
+    std::size_t op;
+    std::int64_t hops, bytes;
+  };
+  for (std::size_t i = 0; i < schedule.ops.size();) {
+    std::size_t end = i;
+    std::map<std::pair<int, int>, std::vector<Lane>> leaving, entering;  // (region, direction) -> lanes
+    for (; end < schedule.ops.size() && schedule.ops[end].step == schedule.ops[i].step; ++end) {
+      const PlacedOp& op = schedule.ops[end];
+      if (!moves_between_regions(op.kernel)) continue;
+      PlanOptions po;
+      po.sample_lines = 1;
+      const KernelPlan plan = plan_kernel(schedule, op, micro, po);
+      std::int64_t bytes = 0;
+      for (const LineWork& l : plan.lines) bytes = std::max(bytes, l.message_bytes);
+      const meshir::Rect& to = schedule.regions[static_cast<std::size_t>(op.to_region)];
+      const std::int64_t dx = (2 * to.x + to.w) - (2 * op.used.x + op.used.w);
+      const std::int64_t dy = (2 * to.y + to.h) - (2 * op.used.y + op.used.h);
+      const int direction = std::llabs(dx) >= std::llabs(dy) ? (dx >= 0 ? 0 : 1) : (dy >= 0 ? 2 : 3);
+      leaving[{op.region, direction}].push_back(Lane{end, plan.hops, bytes});
+      entering[{op.to_region, direction}].push_back(Lane{end, plan.hops, bytes});
+    }
+    auto run = [&](const std::vector<Lane>& lanes, bool from_start) {
+      if (lanes.size() < 2) return;
+      std::int64_t longest = 0;
+      for (const Lane& l : lanes) longest = std::max(longest, l.hops);
+      NetworkConfig config;
+      config.width_pes = longest + 1;
+      config.hop_cycles = micro.hop_cycles;
+      config.link_bytes_per_cycle = micro.link_bytes_per_cycle;
+      config.routable_colours = micro.routable_colours;
+      config.model_ramps = options.model_ramps;
+      Network net(config);
+      std::vector<ItemId> sent;
+      for (const Lane& l : lanes) {
+        SendSpec spec;
+        spec.src_pe = from_start ? 0 : longest - l.hops;
+        spec.dst_pe = from_start ? l.hops : longest;
+        spec.bytes = l.bytes;
+        const ItemId launch = net.task(spec.src_pe, micro.kernel_launch_cycles, SpanKind::launch);
+        sent.push_back(net.send(spec));
+        net.after(sent.back(), launch);
+      }
+      net.run();
+      for (std::size_t k = 0; k < lanes.size(); ++k) {
+        OpSimResult& r = ops[lanes[k].op];
+        r.contention_cycles = std::max(r.contention_cycles, net.finish_cycles(sent[k]) - r.cycles);
+      }
+    };
+    for (const auto& [key, lanes] : leaving) run(lanes, true);
+    for (const auto& [key, lanes] : entering) run(lanes, false);
+    i = end;
+  }
+}
+
 }  // namespace
 
 OpSimResult simulate_op(const meshir::Schedule& schedule, int op_index, const wafer::WaferParams& wafer,
-                        const cost::CostParams& params, const SimOptions& options) {
+                        const SimOptions& options) {
   if (op_index < 0 || op_index >= static_cast<int>(schedule.ops.size())) {
     throw InternalError("sim::simulate_op: op index " + std::to_string(op_index) + " is not an op of the schedule");
   }
   const PlacedOp& op = schedule.ops[static_cast<std::size_t>(op_index)];
+  const MicroArch micro = options.micro ? *options.micro : microarch_for(wafer);
   PlanOptions plan_options;
-  plan_options.full_region = options.full_region_when_small && op.used.pes() <= options.full_region_max_pes;
+  plan_options.full_region = options.full_region_when_small && op.used.w > 0 && op.used.h > 0 &&
+                             op.used.w <= options.full_region_max_pes && op.used.h <= options.full_region_max_pes &&
+                             op.used.pes() <= options.full_region_max_pes;
   plan_options.max_simulated_steps = options.max_simulated_steps;
-  const KernelPlan plan = plan_kernel(schedule, op, wafer, params, plan_options);
+  plan_options.sample_lines = options.sample_lines;
+  plan_options.seed = options.seed;
+  const KernelPlan plan = plan_kernel(schedule, op, micro, plan_options);
 
   NetworkConfig config;
   config.width_pes = plan.mesh_w_pes;
   config.height_pes = plan.mesh_h_pes;
-  config.alpha_cycles_per_hop = params.alpha_cycles_per_hop;
-  config.beta_cycles_per_stage = params.beta_cycles_per_stage;
-  config.link_bytes_per_cycle = wafer.link_bytes_per_cycle;
-  config.routable_colours = wafer.routable_colours;
+  config.hop_cycles = micro.hop_cycles;
+  config.stream_latency_cycles = micro.stream_latency_cycles;
+  config.relay_cycles = micro.relay_cycles();
+  config.link_bytes_per_cycle = micro.link_bytes_per_cycle;
+  config.routable_colours = micro.routable_colours;
   config.fidelity = options.fidelity;
   config.packet_wavelets = options.packet_wavelets;
   config.model_ramps = options.model_ramps;
   config.record_spans = options.record_trace;
   Network net(config);
-  KernelBuild build;
-  try {
-    build = build_kernel(net, plan);
-  } catch (const DataError& e) {
-    std::vector<Diagnostic> named = e.diagnostics();
-    for (auto& d : named) {
-      d.key_path = "ops." + op.name + "." + d.key_path;
-      d.message = "op '" + op.name + "' (" + std::string(meshir::to_string(op.kernel)) + "): " + d.message;
-    }
-    throw DataError(std::move(named));
-  }
+  const KernelBuild build = build_kernel(net, plan);
   net.run();
 
   OpSimResult r;
   r.cycles = kernel_cycles(net, build);
   r.total_cycles = r.cycles;
+  // Sampling error: lines of one work class should finish together; their spread is what choosing
+  // other lines could change.
+  std::map<std::int64_t, std::pair<double, double>> by_class;  // message bytes -> (fastest, slowest)
+  for (std::size_t k = 0; k < build.line_done.size(); ++k) {
+    const double t = net.finish_cycles(build.line_done[k]);
+    auto [it, fresh] = by_class.try_emplace(plan.lines[k].message_bytes, t, t);
+    if (!fresh) it->second = {std::min(it->second.first, t), std::max(it->second.second, t)};
+  }
+  for (const auto& [bytes, range] : by_class) {
+    if (range.second > 0) r.sampling_error = std::max(r.sampling_error, (range.second - range.first) / range.second);
+  }
   const NetworkStats& stats = net.stats();
   r.events = stats.events;
   r.messages = stats.messages;
   r.wavelet_hops = stats.wavelet_hops;
+  r.relays = stats.relays;
   const double steps_factor = static_cast<double>(plan.sample.steps_total) / static_cast<double>(plan.sample.steps_simulated);
   r.represented_messages = static_cast<double>(r.messages) * plan.sample.scale_factor * steps_factor;
   r.represented_wavelet_hops = static_cast<double>(r.wavelet_hops) * plan.sample.scale_factor * steps_factor;
@@ -127,10 +202,11 @@ OpSimResult simulate_op(const meshir::Schedule& schedule, int op_index, const wa
   return r;
 }
 
-SimResult simulate(const meshir::Schedule& schedule, const wafer::WaferParams& wafer, const cost::CostParams& params,
-                   bool decode, std::int64_t prompt_tokens, const SimOptions& options) {
+SimResult simulate(const meshir::Schedule& schedule, const wafer::WaferParams& wafer, bool decode,
+                   std::int64_t prompt_tokens, const SimOptions& options) {
   SimResult out;
   out.ops.reserve(schedule.ops.size());
+  const MicroArch micro = options.micro ? *options.micro : microarch_for(wafer);
   std::map<std::string, int> memo;
   for (std::size_t i = 0; i < schedule.ops.size(); ++i) {
     const PlacedOp& op = schedule.ops[i];
@@ -142,49 +218,55 @@ SimResult simulate(const meshir::Schedule& schedule, const wafer::WaferParams& w
       reused.events = 0;
       reused.messages = 0;
       reused.wavelet_hops = 0;
+      reused.relays = 0;
       reused.spans.clear();  // the trace shows them once, on the op simulated
       out.ops.push_back(std::move(reused));
       ++out.ops_reused;
       continue;
     }
-    out.ops.push_back(simulate_op(schedule, static_cast<int>(i), wafer, params, options));
+    try {
+      out.ops.push_back(simulate_op(schedule, static_cast<int>(i), wafer, options));
+    } catch (const DataError& e) {
+      std::vector<Diagnostic> named = e.diagnostics();
+      for (auto& d : named) d.message = "op '" + op.name + "' (" + std::string(meshir::to_string(op.kernel)) + "): " + d.message;
+      throw DataError(std::move(named));
+    }
     const OpSimResult& r = out.ops.back();
     out.events += r.events;
     out.messages += r.messages;
     out.wavelet_hops += r.wavelet_hops;
+    out.relays += r.relays;
     ++out.ops_simulated;
     if (options.memoize) memo.emplace(key, static_cast<int>(i));
   }
-  const std::vector<double> switches = cost::route_switch_cycles(schedule, params);
+  // Colour switches: a region's K-tree kernels that reduce along a new axis re-configure its routers.
+  std::map<int, Axis> last_axis;
+  for (std::size_t i = 0; i < schedule.ops.size(); ++i) {
+    const PlacedOp& op = schedule.ops[i];
+    if (op.kernel != Kernel::meshgemv && op.kernel != Kernel::allreduce) continue;
+    const auto it = last_axis.find(op.region);
+    if (it != last_axis.end() && it->second != op.reduce_axis) out.ops[i].colour_switch_cycles = micro.colour_switch_cycles;
+    last_axis[op.region] = op.reduce_axis;
+  }
+  add_mover_contention(schedule, wafer, options, out.ops);
   std::vector<double> totals(schedule.ops.size());
   for (std::size_t i = 0; i < out.ops.size(); ++i) {
-    out.ops[i].route_switch_cycles = switches[i];
-    out.ops[i].total_cycles = out.ops[i].cycles + switches[i];
-    totals[i] = out.ops[i].total_cycles;
+    OpSimResult& r = out.ops[i];
+    r.total_cycles = r.cycles + r.colour_switch_cycles + r.contention_cycles;
+    totals[i] = r.total_cycles;
   }
-  // Timeline of one unscaled pass, for traces: each step starts when the slowest op of the last ends.
-  out.op_start_cycles.assign(schedule.ops.size(), 0.0);
-  double step_start = 0.0;
-  for (std::size_t i = 0; i < schedule.ops.size();) {
-    const int step = schedule.ops[i].step;
-    double longest = 0.0;
-    for (; i < schedule.ops.size() && schedule.ops[i].step == step; ++i) {
-      out.op_start_cycles[i] = step_start;
-      longest = std::max(longest, totals[i]);
-    }
-    step_start += longest;
-  }
-  const cost::Composition c = cost::compose(schedule, totals, wafer.clock_hz, decode, prompt_tokens);
-  out.pass_cycles = c.pass_cycles;
-  out.bottleneck_stage_cycles = c.bottleneck_stage_cycles;
-  out.latency_s = c.latency_s;
-  out.tokens_per_s = c.tokens_per_s;
-  out.tpr_tokens_per_s = c.tpr_tokens_per_s;
+  const Pipeline p = run_pipeline(schedule, totals, wafer.clock_hz, decode, prompt_tokens);
+  out.op_start_cycles = p.op_start_cycles;
+  out.pass_cycles = p.pass_cycles;
+  out.bottleneck_stage_cycles = p.bottleneck_stage_cycles;
+  out.latency_s = p.latency_s;
+  out.tokens_per_s = p.tokens_per_s;
+  out.tpr_tokens_per_s = p.tpr_tokens_per_s;
   out.layer_scale = std::max<std::int64_t>(1, schedule.layer_scale);
   out.scale_rule = out.layer_scale > 1
                        ? "the ops cover a subset of the model's " + std::to_string(schedule.layers_total) +
-                             " layers: pass and stage cycles scaled x" + std::to_string(out.layer_scale) +
-                             " (as cost::evaluate)"
+                             " layers: steps with layer ops take x" + std::to_string(out.layer_scale) +
+                             " their time in the pipeline"
                        : "the ops cover the whole schedule (no layer scaling)";
   return out;
 }

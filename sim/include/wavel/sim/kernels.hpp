@@ -1,14 +1,14 @@
-// Tasks and messages of each MeshIR kernel on a simulated (sub-)region, with the routes the cost model assumes.
+// Tasks and messages of each MeshIR kernel on a simulated (sub-)region: the simulator's own reading
+// of WaferLLM's kernels (domain.md §3), with per-PE work from tiles, SIMD lanes and loop structure.
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
-#include "wavel/cost/params.hpp"
 #include "wavel/meshir/schedule.hpp"
+#include "wavel/sim/microarch.hpp"
 #include "wavel/sim/network.hpp"
-#include "wavel/wafer/wafer.hpp"
 
 namespace wavel::sim {
 
@@ -26,25 +26,28 @@ struct Line {
 std::int64_t interleaved_next(std::int64_t pos, std::int64_t n);
 
 /// Geometry of the two-level K-tree over a line of `pes` PEs with groups of `group` (0: about
-/// sqrt(pes), as the cost model). Level 1 reduces each group into its centre (position size/2 of
-/// the group), level 2 reduces the group roots into root number groups/2, which broadcasts.
+/// sqrt(pes), as WaferLLM). Level 1 reduces each group into its centre (position size/2 of the
+/// group), level 2 reduces the group roots into root number groups/2, which multicasts the result.
 struct TreeShape {
   std::int64_t group = 1;
   std::int64_t groups = 1;
-  std::int64_t level1_stages = 0;  ///< critical-path stages inside a group: floor(group / 2)
-  std::int64_t level2_stages = 0;  ///< between roots: floor(groups / 2)
-  std::int64_t root = 0;           ///< line position of the final root
-  std::int64_t broadcast_hops = 0; ///< farthest PE from the root
+  std::int64_t root = 0;            ///< line position of the final root
+  std::int64_t broadcast_hops = 0;  ///< farthest PE from the root
 };
 TreeShape ktree_shape(std::int64_t pes, std::int64_t group);
 
-/// Appends a K-tree allreduce of `bytes` over `line`: ready[i] is the item after which PE i holds its
-/// partial (kNoItem: at once). Each receive is a software stage (beta) that adds, then forwards; the
-/// final root multicasts the result to both ends of the line (one injection; the router copies).
-/// Colours: colour_base (level 1), +1 (level 2), +2 (broadcast). Returns a join that finishes when
-/// every PE of the line holds the result.
+/// Appends a streamed K-tree allreduce of `bytes` over `line`: ready[i] is the item after which PE i
+/// holds its partial (kNoItem: at once). Every PE adds what it receives to its partial wavelet by
+/// wavelet and forwards each sum as soon as it has it (Network::stream), so the tree is a pipeline:
+/// a PE's ramp serialises the streams it receives. The final root multicasts the sum to both ends of
+/// the line as it is formed (one injection; the routers copy). Colours: colour_base (level 1), +1
+/// (level 2), +2 (multicast). Returns a join that finishes when every PE holds the result.
 ItemId ktree_allreduce(Network& net, const Line& line, std::int64_t group, std::int64_t bytes,
                        const std::vector<ItemId>& ready, int colour_base);
+
+/// Appends a multicast of `bytes` from the centre of `line` to both ends (one injection; routers copy
+/// to every PE on the way) after `ready`. Returns a join that finishes when both ends hold it.
+ItemId multicast(Network& net, const Line& line, std::int64_t bytes, ItemId ready, int colour);
 
 /// Appends one shift of `bytes` around the interleaved ring on `line` (ready[i]: when PE i may send;
 /// colours colour_base for rightward and colour_base + 1 for leftward edges). Returns, per line
@@ -54,55 +57,77 @@ std::vector<ItemId> ring_shift(Network& net, const Line& line, std::int64_t byte
 
 /// How one op is simulated and what the simulated part stands for.
 struct SampleRecord {
-  std::string rule;                ///< e.g. "1 of 360 identical K-tree lines of 360 PEs along x"
-  double scale_factor = 1.0;       ///< whole-op messages and wavelet-hops = simulated ones x this
-  std::int64_t sampled_pes = 0;    ///< PEs in the simulated mesh
-  std::int64_t op_pes = 0;         ///< PEs the op uses
-  bool full_region = false;        ///< the whole used rectangle was simulated
-  std::int64_t steps_total = 1;    ///< MeshGEMM compute-and-shift steps of the op (1 otherwise)
-  std::int64_t steps_simulated = 1;///< steps simulated; the rest are extrapolated at the last period
+  std::string rule;                 ///< e.g. "sampled: 3 of 360 K-tree lines of 360 PEs along x"
+  double scale_factor = 1.0;        ///< whole-op messages and wavelet-hops = simulated ones x this
+  std::int64_t sampled_pes = 0;     ///< PEs in the simulated mesh
+  std::int64_t op_pes = 0;          ///< PEs the op uses
+  bool full_region = false;         ///< the whole used rectangle was simulated
+  std::int64_t steps_total = 1;     ///< MeshGEMM compute-and-shift steps of the op (1 otherwise)
+  std::int64_t steps_simulated = 1; ///< steps simulated; the rest are extrapolated at the last period
+  std::int64_t lines_total = 1;     ///< independent lines (or PEs) of the op
+  std::int64_t lines_sampled = 1;   ///< of them simulated (seeded choice when fewer than all)
 };
 
-/// The per-kernel quantities the builder needs, derived from the op and the cost parameters exactly
-/// as the cost model derives them (tile sizes, bytes per message, hops and lanes of movers).
+/// What kind of graph the builder makes.
+enum class Shape {
+  ktree,       ///< launch, local vector loops, then `rounds` streamed K-tree allreduces per line
+  compute,     ///< launch and local vector loops only
+  neighbour,   ///< every PE of a line sends one message one hop towards position 0
+  cannon,      ///< MeshGEMM / GEMM-T: skew, then compute-and-shift steps on interleaved rings
+  lanes,       ///< movers: each lane carries one message over `hops` hops
+  mirror,      ///< relayout: PE i of each line sends its tile to PE count-1-i
+  attention,   ///< decode attention: GQA multicast over a KV group's span, compute, K-trees
+};
+
+/// Lines of the simulated mesh and the per-line work (lines may differ where a dimension does not
+/// split evenly: the first `n mod parts` lines take one more element).
+struct LineWork {
+  std::int64_t line = 0;            ///< index among the op's lines
+  double compute_cycles = 0;        ///< local vector loops per PE
+  std::int64_t message_bytes = 0;   ///< K-tree message, neighbour message or mover lane
+};
+
+/// The per-kernel quantities the builder needs, from the op's MeshIR and the microarchitecture.
 struct KernelPlan {
   meshir::Kernel kernel = meshir::Kernel::elementwise;
+  Shape shape = Shape::compute;
   std::int64_t mesh_w_pes = 1, mesh_h_pes = 1;  ///< simulated mesh
   SampleRecord sample;
-  double launch_cycles = 0;          ///< kernel_overhead_cycles, once per PE at the start
-  double compute_cycles = 0;         ///< local work per PE (MeshGEMM: per step)
-  double step_overhead_cycles = 0;   ///< MeshGEMM: per step
-  std::int64_t message_bytes = 0;    ///< K-tree message, KV entry, mover lane, or the X-ring tile
-  std::int64_t second_bytes = 0;     ///< MeshGEMM: the Y-ring tile
-  std::int64_t skew_bytes = 0;       ///< MeshGEMM: activation tile skewed on the X ring
-  std::int64_t skew_rounds = 0;
+  double launch_cycles = 0;          ///< starting the op, once per PE
+  double task_cycles = 0;            ///< a task activation (MeshGEMM step, next allreduce round)
+  std::vector<LineWork> lines;       ///< the simulated lines, each a row of the mesh (or a column: line_along_x)
+  std::int64_t line_pes = 1;         ///< PEs per line
+  bool line_along_x = true;          ///< lines are rows of the simulated mesh; false: columns
   std::int64_t group = 0;            ///< K-tree group size as given (0: sqrt)
   std::int64_t rounds = 1;           ///< dependent allreduce rounds
-  std::int64_t line_pes = 1;         ///< PEs along the reduce axis / ring / kv column / mover lane
-  std::int64_t lines = 1;            ///< lines simulated side by side (1 when sampled)
+  std::int64_t tree_pes = 0;         ///< attention: PEs per K-tree (a head's segment); 0: the whole line
+  std::int64_t span_pes = 0;         ///< attention: GQA multicast span (0: none)
+  std::int64_t span_bytes = 0;       ///< attention: the K/V slice multicast over the span
   std::int64_t hops = 0;             ///< movers: hops per lane
-  std::int64_t x_ring_pes = 1;       ///< MeshGEMM: ring sizes along X and Y of the op
-  std::int64_t y_ring_pes = 1;
-  bool line_along_x = true;          ///< lines run along the mesh's X (full region, reduce axis y: along Y);
-                                     ///< a MeshGEMM sample is an X ring if true, else a Y ring laid along X
-  std::int64_t steps = 1;            ///< MeshGEMM: compute-and-shift steps of the op
-  std::int64_t max_simulated_steps = 16;
+  // Cannon (MeshGEMM / GEMM-T)
+  std::int64_t x_ring_pes = 1, y_ring_pes = 1;
+  double step_compute_cycles = 0;
+  std::int64_t x_bytes = 0, y_bytes = 0, skew_bytes = 0, skew_rounds = 0;
+  std::int64_t steps = 1;
 };
 
 /// Options of plan_kernel.
 struct PlanOptions {
   bool full_region = false;              ///< simulate every line / PE of the used rectangle
   std::int64_t max_simulated_steps = 16; ///< MeshGEMM steps simulated (at least 2); the rest extrapolated
+  std::int64_t sample_lines = 3;         ///< lines simulated when sampling (seeded choice)
+  std::uint64_t seed = 1;                ///< chooses the sampled lines
 };
 
-/// Plans the simulation of `op` (its region and to_region come from `schedule`). Throws
-/// wavel::DataError if a mover's to_region is not a region of the schedule.
-KernelPlan plan_kernel(const meshir::Schedule& schedule, const meshir::PlacedOp& op, const wafer::WaferParams& wafer,
-                       const cost::CostParams& params, const PlanOptions& options);
+/// Plans the simulation of `op` (its to_region comes from `schedule`). Throws wavel::DataError if a
+/// mover's to_region is not a region of the schedule, std::domain_error for sizes past 64 bits.
+KernelPlan plan_kernel(const meshir::Schedule& schedule, const meshir::PlacedOp& op, const MicroArch& micro,
+                       const PlanOptions& options);
 
 /// What build_kernel appended.
 struct KernelBuild {
   ItemId done = kNoItem;               ///< finishes with the (simulated part of the) op
+  std::vector<ItemId> line_done;       ///< per simulated line (kNoItem where not tracked)
   std::vector<ItemId> step_done;       ///< MeshGEMM: one join per simulated step (all its computes)
   std::int64_t steps_total = 1;
 };

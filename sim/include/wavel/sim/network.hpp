@@ -43,28 +43,29 @@ inline constexpr int kChannelsPerPe = 6;
 
 /// What a recorded span of the timeline stands for.
 enum class SpanKind : std::uint8_t {
-  launch,    ///< kernel launch overhead on a PE
-  compute,   ///< local FLOPs
-  stage,     ///< software routing stage (receive, add, re-send): beta
-  overhead,  ///< per-step fixed cost (sync, DSD setup)
+  launch,    ///< starting an op on a PE (its tasks, colours and DSDs)
+  compute,   ///< local work: vector loops
+  overhead,  ///< per-task activation (a MeshGEMM step)
   message,   ///< a message from injection to delivery of its last wavelet
 };
 
-/// "launch", "compute", "stage", "overhead" or "message".
+/// "launch", "compute", "overhead" or "message".
 std::string_view to_string(SpanKind kind);
 
 /// The mesh and its timing. Times are in cycles of the wafer clock.
 struct NetworkConfig {
   std::int64_t width_pes = 1;
   std::int64_t height_pes = 1;
-  double alpha_cycles_per_hop = 1.0;     ///< head latency per link on a pre-configured route
-  double beta_cycles_per_stage = 30.0;   ///< one software routing stage (stage() tasks)
+  double hop_cycles = 1.0;               ///< head latency per link on a pre-configured route
+  double stream_latency_cycles = 3.0;    ///< a streamed wavelet's way down a PE's ramp, through its add, and back up
+  double relay_cycles = 19.0;            ///< extra latency of a software relay at a router out of colours
   std::int64_t link_bytes_per_cycle = 4; ///< one 32-bit wavelet per cycle per link and per ramp
-  std::int64_t routable_colours = 24;    ///< distinct colours a router may carry; more is an error
+  std::int64_t routable_colours = 24;    ///< distinct colours a router carries; a route past that is relayed
   Fidelity fidelity = Fidelity::message;
   std::int64_t packet_wavelets = 16;     ///< packet size at Fidelity::packet
   bool model_ramps = true;               ///< ramps are channels with occupancy (false: free and instant)
   bool record_spans = false;             ///< keep a Span per task and message (for traces)
+  std::int64_t max_items = std::int64_t{1} << 25;  ///< more work items than this is a std::domain_error
 };
 
 /// One message. It follows the dimension-ordered route (X first, then Y) from src to dst. `folded_hops`
@@ -98,6 +99,7 @@ struct NetworkStats {
   std::int64_t messages = 0;      ///< messages as sent (before splitting into packets)
   std::int64_t units = 0;         ///< transport units: messages, packets or wavelets by fidelity
   std::int64_t wavelet_hops = 0;  ///< wavelets x mesh links crossed (folded hops included, ramps not)
+  std::int64_t relays = 0;        ///< routes relayed in software because a router ran out of colours
 };
 
 /// A mesh of width x height PEs and the work placed on it. Build the work first (task, send, join,
@@ -106,16 +108,22 @@ struct NetworkStats {
 ///  - A task occupies its PE: tasks on one PE run one at a time, in order of (ready time, item id).
 ///  - A message of B bytes holds each channel on its path for S = ceil(B / link_bytes_per_cycle)
 ///    cycles. Its head enters a channel at max(arrival, channel free) and reaches the next router
-///    alpha cycles later (ramps: 0), while the body streams behind (virtual cut-through: routers
+///    hop_cycles later (ramps: 0), while the body streams behind (virtual cut-through: routers
 ///    buffer a blocked message, so a stalled head does not hold the links behind it). It is
 ///    delivered when its last wavelet leaves the last channel: a lone message over H links is
-///    delivered H*alpha + S cycles after it is sent.
+///    delivered H*hop_cycles + S cycles after it is sent.
 ///  - Requests for a channel are served in order of (time, item id): this is the contention rule.
 ///  - Pending events are processed in (time, item id) order; each item has at most one pending
 ///    event, so the order is total and every run is bit-identical.
-///  - Colours: every router a route crosses (both ends included) records the route's colour; a router
-///    with more than routable_colours distinct colours makes send() throw wavel::DataError (the
-///    simulator does not relay through extra software stages).
+///  - Streaming (stream()): a message that forwards what an upstream message delivers (a reduction
+///    step: receive wavelet i, add, send wavelet i) may enter its first channel once the upstream's
+///    first wavelet is delivered plus stream_latency, and its last wavelet leaves no earlier than the
+///    upstream's last plus stream_latency. So a chain of P streamed steps costs about
+///    S + P * (hops * hop + stream_latency), not P * S.
+///  - Colours: every router a route crosses (both ends included) records the route's colour. A router
+///    that would carry more than routable_colours does not take the colour: the route is relayed
+///    there in software (relay_cycles more latency; counted in NetworkStats::relays).
+///  - Sizes past 64 bits or more than max_items work items throw std::domain_error.
 class Network {
  public:
   /// Throws wavel::InternalError on a non-positive size or bandwidth.
@@ -128,8 +136,6 @@ class Network {
 
   /// Work on `pe` taking `duration_cycles`.
   ItemId task(std::int64_t pe, double duration_cycles, SpanKind kind = SpanKind::compute);
-  /// A software routing stage on `pe`: a task of beta cycles.
-  ItemId stage(std::int64_t pe) { return task(pe, config_.beta_cycles_per_stage, SpanKind::stage); }
   /// Finishes as soon as all its dependencies have (no resource, no time).
   ItemId join();
   /// Sends a message; returns the item that finishes when all of it has been delivered.
@@ -137,6 +143,9 @@ class Network {
 
   /// `item` starts only after `dependency` has finished; kNoItem is ignored.
   void after(ItemId item, ItemId dependency);
+  /// Message `item` streams what message `upstream` delivers (see the class comment); it also counts
+  /// as a dependency. Throws wavel::InternalError unless both are messages.
+  void stream(ItemId item, ItemId upstream);
   /// `item` starts no earlier than `time_cycles`.
   void release_at(ItemId item, double time_cycles);
 
@@ -159,7 +168,7 @@ class Network {
 
  private:
   enum class Kind : std::uint8_t { task, join, message, packets };
-  enum Flag : std::uint8_t { inject = 1, eject = 2, x_minus = 4, y_minus = 8 };
+  enum Flag : std::uint8_t { inject = 1, eject = 2, x_minus = 4, y_minus = 8, streamed = 16, relayed = 32 };
 
   // Everything one event touches about its item sits in one cache line: scheduling state, the
   // first successor (most items have one), and the task or message it stands for.
@@ -180,9 +189,10 @@ class Network {
     std::int32_t nx = 0, ny = 0;    // message: hops along X and Y
   };
   struct Edge {
-    ItemId to;
+    ItemId to;  // the high bit marks a stream edge
     std::uint32_t next;
   };
+  static constexpr ItemId kStreamBit = ItemId{1} << 31;
   // Times are never negative, so their IEEE-754 bit patterns order like the times and serve as
   // exact keys for the time buckets.
   struct Event {
@@ -202,9 +212,10 @@ class Network {
   ItemId new_item(Kind kind);
   ItemId new_message(const SendSpec& spec, double serial_cycles);
   void add_edge(ItemId from, ItemId to);
-  void note_colour(const SendSpec& spec);
+  int note_colour(const SendSpec& spec);  // returns the relays the route needs
+  void add_stream_edge(ItemId from, ItemId to);
   void process(Event ev);
-  void complete(ItemId id, double finish);
+  void complete(ItemId id, double finish, double head);
   void notify(ItemId to, double finish);
   void push(const Event& ev);
   Event pop();
@@ -235,6 +246,9 @@ class Network {
   std::vector<double> pe_free_;        // per PE: when its core is next free
   std::vector<std::uint64_t> colours_; // per PE: colour bit set of its router
   std::vector<double> first_start_;    // record_spans: when each message entered its first channel
+  std::vector<double> head_;           // messages: when the first wavelet was delivered
+  std::vector<double> tail_min_;       // streamed messages: earliest delivery of the last wavelet
+  std::vector<double> extra_;          // relayed messages: software relay latency
   std::vector<Span> spans_;
   NetworkStats stats_;
   double makespan_cycles_ = 0;

@@ -5,9 +5,11 @@
 #include <string>
 #include <vector>
 
-#include "wavel/cost/params.hpp"
+#include <optional>
+
 #include "wavel/meshir/schedule.hpp"
 #include "wavel/sim/kernels.hpp"
+#include "wavel/sim/microarch.hpp"
 #include "wavel/sim/network.hpp"
 #include "wavel/wafer/wafer.hpp"
 
@@ -21,6 +23,9 @@ struct SimOptions {
   bool full_region_when_small = false;        ///< simulate the whole used rectangle when it is small
   std::int64_t full_region_max_pes = 64 * 64; ///< "small": at most this many PEs
   std::int64_t max_simulated_steps = 16;      ///< MeshGEMM steps simulated (>= 2); the rest extrapolated
+  std::int64_t sample_lines = 3;              ///< lines (or lanes, PEs) simulated per op when sampling
+  std::uint64_t seed = 1;                     ///< chooses the sampled lines
+  std::optional<MicroArch> micro;             ///< the PE's timing; default microarch_for(wafer)
   bool memoize = true;                        ///< simulate identical ops once (see simulate())
   bool record_trace = false;                  ///< keep each op's timeline for trace export
   std::int64_t trace_max_pes = 16;            ///< sampled PEs per op kept in the trace
@@ -29,9 +34,12 @@ struct SimOptions {
 
 /// One simulated op.
 struct OpSimResult {
-  double cycles = 0;                  ///< simulated op time (lines of a sample run in parallel)
-  double route_switch_cycles = 0;     ///< simulate() only: route re-configuration, the rule of cost::evaluate
-  double total_cycles = 0;            ///< cycles + route_switch_cycles: what the schedule composes
+  double cycles = 0;                  ///< simulated op time: the slowest simulated line
+  double colour_switch_cycles = 0;    ///< simulate() only: routers re-configured for a new reduce axis
+  double contention_cycles = 0;       ///< simulate() only: extra time from movers of the same step sharing links
+  double total_cycles = 0;            ///< cycles + colour switch + contention: what the schedule composes
+  double sampling_error = 0;          ///< (slowest - fastest) / slowest over the sampled lines of one work class
+  std::int64_t relays = 0;            ///< routes relayed in software (routers out of colours)
   std::int64_t events = 0;            ///< event steps simulated (0 when reused)
   std::int64_t messages = 0;          ///< messages simulated (0 when reused)
   std::int64_t wavelet_hops = 0;      ///< wavelet-hops simulated (0 when reused)
@@ -46,7 +54,7 @@ struct OpSimResult {
                                       ///< (at most trace_max_spans; none when reused)
 };
 
-/// A simulated schedule, composed exactly as cost::evaluate composes op costs.
+/// A simulated schedule: micro-batches run through the steps and stages as a pipeline (compose.hpp).
 struct SimResult {
   std::vector<OpSimResult> ops;       ///< parallel to Schedule::ops
   std::vector<double> op_start_cycles;///< start of each op within one unscaled pass (steps in sequence)
@@ -58,26 +66,28 @@ struct SimResult {
   std::int64_t events = 0;            ///< simulated, summed over the ops simulated
   std::int64_t messages = 0;
   std::int64_t wavelet_hops = 0;
+  std::int64_t relays = 0;
   std::int64_t ops_simulated = 0;
   std::int64_t ops_reused = 0;        ///< ops whose result came from an identical op (memo)
   std::int64_t layer_scale = 1;
   std::string scale_rule;             ///< how the op times were scaled to the schedule, in words
 };
 
-/// Simulates op `op_index` of `schedule` on its own (no route-switch cost, like cost::op_cost).
-/// By default one representative line is simulated (SampleRecord says which and how it scales);
+/// Simulates op `op_index` of `schedule` on its own (no colour switch, no other op's contention).
+/// By default a seeded sample of its lines is simulated (SampleRecord says which and how it scales);
 /// with full_region_when_small, the whole used rectangle when it has at most full_region_max_pes PEs.
-/// Throws wavel::InternalError for a bad index and wavel::DataError when a router needs more colours
-/// than wafer.routable_colours or a mover names no region. alpha and beta come from `params`.
+/// Throws wavel::InternalError for a bad index, wavel::DataError when a mover names no region, and
+/// std::domain_error for sizes the simulator cannot hold.
 OpSimResult simulate_op(const meshir::Schedule& schedule, int op_index, const wafer::WaferParams& wafer,
-                        const cost::CostParams& params, const SimOptions& options);
+                        const SimOptions& options);
 
-/// Simulates every op and composes the schedule as cost::evaluate does (steps in sequence, ops of a
-/// step overlapped, stages and micro-batches pipelined, layer_scale applied, the route-switch rule).
-/// Ops with the same kernel, used size, layouts, reduce axis, group, rounds, work and (movers)
-/// distance and lanes are simulated once and reused. `decode` and `prompt_tokens` as in evaluate.
-SimResult simulate(const meshir::Schedule& schedule, const wafer::WaferParams& wafer, const cost::CostParams& params,
-                   bool decode, std::int64_t prompt_tokens, const SimOptions& options);
+/// Simulates every op, adds colour switches (a region's K-tree kernels changing reduce axis) and the
+/// contention of movers of one step that share a region's links, then runs the pass as a pipeline
+/// of micro-batches over the stages (compose.hpp). Ops with the same kernel, used size, layouts,
+/// reduce axis, group, rounds, work and (movers) distance and lanes are simulated once and reused.
+/// `decode`: latency is the steady-state token period; else prefill: mean TTFT over micro-batches.
+SimResult simulate(const meshir::Schedule& schedule, const wafer::WaferParams& wafer, bool decode,
+                   std::int64_t prompt_tokens, const SimOptions& options);
 
 /// A deterministic sample of search candidates to simulate.
 struct CandidateSample {

@@ -1,0 +1,44 @@
+// The simulator's own microarchitecture constants and per-PE loop timing. They come from the
+// hardware description (domain.md §2: SIMD width, links, router and ramp) and WaferLLM's kernel
+// structure, never from the cost model's fitted efficiencies.
+#pragma once
+
+#include <cstdint>
+
+#include "wavel/wafer/wafer.hpp"
+
+namespace wavel::sim {
+
+/// Timing of one PE and its router, in cycles of the wafer clock.
+struct MicroArch {
+  std::int64_t fmac_lanes = 8;             ///< FP16 FMACs per SIMD issue (wafer simd_fp16_lanes)
+  double simd_op_cycles = 1.0;             ///< one SIMD issue of fmac_lanes lanes
+  double vector_op_setup_cycles = 3.0;     ///< per vector (DSD) instruction: descriptor load and loop branch
+  double task_launch_cycles = 16.0;        ///< activating one task on a PE (a step, a relay)
+  double kernel_launch_cycles = 64.0;      ///< starting an op on a PE: its tasks, colours and DSDs
+  double colour_switch_cycles = 32.0;      ///< router re-configuration when an op's routes change axis
+  double fabric_add_cycles_per_wavelet = 1.0;  ///< adding one received wavelet into a partial (FP32 fadd from fabric)
+  double stream_latency_cycles = 3.0;      ///< a wavelet's way down the ramp, through the add and back up
+  double hop_cycles = 1.0;                 ///< head latency per link on a pre-configured route (wafer alpha)
+  std::int64_t link_bytes_per_cycle = 4;   ///< one 32-bit wavelet per cycle per link and per ramp
+  std::int64_t routable_colours = 24;      ///< colours a router can carry; more are relayed in software
+
+  /// A software relay (a router out of colours): the PE wakes a task, takes the wavelets down its
+  /// ramp and sends them on.
+  [[nodiscard]] double relay_cycles() const { return task_launch_cycles + stream_latency_cycles; }
+
+  /// Cycles of `vectors` vector instructions of `length` FP16 elements each (loop over SIMD issues).
+  [[nodiscard]] double vector_loop_cycles(std::int64_t vectors, std::int64_t length) const;
+};
+
+/// The constants for `wafer`: lanes, links, hop latency and colours from the wafer; the rest as above.
+MicroArch microarch_for(const wafer::WaferParams& wafer);
+
+/// a * b, or std::domain_error naming `what` if it leaves the int64 range or either is negative.
+std::int64_t checked_mul(std::int64_t a, std::int64_t b, const char* what);
+/// a + b, likewise.
+std::int64_t checked_add(std::int64_t a, std::int64_t b, const char* what);
+/// ceil(a / b) for a >= 0, b >= 1 (b < 1 counts as 1).
+std::int64_t ceil_div(std::int64_t a, std::int64_t b);
+
+}  // namespace wavel::sim

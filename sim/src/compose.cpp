@@ -1,0 +1,108 @@
+// The schedule as a pipeline run: each (micro-batch, step) starts when the micro-batch has finished
+// its previous step and every stage the step holds is free; stages serve requests first come first.
+#include "wavel/sim/compose.hpp"
+
+#include <algorithm>
+#include <map>
+#include <string>
+
+#include "wavel/common/error.hpp"
+
+namespace wavel::sim {
+
+namespace {
+
+struct Step {
+  double cycles = 0;         // slowest op, layer-scaled
+  double unscaled = 0;
+  std::vector<int> stages;   // stages held (sorted, distinct)
+  std::size_t first_op = 0, end_op = 0;
+};
+
+// A transfer fed by another stage moves data between stages over links only.
+bool links_only(const meshir::Schedule& s, const meshir::PlacedOp& op) {
+  if (op.kernel != meshir::Kernel::transfer || op.inputs.empty()) return false;
+  const int producer = op.inputs.front();
+  if (producer < 0 || static_cast<std::size_t>(producer) >= s.ops.size()) return true;
+  return s.ops[static_cast<std::size_t>(producer)].stage != op.stage;
+}
+
+}  // namespace
+
+Pipeline run_pipeline(const meshir::Schedule& schedule, const std::vector<double>& op_cycles, double clock_hz,
+                      bool decode, std::int64_t prompt_tokens, int rounds) {
+  if (op_cycles.size() != schedule.ops.size()) throw InternalError("sim::run_pipeline: one time per op needed");
+  if (!(clock_hz > 0)) throw InternalError("sim::run_pipeline: the clock must be positive");
+  const double scale = static_cast<double>(std::max<std::int64_t>(1, schedule.layer_scale));
+  Pipeline out;
+  out.op_start_cycles.assign(schedule.ops.size(), 0.0);
+  std::vector<Step> steps;
+  std::map<int, int> stage_index;
+  double unscaled_start = 0;
+  for (std::size_t i = 0; i < schedule.ops.size();) {
+    Step st;
+    st.first_op = i;
+    bool repeated = false;
+    const int step = schedule.ops[i].step;
+    for (; i < schedule.ops.size() && schedule.ops[i].step == step; ++i) {
+      const auto& op = schedule.ops[i];
+      st.unscaled = std::max(st.unscaled, op_cycles[i]);
+      repeated = repeated || !op.once;
+      out.op_start_cycles[i] = unscaled_start;
+      if (links_only(schedule, op)) continue;
+      const auto found = stage_index.emplace(op.stage, static_cast<int>(stage_index.size())).first->second;
+      if (std::find(st.stages.begin(), st.stages.end(), found) == st.stages.end()) st.stages.push_back(found);
+    }
+    st.end_op = i;
+    st.cycles = st.unscaled * (repeated ? scale : 1.0);
+    unscaled_start += st.unscaled;
+    steps.push_back(st);
+  }
+  std::vector<double> stage_busy(stage_index.size(), 0.0);
+  for (const Step& st : steps) {
+    out.pass_cycles += st.cycles;
+    for (int s : st.stages) stage_busy[static_cast<std::size_t>(s)] += st.cycles;
+  }
+  for (double b : stage_busy) out.bottleneck_stage_cycles = std::max(out.bottleneck_stage_cycles, b);
+
+  const auto mb = static_cast<std::size_t>(std::max<std::int64_t>(1, schedule.microbatches));
+  const int passes = decode ? std::max(2, rounds) : 1;
+  std::vector<double> stage_free(stage_index.size(), 0.0);
+  std::vector<double> ready(mb, 0.0);          // when each micro-batch may start its next step
+  std::vector<double> pass_end(mb, 0.0), previous_end(mb, 0.0);
+  for (int pass = 0; pass < passes; ++pass) {
+    for (std::size_t j = 0; j < mb; ++j) {
+      double t = ready[j];
+      for (const Step& st : steps) {
+        for (int s : st.stages) t = std::max(t, stage_free[static_cast<std::size_t>(s)]);
+        t += st.cycles;
+        for (int s : st.stages) stage_free[static_cast<std::size_t>(s)] = t;
+      }
+      previous_end[j] = pass_end[j];
+      pass_end[j] = t;
+      ready[j] = t;  // decode: the next token of this micro-batch enters the first step
+    }
+  }
+  const double requests = static_cast<double>(std::max<std::int64_t>(1, schedule.concurrent_requests));
+  if (decode) {
+    // Steady state: the period between a micro-batch's last two tokens (the slowest micro-batch).
+    double period = 0;
+    for (std::size_t j = 0; j < mb; ++j) period = std::max(period, pass_end[j] - previous_end[j]);
+    out.latency_s = period / clock_hz;
+    out.tokens_per_s = period > 0 ? requests / out.latency_s : 0.0;
+    out.tpr_tokens_per_s = period > 0 ? 1.0 / out.latency_s : 0.0;
+  } else {
+    double sum = 0, last = 0;
+    for (double e : pass_end) {
+      sum += e;
+      last = std::max(last, e);
+    }
+    out.latency_s = sum / static_cast<double>(mb) / clock_hz;
+    const double tokens = static_cast<double>(std::max<std::int64_t>(1, prompt_tokens));
+    out.tokens_per_s = last > 0 ? tokens * requests / (last / clock_hz) : 0.0;
+    out.tpr_tokens_per_s = last > 0 ? tokens / out.latency_s : 0.0;
+  }
+  return out;
+}
+
+}  // namespace wavel::sim

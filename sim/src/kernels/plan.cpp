@@ -1,0 +1,350 @@
+// Plans each MeshIR kernel: the simulated mesh, which lines are sampled (seeded, every work class
+// covered), and each PE's work from its tiles, SIMD lanes and loop structure.
+#include <algorithm>
+#include <string>
+
+#include "wavel/common/error.hpp"
+#include "wavel/sim/kernels.hpp"
+
+namespace wavel::sim {
+
+namespace {
+
+using meshir::AttentionRole;
+using meshir::Axis;
+using meshir::Kernel;
+using meshir::PlacedOp;
+using meshir::Rect;
+
+constexpr std::int64_t kFp16Bytes = 2;  // activations and weights
+constexpr std::int64_t kFp32Bytes = 4;  // partial sums of scalar reductions and attention
+
+std::int64_t at_least_1(std::int64_t v) { return std::max<std::int64_t>(1, v); }
+std::int64_t side(const Rect& r, Axis axis) { return at_least_1(axis == Axis::x ? r.w : r.h); }
+Axis other(Axis axis) { return axis == Axis::x ? Axis::y : Axis::x; }
+const char* name(Axis axis) { return axis == Axis::x ? "x" : "y"; }
+std::string str(std::int64_t v) { return std::to_string(v); }
+std::int64_t mul(std::int64_t a, std::int64_t b) { return checked_mul(a, b, "op size"); }
+
+std::uint64_t mix(std::uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+// Share of `total` on line l of `parts`: the first total mod parts lines take one more.
+std::int64_t share(std::int64_t total, std::int64_t parts, std::int64_t l) {
+  return total / parts + (l < total % parts ? 1 : 0);
+}
+
+// Up to `k` of `total` lines by a seeded hash; when lines [0, heavy) carry more work than the rest,
+// at least one of each kind, so the sample sees every distinct line.
+std::vector<std::int64_t> choose_lines(std::int64_t total, std::int64_t heavy, std::int64_t k, std::uint64_t seed) {
+  std::vector<std::int64_t> out;
+  auto pick = [&](std::int64_t lo, std::int64_t hi, std::int64_t want) {
+    std::vector<std::pair<std::uint64_t, std::int64_t>> keyed;
+    const std::int64_t n = hi - lo;
+    if (n <= 0 || want <= 0) return;
+    // Hash a bounded window of candidates so planning stays O(k) on huge regions.
+    const std::int64_t window = std::min<std::int64_t>(n, 4096);
+    for (std::int64_t i = 0; i < window; ++i) {
+      const std::int64_t l = lo + static_cast<std::int64_t>((static_cast<std::uint64_t>(i) * 2654435761ULL + mix(seed)) %
+                                                             static_cast<std::uint64_t>(n));
+      keyed.emplace_back(mix(mix(seed) ^ static_cast<std::uint64_t>(l)), l);
+    }
+    std::sort(keyed.begin(), keyed.end());
+    for (const auto& [key, l] : keyed) {
+      if (static_cast<std::int64_t>(out.size()) >= want) break;
+      if (std::find(out.begin(), out.end(), l) == out.end()) out.push_back(l);
+    }
+  };
+  k = std::max<std::int64_t>(1, std::min(k, total));
+  const bool two_kinds = heavy > 0 && heavy < total;
+  if (two_kinds) {
+    pick(0, heavy, std::max<std::int64_t>(1, k / 2));
+    const auto have = static_cast<std::int64_t>(out.size());
+    pick(heavy, total, have + std::max<std::int64_t>(1, k - have));
+  } else {
+    pick(0, total, k);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// Token rows a PE holds: the tokens split over the axes that carry them.
+std::int64_t rows_per_pe(const PlacedOp& op) {
+  const meshir::Layout& l = op.in_layout;
+  std::int64_t parts = 1;
+  if (l.on_x == meshir::Dim::tokens) parts *= at_least_1(l.part_x);
+  if (l.on_y == meshir::Dim::tokens) parts *= at_least_1(l.part_y);
+  return at_least_1(ceil_div(mul(at_least_1(op.work.batch), at_least_1(op.work.m)), parts));
+}
+
+// Local elementwise work of a PE: one lane-operation per flop, in vector loops over its rows.
+double elementwise_cycles(const PlacedOp& op, std::int64_t pes, const MicroArch& micro) {
+  const std::int64_t ops = ceil_div(std::max<std::int64_t>(0, op.work.flops), pes);
+  const std::int64_t rows = std::min(rows_per_pe(op), at_least_1(ops));
+  return micro.vector_loop_cycles(rows, ceil_div(ops, rows));
+}
+
+}  // namespace
+
+KernelPlan plan_kernel(const meshir::Schedule& schedule, const PlacedOp& op, const MicroArch& micro,
+                       const PlanOptions& options) {
+  KernelPlan plan;
+  plan.kernel = op.kernel;
+  plan.launch_cycles = micro.kernel_launch_cycles;
+  plan.task_cycles = micro.task_launch_cycles;
+  const Rect& r = op.used;
+  const std::int64_t w = at_least_1(r.w), h = at_least_1(r.h);
+  const std::int64_t pes = mul(w, h);
+  const meshir::OpWork& work = op.work;
+  SampleRecord& s = plan.sample;
+  s.op_pes = pes;
+  bool full = options.full_region;
+  const std::int64_t k = std::max<std::int64_t>(1, options.sample_lines);
+
+  // Lines of `line_pes` PEs: all `total` of them (full, laid along `axis` in the w x h mesh), or a
+  // seeded sample laid as rows of a line_pes x k mesh. work(l) gives line l's work.
+  auto set_lines = [&](std::int64_t line_pes, std::int64_t total, std::int64_t heavy, Axis axis, bool can_full,
+                       const std::string& what, auto work) {
+    plan.line_pes = line_pes;
+    s.lines_total = total;
+    std::vector<std::int64_t> chosen;
+    if (full && can_full) {
+      for (std::int64_t l = 0; l < total; ++l) chosen.push_back(l);
+      plan.mesh_w_pes = w;
+      plan.mesh_h_pes = h;
+      plan.line_along_x = axis == Axis::x;
+      s.rule = "full region: " + str(w) + "x" + str(h) + ", all " + str(total) + " " + what;
+    } else {
+      full = false;
+      chosen = choose_lines(total, heavy, k, options.seed);
+      plan.mesh_w_pes = line_pes;
+      plan.mesh_h_pes = static_cast<std::int64_t>(chosen.size());
+      plan.line_along_x = true;
+      s.rule = "sampled: " + str(static_cast<std::int64_t>(chosen.size())) + " of " + str(total) + " " + what +
+               " (seed " + std::to_string(options.seed) + ")";
+    }
+    for (std::int64_t l : chosen) {
+      LineWork lw = work(l);
+      lw.line = l;
+      plan.lines.push_back(lw);
+    }
+    s.lines_sampled = static_cast<std::int64_t>(chosen.size());
+    s.scale_factor = static_cast<double>(total) / static_cast<double>(s.lines_sampled);
+  };
+
+  const bool decode_attention = op.attention != AttentionRole::none && work.heads > 0 &&
+                                ((op.kernel == Kernel::meshgemv) ||
+                                 (op.kernel == Kernel::allreduce && op.attention == AttentionRole::softmax && work.m == 1));
+  if (decode_attention) {
+    // Features (heads x head_dim) lie along the reduce axis (a PEs), the context along the other (b).
+    const std::int64_t a = side(r, op.reduce_axis), b = side(r, other(op.reduce_axis));
+    const std::int64_t heads = work.heads;
+    const std::int64_t kv_heads = work.kv_heads > 0 ? std::min(work.kv_heads, heads) : heads;
+    const std::int64_t sharing = at_least_1(heads / kv_heads);
+    const std::int64_t requests = at_least_1(mul(at_least_1(work.batch), at_least_1(work.m)) / heads);
+    const std::int64_t segment = at_least_1(a / heads);
+    const std::int64_t heads_pe = ceil_div(heads, a);
+    const bool scores = op.attention == AttentionRole::scores;
+    const bool softmax = op.attention == AttentionRole::softmax;
+    const std::int64_t context = scores || softmax ? work.n : work.k;
+    const std::int64_t head_dim = scores ? work.k : work.n;
+    const std::int64_t context_pe = ceil_div(context, b);
+    const std::int64_t features_pe = ceil_div(mul(heads, head_dim), a);
+    plan.shape = Shape::attention;
+    plan.rounds = softmax ? at_least_1(op.rounds) : 1;
+    if (!softmax && sharing > 1) {
+      plan.span_pes = std::min(a, mul(sharing, segment));
+      plan.span_bytes = mul(mul(context_pe, features_pe), kFp16Bytes);
+    }
+    if (scores) {
+      // Partial dot products over the PE's features for each context entry, reduced over the head's segment.
+      const std::int64_t line = std::max(segment, plan.span_pes);
+      plan.tree_pes = segment;
+      const double cycles = static_cast<double>(requests) * micro.vector_loop_cycles(features_pe, context_pe);
+      const std::int64_t bytes = mul(mul(mul(requests, heads_pe), context_pe), kFp32Bytes);
+      set_lines(line, mul(b, ceil_div(a, line)), 0, op.reduce_axis, false,
+                "head lines of " + str(line) + " PEs along " + std::string(name(op.reduce_axis)) +
+                    (plan.span_pes > 0 ? ", K multicast over " + str(plan.span_pes) + " PEs" : std::string()),
+                [&](std::int64_t) { return LineWork{0, cycles, bytes}; });
+    } else {
+      // Values: weighted sums over the PE's context entries, reduced over the context axis.
+      // Softmax: max and sum over the context, `rounds` dependent reductions.
+      const double cycles = softmax ? elementwise_cycles(op, pes, micro)
+                                    : static_cast<double>(requests) * micro.vector_loop_cycles(context_pe, features_pe);
+      const std::int64_t bytes = softmax ? mul(mul(requests, heads_pe), kFp32Bytes)
+                                         : mul(mul(requests, features_pe), kFp32Bytes);
+      set_lines(b, a, 0, other(op.reduce_axis), false,
+                "context lines of " + str(b) + " PEs along " + std::string(name(other(op.reduce_axis))) +
+                    (plan.span_pes > 0 ? ", V multicast over " + str(plan.span_pes) + " PEs" : std::string()),
+                [&](std::int64_t) { return LineWork{0, cycles, bytes}; });
+    }
+    if (plan.span_pes > 0) {
+      plan.mesh_w_pes = std::max(plan.mesh_w_pes, plan.span_pes);
+      plan.mesh_h_pes += 1;  // row 0 carries the multicast
+    }
+    s.sampled_pes = plan.mesh_w_pes * plan.mesh_h_pes;
+    s.full_region = false;
+    return plan;
+  }
+
+  switch (op.kernel) {
+    case Kernel::meshgemv:
+    case Kernel::allreduce: {
+      const std::int64_t along = side(r, op.reduce_axis), across = side(r, other(op.reduce_axis));
+      const std::int64_t rows = mul(at_least_1(work.batch), std::max<std::int64_t>(0, work.m));
+      plan.shape = Shape::ktree;
+      plan.group = op.group;
+      const std::string what = "K-tree lines of " + str(along) + " PEs along " + name(op.reduce_axis);
+      if (op.kernel == Kernel::meshgemv) {
+        // Each of the PE's k inputs scales its column of the tile: one vector op over the PE's outputs.
+        const std::int64_t k_pe = ceil_div(work.k, along);
+        set_lines(along, across, work.n % across, op.reduce_axis, true, what, [&](std::int64_t l) {
+          const std::int64_t n_l = share(std::max<std::int64_t>(0, work.n), across, l);
+          return LineWork{0, micro.vector_loop_cycles(mul(rows, k_pe), n_l), mul(mul(rows, n_l), kFp16Bytes)};
+        });
+      } else {
+        plan.rounds = at_least_1(op.rounds);
+        const double cycles = elementwise_cycles(op, pes, micro);
+        set_lines(along, across, rows % across, op.reduce_axis, true, what, [&](std::int64_t l) {
+          return LineWork{0, cycles, mul(at_least_1(share(rows, across, l)), kFp32Bytes)};
+        });
+      }
+      break;
+    }
+    case Kernel::elementwise: {
+      plan.shape = Shape::compute;
+      const double cycles = elementwise_cycles(op, pes, micro);
+      set_lines(1, pes, 0, Axis::x, false, "identical PEs (compute only)",
+                [&](std::int64_t) { return LineWork{0, cycles, 0}; });
+      if (full) {
+        plan.mesh_w_pes = w;
+        plan.mesh_h_pes = h;
+        plan.line_pes = 1;
+        plan.lines.clear();
+        for (std::int64_t p = 0; p < pes; ++p) plan.lines.push_back(LineWork{p, cycles, 0});
+        s.lines_sampled = pes;
+        s.scale_factor = 1.0;
+        s.rule = "full region: " + str(w) + "x" + str(h) + ", every PE";
+      }
+      break;
+    }
+    case Kernel::kv_shift: {
+      plan.shape = Shape::neighbour;
+      const std::int64_t bytes = ceil_div(std::max<std::int64_t>(0, work.output_bytes), pes);
+      set_lines(h, w, 0, Axis::y, true, "columns of " + str(h) + " PEs, each shifting one hop up",
+                [&](std::int64_t) { return LineWork{0, 0.0, bytes}; });
+      break;
+    }
+    case Kernel::meshgemm:
+    case Kernel::gemm_t: {
+      plan.shape = Shape::cannon;
+      // Prefill attention lays every head's features along X: Q.K^T reduces over heads x head_dim,
+      // P.V produces heads x head_dim (MeshIR's reading of the attention roles).
+      meshir::OpWork wk = work;
+      if (wk.heads > 0 && op.attention != AttentionRole::none) {
+        wk.batch = at_least_1(wk.batch / wk.heads);
+        if (op.attention == AttentionRole::scores) wk.k = mul(wk.k, wk.heads);
+        if (op.attention == AttentionRole::values) wk.n = mul(wk.n, wk.heads);
+      }
+      const std::int64_t ring = std::max(w, h);
+      plan.steps = at_least_1(std::min(ring, wk.k));
+      const std::int64_t b = at_least_1(wk.batch);
+      const std::int64_t tile_m = ceil_div(wk.m, h), tile_k = ceil_div(wk.k, plan.steps), tile_n = ceil_div(wk.n, w);
+      // For each (row, k) of the A tile: one vector FMAC over the tile's n columns.
+      plan.step_compute_cycles = micro.vector_loop_cycles(mul(mul(b, tile_m), tile_k), tile_n);
+      const std::int64_t a_bytes = mul(mul(mul(b, tile_m), tile_k), kFp16Bytes);
+      const std::int64_t b_bytes = mul(mul(mul(b, tile_k), tile_n), kFp16Bytes);
+      const std::int64_t out_bytes = mul(mul(mul(b, tile_m), tile_n), kFp16Bytes);
+      // MeshGEMM moves A along X and B along Y; GEMM-T moves K along Y and passes partial scores along X.
+      plan.x_bytes = op.kernel == Kernel::gemm_t ? out_bytes : a_bytes;
+      plan.y_bytes = b_bytes;
+      plan.skew_bytes = a_bytes;
+      plan.skew_rounds = ring / 2;
+      plan.x_ring_pes = w;
+      plan.y_ring_pes = h;
+      s.steps_total = plan.steps;
+      s.steps_simulated = std::min(plan.steps, std::max<std::int64_t>(2, options.max_simulated_steps));
+      const std::string steps_rule = s.steps_simulated < s.steps_total
+                                         ? "; " + str(s.steps_simulated) + " of " + str(s.steps_total) +
+                                               " steps simulated, the rest extrapolated at the last step's period"
+                                         : "";
+      plan.lines.push_back(LineWork{0, plan.step_compute_cycles, plan.x_bytes});
+      if (full) {
+        plan.mesh_w_pes = w;
+        plan.mesh_h_pes = h;
+        s.lines_total = s.lines_sampled = 1;
+        s.rule = "full region: " + str(w) + "x" + str(h) + ", every X and Y ring" + steps_rule;
+      } else {
+        plan.line_along_x = w >= h;
+        const std::int64_t line = plan.line_along_x ? w : h, lines = plan.line_along_x ? h : w;
+        plan.mesh_w_pes = line;
+        plan.mesh_h_pes = 1;
+        plan.line_pes = line;
+        s.lines_total = lines;
+        s.lines_sampled = 1;
+        s.scale_factor = static_cast<double>(lines);
+        s.rule = "sampled: 1 of " + str(lines) + " identical " + (plan.line_along_x ? "X rings (rows)" : "Y rings (columns)") +
+                 " of " + str(line) + " PEs; each PE's shift on its perpendicular ring folded onto its own spare links" +
+                 steps_rule;
+      }
+      break;
+    }
+    case Kernel::relayout: {
+      // Re-mapping an activation's axes: PE i of each row sends its tile to the mirrored PE, so half
+      // the data crosses the row's middle links (the bisection).
+      plan.shape = Shape::mirror;
+      const std::int64_t bytes = ceil_div(std::max<std::int64_t>(0, work.input_bytes), pes);
+      set_lines(w, h, 0, Axis::x, true, "rows of " + str(w) + " PEs, each PE to its mirror",
+                [&](std::int64_t) { return LineWork{0, 0.0, bytes}; });
+      break;
+    }
+    case Kernel::transfer:
+    case Kernel::moe_dispatch:
+    case Kernel::moe_combine:
+    case Kernel::lookup: {
+      plan.shape = Shape::lanes;
+      std::int64_t lanes = 1, bytes = 0;
+      if (op.kernel == Kernel::lookup) {
+        // A token's embedding row comes from anywhere in the region: on average half the way across
+        // each side, and the rows arrive over the region's narrower side.
+        plan.hops = (w + h) / 2;
+        lanes = std::min(w, h);
+        bytes = work.output_bytes;
+      } else {
+        if (op.to_region < 0 || op.to_region >= static_cast<int>(schedule.regions.size())) {
+          throw DataError({Diagnostic{"", 0, 0, "ops." + op.name + ".to_region",
+                                      "moves data to region " + std::to_string(op.to_region) +
+                                          ", which is not a region of the schedule"}});
+        }
+        const Rect& to = schedule.regions[static_cast<std::size_t>(op.to_region)];
+        // Centre to centre; the rows (moving along X) or columns (along Y) both regions span carry it.
+        const std::int64_t dx = std::llabs((2 * r.x + r.w) - (2 * to.x + to.w)) / 2;
+        const std::int64_t dy = std::llabs((2 * r.y + r.h) - (2 * to.y + to.h)) / 2;
+        plan.hops = dx + dy;
+        lanes = dx >= dy ? std::min(r.h, to.h) : std::min(r.w, to.w);
+        bytes = work.input_bytes;
+      }
+      lanes = at_least_1(lanes);
+      plan.hops = std::max<std::int64_t>(0, plan.hops);
+      const std::int64_t total = std::max<std::int64_t>(0, bytes);
+      set_lines(plan.hops + 1, lanes, total % lanes, Axis::x, true,
+                "lanes of " + str(plan.hops) + " hops", [&](std::int64_t l) {
+                  return LineWork{0, 0.0, share(total, lanes, l)};
+                });
+      if (full) {
+        plan.mesh_w_pes = plan.hops + 1;
+        plan.mesh_h_pes = lanes;
+      }
+      break;
+    }
+  }
+  s.full_region = full;
+  s.sampled_pes = plan.mesh_w_pes * plan.mesh_h_pes;
+  return plan;
+}
+
+}  // namespace wavel::sim

@@ -1,0 +1,49 @@
+// Microarchitecture constants of the simulator and checked integer arithmetic for sizes.
+#include "wavel/sim/microarch.hpp"
+
+#include <algorithm>
+#include <limits>
+#include <stdexcept>
+#include <string>
+
+namespace wavel::sim {
+
+double MicroArch::vector_loop_cycles(std::int64_t vectors, std::int64_t length) const {
+  if (vectors <= 0 || length <= 0) return 0.0;
+  const double issues = static_cast<double>(ceil_div(length, std::max<std::int64_t>(1, fmac_lanes)));
+  return static_cast<double>(vectors) * (vector_op_setup_cycles + issues * simd_op_cycles);
+}
+
+MicroArch microarch_for(const wafer::WaferParams& wafer) {
+  MicroArch m;
+  if (wafer.simd_fp16_lanes > 0) m.fmac_lanes = wafer.simd_fp16_lanes;
+  if (wafer.link_bytes_per_cycle > 0) m.link_bytes_per_cycle = wafer.link_bytes_per_cycle;
+  if (wafer.alpha_cycles_per_hop > 0) m.hop_cycles = wafer.alpha_cycles_per_hop;
+  if (wafer.routable_colours > 0) m.routable_colours = wafer.routable_colours;
+  return m;
+}
+
+std::int64_t checked_mul(std::int64_t a, std::int64_t b, const char* what) {
+  if (a < 0 || b < 0) throw std::domain_error(std::string("sim: negative ") + what);
+  if (a != 0 && b > std::numeric_limits<std::int64_t>::max() / a) {
+    throw std::domain_error(std::string("sim: ") + what + " overflows 64 bits (" + std::to_string(a) + " x " +
+                            std::to_string(b) + ")");
+  }
+  return a * b;
+}
+
+std::int64_t checked_add(std::int64_t a, std::int64_t b, const char* what) {
+  if (a < 0 || b < 0) throw std::domain_error(std::string("sim: negative ") + what);
+  if (b > std::numeric_limits<std::int64_t>::max() - a) {
+    throw std::domain_error(std::string("sim: ") + what + " overflows 64 bits");
+  }
+  return a + b;
+}
+
+std::int64_t ceil_div(std::int64_t a, std::int64_t b) {
+  if (a <= 0) return 0;
+  if (b < 1) b = 1;
+  return a / b + (a % b != 0 ? 1 : 0);
+}
+
+}  // namespace wavel::sim
