@@ -1,11 +1,14 @@
 // Simulator throughput at message granularity: events and wavelet-hops per second (one core) on a
-// 64x64 nearest-neighbour shift and on a 256x256 K-tree allreduce, whole regions simulated.
+// 64x64 nearest-neighbour shift and on a 256x256 K-tree allreduce, whole regions simulated; and the
+// time to simulate one sampled LLaMA-3-8B decode layer on the whole WSE-3 grid.
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <cstdint>
 
-#include "wavel/cost/params.hpp"
+#include "wavel/baselines/baselines.hpp"
 #include "wavel/meshir/schedule.hpp"
+#include "wavel/workload/workload.hpp"
 #include "wavel/sim/simulate.hpp"
 #include "wavel/wafer/wafer.hpp"
 
@@ -32,13 +35,12 @@ wavel::meshir::Schedule one_op(std::int64_t side, Kernel kernel) {
 // Simulates op 0 of `s` over its whole region, once per iteration (network build included).
 void run(benchmark::State& state, const wavel::meshir::Schedule& s) {
   const auto wafer = *wavel::wafer::find_wafer_preset("wse3");
-  const auto params = wavel::cost::default_params(wafer);
   wavel::sim::SimOptions options;
   options.full_region_when_small = true;
   options.full_region_max_pes = s.regions[0].pes();
   double events = 0, hops = 0, messages = 0, cycles = 0;
   for (auto _ : state) {
-    const auto r = wavel::sim::simulate_op(s, 0, wafer, params, options);
+    const auto r = wavel::sim::simulate_op(s, 0, wafer, options);
     events += static_cast<double>(r.events);
     hops += static_cast<double>(r.wavelet_hops);
     messages += static_cast<double>(r.messages);
@@ -73,6 +75,29 @@ void BM_Allreduce256(benchmark::State& state) {
   run(state, s);
 }
 BENCHMARK(BM_Allreduce256)->Arg(4)->Arg(64)->Arg(512)->Unit(benchmark::kMillisecond);
+
+// One LLaMA-3-8B decode layer (WaferLLM's op sequence) on the largest square of the WSE-3 grid,
+// every op simulated on its sampled lines (no memo), composed into TPOT.
+void BM_Llama3DecodeLayerWse3(benchmark::State& state) {
+  const auto wafer = *wavel::wafer::find_wafer_preset("wse3");
+  const auto w = wavel::workload::build_workload(*wavel::workload::find_model_preset("llama3-8b"),
+                                                 {wavel::workload::Phase::decode, 1, 512, 128});
+  const std::int64_t side = std::min(wafer.grid_w_pes, wafer.grid_h_pes);
+  const auto s = wavel::baselines::build_waferllm_layer_sample(w, wafer, side);
+  wavel::sim::SimOptions options;
+  options.memoize = false;
+  double hops = 0, latency = 0;
+  for (auto _ : state) {
+    const auto r = wavel::sim::simulate(s, wafer, true, 512, options);
+    hops += static_cast<double>(r.wavelet_hops);
+    latency = r.latency_s;
+  }
+  state.counters["ops"] = static_cast<double>(s.ops.size());
+  state.counters["side_pes"] = static_cast<double>(side);
+  state.counters["wavelet_hops_per_s"] = benchmark::Counter(hops, benchmark::Counter::kIsRate);
+  state.counters["tpot_s"] = latency;
+}
+BENCHMARK(BM_Llama3DecodeLayerWse3)->Unit(benchmark::kMillisecond);
 
 }  // namespace
 

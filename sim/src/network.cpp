@@ -233,7 +233,12 @@ void Network::stream(ItemId item, ItemId upstream) {
       (up.kind != Kind::message && up.kind != Kind::packets)) {
     throw InternalError("sim::Network: only a message can stream another message");
   }
-  if (down.kind == Kind::packets) {
+  if (down.kind == Kind::packets && up.kind == Kind::packets && down.b == up.b) {
+    // Packet u forwards the upstream's packet u: the pipeline keeps its packet granularity.
+    for (std::int32_t u = 0; u < down.b; ++u) {
+      add_stream_edge(static_cast<ItemId>(up.a) + static_cast<ItemId>(u), static_cast<ItemId>(down.a) + static_cast<ItemId>(u));
+    }
+  } else if (down.kind == Kind::packets) {
     const auto first = static_cast<ItemId>(down.a);
     for (std::int32_t u = 0; u < down.b; ++u) add_stream_edge(upstream, first + static_cast<ItemId>(u));
   } else {

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <map>
+#include <stdexcept>
 
 #include "wavel/common/error.hpp"
 #include "wavel/sim/compose.hpp"
@@ -117,9 +118,9 @@ void add_mover_contention(const meshir::Schedule& schedule, const wafer::WaferPa
         spec.src_pe = from_start ? 0 : longest - l.hops;
         spec.dst_pe = from_start ? l.hops : longest;
         spec.bytes = l.bytes;
-        const ItemId launch = net.task(spec.src_pe, micro.kernel_launch_cycles, SpanKind::launch);
+        // Every mover launches on its own PEs, so the launches overlap; only the links are shared.
         sent.push_back(net.send(spec));
-        net.after(sent.back(), launch);
+        net.release_at(sent.back(), micro.kernel_launch_cycles);
       }
       net.run();
       for (std::size_t k = 0; k < lanes.size(); ++k) {
@@ -163,6 +164,17 @@ OpSimResult simulate_op(const meshir::Schedule& schedule, int op_index, const wa
   config.packet_wavelets = options.packet_wavelets;
   config.model_ramps = options.model_ramps;
   config.record_spans = options.record_trace;
+  // Refuse before building what could not fit (e.g. 2^40 dependent rounds).
+  const double lines = static_cast<double>(std::max<std::size_t>(1, plan.lines.size()));
+  const double per_round = lines * (4.0 * static_cast<double>(plan.line_pes) + 8.0) + static_cast<double>(plan.span_pes);
+  const double estimate = static_cast<double>(plan.rounds) * per_round +
+                          static_cast<double>(plan.sample.steps_simulated + plan.skew_rounds) * 6.0 *
+                              static_cast<double>(plan.mesh_w_pes * plan.mesh_h_pes);
+  if (estimate > static_cast<double>(config.max_items)) {
+    throw std::domain_error("sim: op '" + op.name + "' would need about " + std::to_string(estimate) +
+                            " work items to simulate (limit " + std::to_string(config.max_items) +
+                            "); its rounds or size are out of range");
+  }
   Network net(config);
   const KernelBuild build = build_kernel(net, plan);
   net.run();

@@ -24,8 +24,9 @@ void simulate_sample(const std::string& name, const meshir::Schedule& schedule, 
                      : config.sim.fidelity == "packet" ? sim::Fidelity::packet
                                                        : sim::Fidelity::message;
   options.model_ramps = config.sim.model_ramps;
+  options.seed = static_cast<std::uint64_t>(config.search.seed);
   const auto model = cost::evaluate(schedule, config.wafer, config.cost.params, decode, w.shape.input_tokens);
-  const auto simulated = sim::simulate(schedule, config.wafer, config.cost.params, decode, w.shape.input_tokens, options);
+  const auto simulated = sim::simulate(schedule, config.wafer, decode, w.shape.input_tokens, options);
   out.sim.push_back(SimPair{name, model.latency_s, simulated.latency_s, model.tokens_per_s, simulated.tokens_per_s,
                             simulated.ops_simulated, simulated.events});
   for (std::size_t i = 0; i < schedule.ops.size(); ++i) {

@@ -19,7 +19,7 @@ void simulate_command(const std::string& meshir_path, const std::string& wafer_p
   sim::SimOptions options;
   options.record_trace = !trace_path.empty();
   const auto model = cost::evaluate(s, checked.wafer, checked.params, checked.decode, checked.prompt_tokens);
-  const auto simulated = sim::simulate(s, checked.wafer, checked.params, checked.decode, checked.prompt_tokens, options);
+  const auto simulated = sim::simulate(s, checked.wafer, checked.decode, checked.prompt_tokens, options);
   if (!trace_path.empty()) {
     on_root_agreed(context.comm, 0, [&] {
       io::write_file_atomically(trace_path, sim::schedule_trace_json(s, simulated, checked.wafer.clock_hz));

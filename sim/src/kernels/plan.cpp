@@ -218,17 +218,13 @@ KernelPlan plan_kernel(const meshir::Schedule& schedule, const PlacedOp& op, con
     case Kernel::elementwise: {
       plan.shape = Shape::compute;
       const double cycles = elementwise_cycles(op, pes, micro);
-      set_lines(1, pes, 0, Axis::x, false, "identical PEs (compute only)",
-                [&](std::int64_t) { return LineWork{0, cycles, 0}; });
       if (full) {
-        plan.mesh_w_pes = w;
-        plan.mesh_h_pes = h;
-        plan.line_pes = 1;
-        plan.lines.clear();
-        for (std::int64_t p = 0; p < pes; ++p) plan.lines.push_back(LineWork{p, cycles, 0});
-        s.lines_sampled = pes;
-        s.scale_factor = 1.0;
-        s.rule = "full region: " + str(w) + "x" + str(h) + ", every PE";
+        // Every PE: the rows of the region as lines.
+        set_lines(w, h, 0, Axis::x, true, "rows, every PE (compute only)",
+                  [&](std::int64_t) { return LineWork{0, cycles, 0}; });
+      } else {
+        set_lines(1, pes, 0, Axis::x, false, "identical PEs (compute only)",
+                  [&](std::int64_t) { return LineWork{0, cycles, 0}; });
       }
       break;
     }

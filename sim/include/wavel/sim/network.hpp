@@ -65,7 +65,7 @@ struct NetworkConfig {
   std::int64_t packet_wavelets = 16;     ///< packet size at Fidelity::packet
   bool model_ramps = true;               ///< ramps are channels with occupancy (false: free and instant)
   bool record_spans = false;             ///< keep a Span per task and message (for traces)
-  std::int64_t max_items = std::int64_t{1} << 25;  ///< more work items than this is a std::domain_error
+  std::int64_t max_items = std::int64_t{1} << 24;  ///< more work items than this is a std::domain_error
 };
 
 /// One message. It follows the dimension-ordered route (X first, then Y) from src to dst. `folded_hops`
