@@ -10,8 +10,13 @@ namespace wavel::sim {
 
 double MicroArch::vector_loop_cycles(std::int64_t vectors, std::int64_t length) const {
   if (vectors <= 0 || length <= 0) return 0.0;
-  const double issues = static_cast<double>(ceil_div(length, std::max<std::int64_t>(1, fmac_lanes)));
-  return static_cast<double>(vectors) * (vector_op_setup_cycles + issues * simd_op_cycles);
+  constexpr std::int64_t kReadBytes = 4, kWriteBytes = 2;  // per FP16 element
+  const double issues = static_cast<double>(ceil_div(length, std::max<std::int64_t>(1, fmac_lanes))) * simd_op_cycles;
+  const double reads = static_cast<double>(ceil_div(checked_mul(length, kReadBytes, "vector bytes"),
+                                                    std::max<std::int64_t>(1, sram_read_bytes_per_cycle)));
+  const double writes = static_cast<double>(ceil_div(checked_mul(length, kWriteBytes, "vector bytes"),
+                                                     std::max<std::int64_t>(1, sram_write_bytes_per_cycle)));
+  return static_cast<double>(vectors) * (vector_op_setup_cycles + std::max({issues, reads, writes}));
 }
 
 MicroArch microarch_for(const wafer::WaferParams& wafer) {

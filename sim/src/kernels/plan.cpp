@@ -81,11 +81,18 @@ std::int64_t rows_per_pe(const PlacedOp& op) {
   return at_least_1(ceil_div(mul(at_least_1(op.work.batch), at_least_1(op.work.m)), parts));
 }
 
-// Local elementwise work of a PE: one lane-operation per flop, in vector loops over its rows.
+// Local elementwise work of a PE: its share of the flops on the SIMD lanes, or of the bytes it reads
+// and writes through the SRAM ports, whichever is slower, plus a vector setup per row it holds.
 double elementwise_cycles(const PlacedOp& op, std::int64_t pes, const MicroArch& micro) {
-  const std::int64_t ops = ceil_div(std::max<std::int64_t>(0, op.work.flops), pes);
-  const std::int64_t rows = std::min(rows_per_pe(op), at_least_1(ops));
-  return micro.vector_loop_cycles(rows, ceil_div(ops, rows));
+  const std::int64_t flops = ceil_div(std::max<std::int64_t>(0, op.work.flops), pes);
+  if (flops == 0) return 0.0;
+  const std::int64_t rows = std::min(rows_per_pe(op), flops);
+  const double simd = static_cast<double>(ceil_div(flops, micro.fmac_lanes)) * micro.simd_op_cycles;
+  const double reads = static_cast<double>(ceil_div(ceil_div(std::max<std::int64_t>(0, op.work.input_bytes), pes),
+                                                    micro.sram_read_bytes_per_cycle));
+  const double writes = static_cast<double>(ceil_div(ceil_div(std::max<std::int64_t>(0, op.work.output_bytes), pes),
+                                                     micro.sram_write_bytes_per_cycle));
+  return static_cast<double>(rows) * micro.vector_op_setup_cycles + std::max({simd, reads, writes});
 }
 
 }  // namespace

@@ -14,6 +14,8 @@ struct MicroArch {
   std::int64_t fmac_lanes = 8;             ///< FP16 FMACs per SIMD issue (wafer simd_fp16_lanes)
   double simd_op_cycles = 1.0;             ///< one SIMD issue of fmac_lanes lanes
   double vector_op_setup_cycles = 3.0;     ///< per vector (DSD) instruction: descriptor load and loop branch
+  std::int64_t sram_read_bytes_per_cycle = 8;   ///< two 32-bit reads per cycle (domain.md §2, SRAM ports)
+  std::int64_t sram_write_bytes_per_cycle = 4;  ///< one 32-bit write per cycle
   double task_launch_cycles = 16.0;        ///< activating one task on a PE (a step, a relay)
   double kernel_launch_cycles = 64.0;      ///< starting an op on a PE: its tasks, colours and DSDs
   double colour_switch_cycles = 32.0;      ///< router re-configuration when an op's routes change axis
@@ -27,7 +29,9 @@ struct MicroArch {
   /// ramp and sends them on.
   [[nodiscard]] double relay_cycles() const { return task_launch_cycles + stream_latency_cycles; }
 
-  /// Cycles of `vectors` vector instructions of `length` FP16 elements each (loop over SIMD issues).
+  /// Cycles of `vectors` vector instructions of `length` FP16 elements each: the setup, then the
+  /// slower of the SIMD issues and the SRAM ports (an FMAC reads its operand and accumulator, 2 x 2
+  /// bytes, and writes the accumulator, 2 bytes, per element; the scalar stays in a register).
   [[nodiscard]] double vector_loop_cycles(std::int64_t vectors, std::int64_t length) const;
 };
 
