@@ -28,7 +28,8 @@ void simulate_command(const std::string& meshir_path, const std::string& wafer_p
   if (context.rank != 0) return;
   out << "schedule '" << s.name << "': " << s.ops.size() << " ops, verified OK; simulated "
       << simulated.ops_simulated << " ops (" << simulated.ops_reused << " reused), " << simulated.events
-      << " events, " << simulated.wavelet_hops << " wavelet-hops\n";
+      << " events, " << simulated.wavelet_hops << " wavelet-hops, " << simulated.relays
+      << " relays (routers out of colours)\n";
   out << std::left << std::setw(5) << "op" << std::setw(34) << "name" << std::setw(13) << "kernel" << std::right
       << std::setw(14) << "model cyc" << std::setw(14) << "sim cyc" << std::setw(9) << "diff" << "  sample\n";
   double abs_rel_sum = 0;
@@ -44,7 +45,8 @@ void simulate_command(const std::string& meshir_path, const std::string& wafer_p
     out << std::left << std::setw(5) << i << std::setw(34) << s.ops[i].name.substr(0, 33) << std::setw(13)
         << meshir::to_string(s.ops[i].kernel) << std::right << std::fixed << std::setprecision(0) << std::setw(14) << m
         << std::setw(14) << x << std::setw(8) << std::setprecision(1) << 100.0 * rel << "%  "
-        << simulated.ops[i].sample.rule << std::defaultfloat << '\n';
+        << simulated.ops[i].sample.rule << "; sampling error " << std::setprecision(2)
+        << 100.0 * simulated.ops[i].sampling_error << " %" << std::defaultfloat << '\n';
   }
   out << std::setprecision(6) << "mean |sim - model| / model over ops: "
       << (counted ? 100.0 * abs_rel_sum / static_cast<double>(counted) : 0.0) << " %\n";
