@@ -179,7 +179,7 @@ io::Table settings_table(const config::Config& config, const std::vector<config:
   for (std::size_t k = 0; k < std::size(kScheduleNames); ++k) {
     const std::string n = kScheduleNames[k];
     D tps, latency, tpr, headroom;
-    I pes, side, regions, mb, placed;
+    I pes, side, regions, mb, layers, placed;
     S reason;
     for (const auto& r : results) {
       if (k >= r.schedules.size()) continue;
@@ -193,6 +193,7 @@ io::Table settings_table(const config::Config& config, const std::vector<config:
       side.push_back(s.region_side_pes);
       regions.push_back(s.regions);
       mb.push_back(s.microbatches);
+      layers.push_back(s.subset_layers);
       reason.push_back(s.na_reason);
     }
     if (placed.size() != results.size()) continue;  // dry run: no schedules
@@ -205,6 +206,7 @@ io::Table settings_table(const config::Config& config, const std::vector<config:
     table.columns.push_back({n + "_region_side_pes", "PEs", side});
     table.columns.push_back({n + "_regions", "1", regions});
     table.columns.push_back({n + "_microbatches", "1", mb});
+    table.columns.push_back({n + "_layer_subset_layers", "layers", layers});
     table.columns.push_back({n + "_na_reason", "", reason});
   }
   if (results.empty() || results.front().schedules.empty()) return table;  // dry run: no search

@@ -86,6 +86,7 @@ ScheduleResult score(const std::string& name, const std::optional<meshir::Schedu
   r.region_side_pes = schedule->regions.empty() ? 0 : schedule->regions.front().w;
   r.regions = static_cast<std::int64_t>(schedule->regions.size());
   r.microbatches = schedule->microbatches;
+  r.subset_layers = w.layer_scale > 1 ? w.model.num_layers : 0;
   r.meshir = meshir::print(*schedule);
   return r;
 }
@@ -184,6 +185,7 @@ void pack_setting(const SettingResult& r, Packer& p) {
     p.put(s.region_side_pes);
     p.put(s.regions);
     p.put(s.microbatches);
+    p.put(s.subset_layers);
     p.put(s.meshir);
     p.put(s.na_reason);
   }
@@ -257,6 +259,7 @@ SettingResult unpack_setting(Unpacker& u) {
     u.get(s.region_side_pes);
     u.get(s.regions);
     u.get(s.microbatches);
+    u.get(s.subset_layers);
     u.get(s.meshir);
     u.get(s.na_reason);
   }

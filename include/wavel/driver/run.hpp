@@ -25,6 +25,7 @@ struct ScheduleResult {
   std::int64_t region_side_pes = 0; ///< side of the square regions (WaferLLM), grid width (Full-Chip)
   std::int64_t regions = 0;
   std::int64_t microbatches = 0;
+  std::int64_t subset_layers = 0;   ///< decoder layers the schedule holds when costed as a layer subset (0: all)
   std::string meshir;               ///< the schedule as MeshIR text
   std::string na_reason;            ///< why it is not placed, in words ("" when placed)
 };
