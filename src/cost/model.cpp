@@ -80,8 +80,10 @@ OpCost meshgemm(const PlacedOp& op, const wafer::WaferParams& wafer, const CostP
   const double tile_k = static_cast<double>(ceil_div(work.k, steps));
   const std::int64_t tile_n = ceil_div(work.n, w);
   const double step_flops = 2.0 * b * tile_m * tile_k * static_cast<double>(tile_n);
-  const double step_compute =
-      step_flops / (peak_flops_per_cycle(wafer) * p.gemm_efficiency * detail::vector_shape_efficiency(tile_n, wafer, p));
+  // The FMAC loop runs along the output tile's rows or columns (a strided DSD), whichever is longer.
+  const double shape = std::max(detail::vector_shape_efficiency(tile_n, wafer, p),
+                                detail::vector_shape_efficiency(static_cast<std::int64_t>(tile_m), wafer, p));
+  const double step_compute = step_flops / (peak_flops_per_cycle(wafer) * p.gemm_efficiency * shape);
   const double a_bytes = b * tile_m * tile_k * kFp16Bytes;
   const double b_bytes = b * tile_k * static_cast<double>(tile_n) * kFp16Bytes;
   const double out_bytes = transposed ? b * tile_m * static_cast<double>(tile_n) * kFp16Bytes : 0.0;
