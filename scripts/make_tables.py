@@ -122,6 +122,12 @@ class Source:
                 row[f"{key}_subset_layers"] = own
                 row[f"{key}_subset_label"] = (f"{label} on layer subset {own}/{row['model_layers'] or '?'}, scaled"
                                               if finite(row[key]) and own != row["subset_layers"] and own > 0 else "")
+                column = f"{key}_request_groups"
+                groups = int(settings[column][i]) if column in settings else 1
+                if finite(row[key]) and groups > 1:
+                    per_group = row["concurrent_requests"] // groups
+                    row[f"{key}_subset_label"] = "; ".join(
+                        x for x in [row[f"{key}_subset_label"], f"{label} as {groups} groups of {per_group} requests"] if x)
             self.rows.append(row)
 
 
@@ -175,11 +181,12 @@ def check_row(row):
 
 def check_grouping(rows):
     """Adds a problem to each row whose schedule is slower than the same schedule of the same setting
-    with fewer requests that divide its own (file, model, phase, lengths and layer subset equal: rows
-    costed on different layer subsets are different problems)."""
+    with fewer requests that divide its own (file, model, phase and lengths equal), or n/a where that
+    one is placed: R requests can always be served as R/R' groups of R' one after another. Rows on
+    different layer subsets compare too: every throughput is whole-model, normalised per layer."""
     by_key = {}
     for r in rows:
-        key = (r["file"], r["model"], r["phase"], r["input_tokens"], r["output_tokens"], r["subset_layers"])
+        key = (r["file"], r["model"], r["phase"], r["input_tokens"], r["output_tokens"])
         by_key.setdefault(key, []).append(r)
     for members in by_key.values():
         for r in members:
@@ -188,7 +195,11 @@ def check_grouping(rows):
                 if m >= n or n % m != 0:
                     continue
                 for key, label in (("wavel", "Wavel"), ("waferllm", "WaferLLM"), ("fullchip", "Full-Chip")):
-                    if finite(r[key]) and finite(smaller[key]) and r[key] < smaller[key] * (1.0 - CHECK_RTOL):
+                    if not finite(smaller[key]):
+                        continue
+                    if not finite(r[key]):
+                        r["problems"].append(f"grouping: {label} n/a at {n} requests but placed at {m}")
+                    elif r[key] < smaller[key] * (1.0 - CHECK_RTOL):
                         r["problems"].append(f"grouping: {label} at {n} requests {fmt_repr(r[key])} < at {m} "
                                              f"requests {fmt_repr(smaller[key])}")
 

@@ -48,12 +48,19 @@ TEST_CASE("MeshGEMM steps on 4x4, by hand") {
   CHECK(c.overhead_cycles == doctest::Approx(4 * 20.0 + 100.0));
   CHECK(c.total_cycles == doctest::Approx(4096.0 + 4.0 + 256.0 + 180.0));
 
-  // A narrow N leaves lanes idle: a 16x16 by 16x1 tile is 512 FLOP, but rows of 1 use 1 of 8 lanes,
-  // so the step takes 512 / (8 x 1/8) = 512 cycles, not 64 (shape efficiency 1/8).
+  // A narrow N: 16x16 by 16x1 tiles. The FMAC runs along the 16 output rows (a strided DSD), which
+  // fill the 8 lanes: 512 FLOP / 8 = 64 cycles, shorter than both tiles on the ramp, 2 + (512 + 32) / 4
+  // = 138: comm-bound. Links 4 x 136 + skew 2 x 128 = 800, hops 4 x 2 + skew 2 x 2 = 12.
   op.work = {1, 64, 64, 4, 0, 0, 0, 0, 0};
   const auto narrow = cost::op_cost(s, op, wse3(), round_params());
-  CHECK(narrow.compute_cycles == doctest::Approx(4 * 512.0));
-  CHECK(narrow.total_cycles == doctest::Approx(2048.0 + 4.0 + 256.0 + 180.0));
+  CHECK(narrow.compute_cycles == 0.0);
+  CHECK(narrow.link_cycles == doctest::Approx(800.0));
+  CHECK(narrow.total_cycles == doctest::Approx(12.0 + 800.0 + 180.0));
+  // Narrow both ways: 1x16 by 16x1 tiles leave 7 of 8 lanes idle along either: 32 FLOP / (8 x 1/8)
+  // = 32 cycles a step, longer than the ramp's 2 + (32 + 32) / 4 = 18: compute-bound, 4 x 32.
+  op.work = {1, 4, 64, 4, 0, 0, 0, 0, 0};
+  const auto thin = cost::op_cost(s, op, wse3(), round_params());
+  CHECK(thin.compute_cycles == doctest::Approx(4 * 32.0));
 }
 
 TEST_CASE("MeshGEMM: both moving tiles serialise on the ramp, by hand") {

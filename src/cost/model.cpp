@@ -42,8 +42,12 @@ OpCost meshgemv(const PlacedOp& op, const wafer::WaferParams& wafer, const CostP
   const std::int64_t n_pe = ceil_div(op.work.n, across);
   const double local_flops = 2.0 * static_cast<double>(rows) * static_cast<double>(ceil_div(op.work.k, along)) *
                              static_cast<double>(n_pe);
-  c.compute_cycles = local_flops / (peak_flops_per_cycle(wafer) * p.gemv_efficiency *
-                                    detail::vector_shape_efficiency(n_pe, wafer, p));
+  // The FMAC loop runs along the tile's output columns or, with several tokens, along the tokens
+  // (a strided DSD): whichever keeps the lanes busier, so thin tiles of a wide region are not
+  // charged a vector setup per 4-element column when 64 tokens are at hand.
+  const double shape = std::max(detail::vector_shape_efficiency(n_pe, wafer, p),
+                                detail::vector_shape_efficiency(rows, wafer, p));
+  c.compute_cycles = local_flops / (peak_flops_per_cycle(wafer) * p.gemv_efficiency * shape);
   add_to(c, detail::streamed_allreduce(along, op.group, static_cast<double>(rows * n_pe) * kFp16Bytes, wafer, p));
   c.overhead_cycles = p.kernel_overhead_cycles;
   finish(c);
@@ -76,8 +80,10 @@ OpCost meshgemm(const PlacedOp& op, const wafer::WaferParams& wafer, const CostP
   const double tile_k = static_cast<double>(ceil_div(work.k, steps));
   const std::int64_t tile_n = ceil_div(work.n, w);
   const double step_flops = 2.0 * b * tile_m * tile_k * static_cast<double>(tile_n);
-  const double step_compute =
-      step_flops / (peak_flops_per_cycle(wafer) * p.gemm_efficiency * detail::vector_shape_efficiency(tile_n, wafer, p));
+  // The FMAC loop runs along the output tile's rows or columns (a strided DSD), whichever is longer.
+  const double shape = std::max(detail::vector_shape_efficiency(tile_n, wafer, p),
+                                detail::vector_shape_efficiency(static_cast<std::int64_t>(tile_m), wafer, p));
+  const double step_compute = step_flops / (peak_flops_per_cycle(wafer) * p.gemm_efficiency * shape);
   const double a_bytes = b * tile_m * tile_k * kFp16Bytes;
   const double b_bytes = b * tile_k * static_cast<double>(tile_n) * kFp16Bytes;
   const double out_bytes = transposed ? b * tile_m * static_cast<double>(tile_n) * kFp16Bytes : 0.0;
