@@ -50,12 +50,6 @@ std::vector<std::int64_t> used_sides(std::int64_t side, const std::vector<double
   return sides;
 }
 
-Rect used_rect(const Rect& region, std::int64_t used_w, std::int64_t used_h, int corner) {
-  const std::int64_t x = (corner & 1) != 0 ? region.x + region.w - used_w : region.x;
-  const std::int64_t y = (corner & 2) != 0 ? region.y + region.h - used_h : region.y;
-  return Rect{x, y, used_w, used_h};
-}
-
 namespace {
 
 std::uint64_t table_key(int type, std::int64_t w, std::int64_t h, int tune) {
@@ -200,7 +194,7 @@ meshir::Schedule PlanEvaluator::Impl::build(const std::vector<Leaf>& leaves) con
     const Leaf& leaf = leaves[l];
     s.regions.push_back(leaf.region);
     const int region = static_cast<int>(s.regions.size()) - 1;  // expert CUTs append strip regions after it
-    const Rect used = detail::used_rect(leaf.region, leaf.used_w, leaf.used_h, leaf.corner);
+    const Rect used{leaf.region.x, leaf.region.y, leaf.used_w, leaf.used_h};
     for (int i = leaf.first_block; i < leaf.end_block; ++i) {
       placer.place(blocks[static_cast<std::size_t>(i)].ops, region, used, static_cast<int>(l),
                    tunes[static_cast<std::size_t>(leaf.tune)]);

@@ -258,7 +258,7 @@ std::pair<double, double> Solver::tree_size(std::int64_t w, std::int64_t h, int 
 void Solver::leaves_of(int id, const Rect& rect, std::vector<Leaf>& out) const {
   const Plan& p = plans_[static_cast<std::size_t>(id)];
   if (p.leaf) {
-    out.push_back(Leaf{rect, p.used_w, p.used_h, p.tune, p.a, p.b, p.corner});
+    out.push_back(Leaf{rect, p.used_w, p.used_h, p.tune, p.a, p.b});
     return;
   }
   for (int i = 0; i < 2; ++i) leaves_of(p.parts[i], shifted(p.offsets[i], rect.x, rect.y), out);
@@ -370,14 +370,9 @@ std::vector<Point> Solver::leaf_points(const Rect& rect, int a, int b) {
   for (int i = a; i < b; ++i) types.push_back(ev_.blocks[static_cast<std::size_t>(i)].type);
   std::sort(types.begin(), types.end());
   types.erase(std::unique(types.begin(), types.end()), types.end());
-  // The used rectangle may sit at any corner of the region: the first corner free of defects (all
-  // corners cost the same, since transfers are costed between regions).
-  const auto clean_corner = [&](std::int64_t w, std::int64_t h) {
-    for (int corner = 0; corner < 4; ++corner) {
-      if (!contains_defect(used_rect(rect, w, h, corner))) return corner;
-    }
-    return -1;
-  };
+  // MeshIR regions must be free of defective PEs (the verifier's rule), so a leaf on a region holding
+  // one is no candidate, whatever part of it the leaf would use.
+  if (contains_defect(rect)) return points;
   // A used rectangle whose PEs cannot hold the blocks' weights and KV cache is no candidate
   // (per-PE residency is at least the even share), so its costs are never computed.
   const std::int64_t need = resident_prefix_[static_cast<std::size_t>(b)] - resident_prefix_[static_cast<std::size_t>(a)];
@@ -385,7 +380,7 @@ std::vector<Point> Solver::leaf_points(const Rect& rect, int a, int b) {
   std::vector<TableKey> wanted;
   for (auto w : widths) {
     for (auto h : heights) {
-      if (!holds(w, h) || clean_corner(w, h) < 0) continue;
+      if (!holds(w, h)) continue;
       for (int t = 0; t < tunes; ++t) {
         for (int type : types) wanted.emplace_back(type, w, h, t);
       }
@@ -394,8 +389,7 @@ std::vector<Point> Solver::leaf_points(const Rect& rect, int a, int b) {
   ev_.ensure(std::move(wanted));
   for (auto w : widths) {
     for (auto h : heights) {
-      const int corner = holds(w, h) ? clean_corner(w, h) : -1;
-      if (corner < 0) continue;
+      if (!holds(w, h)) continue;
       // Fastest tune that fits, ties to the lower index: a deterministic parallel reduction.
       CostId best{kInf, INT_MAX};
       const PlanEvaluator::Impl& ev = ev_;
@@ -415,25 +409,24 @@ std::vector<Point> Solver::leaf_points(const Rect& rect, int a, int b) {
         // Keep every feasible tune: exhaustive mode does no dominance pruning.
         for (int t = 0; t < tunes; ++t) {
           const auto c = ev_.leaf(a, b, w, h, t);
-          if (c.fits) points.push_back(leaf_point(rect, a, b, w, h, corner, t, c.cycles));
+          if (c.fits) points.push_back(leaf_point(rect, a, b, w, h, t, c.cycles));
         }
       } else {
         stats_->pruned_tune += tunes - 1;  // same region and interface, slower or equal: dominated
-        points.push_back(leaf_point(rect, a, b, w, h, corner, best.id, best.cost));
+        points.push_back(leaf_point(rect, a, b, w, h, best.id, best.cost));
       }
     }
   }
   return points;
 }
 
-Point Solver::leaf_point(const Rect& rect, int a, int b, std::int64_t used_w, std::int64_t used_h, int corner, int tune,
+Point Solver::leaf_point(const Rect& rect, int a, int b, std::int64_t used_w, std::int64_t used_h, int tune,
                          double cycles) {
   Plan p;
   p.a = a;
   p.b = b;
   p.used_w = used_w;
   p.used_h = used_h;
-  p.corner = corner;
   p.tune = tune;
   plans_.push_back(p);
   ++stats_->nodes_visited;

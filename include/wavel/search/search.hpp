@@ -83,14 +83,13 @@ struct SearchResult {
   SearchStats stats;
 };
 
-/// A leaf of a complete plan: blocks [first_block, end_block) on `region` using used_w x used_h PEs
-/// at corner `corner` (0 top-left, 1 top-right, 2 bottom-left, 3 bottom-right) with TUNE choice `tune`.
+/// A leaf of a complete plan: blocks [first_block, end_block) on `region` using its top-left
+/// used_w x used_h PEs with TUNE choice `tune`.
 struct Leaf {
   meshir::Rect region;
   std::int64_t used_w = 0, used_h = 0;
   int tune = 0;
   int first_block = 0, end_block = 0;
-  int corner = 0;
 };
 
 /// One unit of a setting's search, fixed by the setting and options alone (never by the rank

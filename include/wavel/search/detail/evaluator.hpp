@@ -94,10 +94,6 @@ std::vector<meshir::Tune> tune_choices(bool decode, const std::vector<double>& s
 /// Used sizes TUNE may pick inside a side (fractions rounded up), each once.
 std::vector<std::int64_t> used_sides(std::int64_t side, const std::vector<double>& fractions);
 
-/// The used rectangle of a leaf: used_w x used_h at one of the region's corners (0 top-left,
-/// 1 top-right, 2 bottom-left, 3 bottom-right).
-meshir::Rect used_rect(const meshir::Rect& region, std::int64_t used_w, std::int64_t used_h, int corner);
-
 }  // namespace wavel::search::detail
 
 namespace wavel::search {

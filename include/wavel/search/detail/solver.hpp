@@ -33,7 +33,6 @@ struct Plan {
   int a = 0, b = 0;  ///< blocks
   std::int64_t used_w = 0, used_h = 0;
   int tune = 0;
-  int corner = 0;
   int parts[2] = {-1, -1};  ///< group: the earlier blocks' plan, then the later ones'
   meshir::Rect offsets[2];
 };
@@ -83,8 +82,8 @@ class Solver {
   std::vector<std::vector<meshir::Rect>> divisions(std::int64_t w, std::int64_t h) const;
   std::vector<CutOption> cut_options(const meshir::Rect& rect, int a, int b, bool root);
   std::vector<Point> leaf_points(const meshir::Rect& rect, int a, int b);
-  Point leaf_point(const meshir::Rect& rect, int a, int b, std::int64_t used_w, std::int64_t used_h, int corner,
-                   int tune, double cycles);
+  Point leaf_point(const meshir::Rect& rect, int a, int b, std::int64_t used_w, std::int64_t used_h, int tune,
+                   double cycles);
   void cut_points(const meshir::Rect& rect, int a, int b, int depth, std::vector<Point>& points,
                   const RootSlice& slice);
   double min_block(int type, std::int64_t w, std::int64_t h, int depth);
