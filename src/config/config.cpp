@@ -300,7 +300,8 @@ void read_search(Validator& v, const Node& node, SearchConfig& s) {
   v.check_map(node, path,
               {"exhaustive", "cut_ratios", "strip_counts", "max_cut_depth", "group_scales", "used_fractions",
                "objectives", "time_limit_s", "seed", "checkpoint_interval_s", "root_chunks",
-               "expert_groups", "square_step_pes", "square_sides", "seed_baselines"});
+               "expert_groups", "cut_step_pes", "sram_boundaries", "square_step_pes", "square_sides",
+               "seed_baselines"});
   read_bool(v, node, path, "exhaustive", s.exhaustive);
   if (present(node, "cut_ratios")) {
     s.cut_ratios = v.axis(child_or_null(node, "cut_ratios"), "search.cut_ratios",
@@ -349,6 +350,8 @@ void read_search(Validator& v, const Node& node, SearchConfig& s) {
     s.expert_groups = v.axis(child_or_null(node, "expert_groups"), "search.expert_groups",
                              [&](const Node& item, const std::string& p) { return v.integer(item, p, 1, 4096); });
   }
+  read_int(v, node, path, "cut_step_pes", s.cut_step_pes, 0, 1 << 20);
+  read_bool(v, node, path, "sram_boundaries", s.sram_boundaries);
   read_int(v, node, path, "square_step_pes", s.square_step_pes, 0, 1 << 20);
   if (present(node, "square_sides")) {
     const Node& n = child_or_null(node, "square_sides");
@@ -516,6 +519,8 @@ std::string to_yaml(const Config& c) {
   out << YAML::Key << "checkpoint_interval_s" << YAML::Value << num(s.checkpoint_interval_s);
   out << YAML::Key << "root_chunks" << YAML::Value << s.root_chunks;
   out << YAML::Key << "expert_groups" << YAML::Value << YAML::Flow << s.expert_groups;
+  out << YAML::Key << "cut_step_pes" << YAML::Value << s.cut_step_pes;
+  out << YAML::Key << "sram_boundaries" << YAML::Value << s.sram_boundaries;
   out << YAML::Key << "square_step_pes" << YAML::Value << s.square_step_pes;
   out << YAML::Key << "square_sides" << YAML::Value << YAML::Flow << s.square_sides;
   out << YAML::Key << "seed_baselines" << YAML::Value << s.seed_baselines;

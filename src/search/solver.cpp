@@ -241,7 +241,7 @@ std::pair<double, double> Solver::tree_size(std::int64_t w, std::int64_t h, int 
                                                        used_sides(h, opt_.used_fractions).size()));
   double schedules = leaves, nodes = leaves;
   if (b - a >= 2 && depth < opt_.max_cut_depth) {
-    for (const auto& c : cut_options(Rect{0, 0, w, h}, a, b, /*root=*/false)) {
+    for (const auto& c : cut_options(Rect{0, 0, w, h}, a, b, depth == 0, /*mirrors=*/true)) {
       double chained = 0;
       for (std::size_t i = 0; i < c.rects.size(); ++i) {
         const auto [s, t] = tree_size(c.rects[i].w, c.rects[i].h, c.bounds[i], c.bounds[i + 1], depth + 1);
@@ -306,6 +306,7 @@ std::vector<std::vector<Rect>> Solver::divisions(std::int64_t w, std::int64_t h)
   std::vector<std::vector<Rect>> out;
   for (Axis axis : {Axis::x, Axis::y}) {
     const std::int64_t side = axis == Axis::x ? w : h;
+    std::vector<std::vector<std::int64_t>> all_cuts;
     for (const auto& parts : fractions) {
       std::vector<std::int64_t> cuts{0};
       double cumulative = 0;
@@ -314,6 +315,14 @@ std::vector<std::vector<Rect>> Solver::divisions(std::int64_t w, std::int64_t h)
         cuts.push_back(std::llround(cumulative * static_cast<double>(side)));
       }
       cuts.push_back(side);
+      all_cuts.push_back(std::move(cuts));
+    }
+    // Two-way CUTs at absolute positions: every multiple of search.cut_step_pes inside the side.
+    for (std::int64_t p = opt_.cut_step_pes; opt_.cut_step_pes > 0 && p < side; p += opt_.cut_step_pes) {
+      all_cuts.push_back({0, p, side});
+    }
+    for (const auto& cuts : all_cuts) {
+      if (std::count(all_cuts.begin(), all_cuts.begin() + (&cuts - all_cuts.data()), cuts) > 0) continue;
       bool ok = true;
       for (std::size_t i = 1; i < cuts.size(); ++i) ok = ok && cuts[i] > cuts[i - 1];
       if (!ok) continue;
@@ -328,34 +337,73 @@ std::vector<std::vector<Rect>> Solver::divisions(std::int64_t w, std::int64_t h)
   return out;
 }
 
-// CUT by each division, the work split to match the areas, the earlier blocks on the low side or
-// (below the root) the high side. At the root the high-side variants mirror the low-side ones
-// exactly (the model is reflection-invariant) unless defects break the symmetry.
-std::vector<Solver::CutOption> Solver::cut_options(const Rect& rect, int a, int b, bool root) {
+// Block boundaries for children with these areas: consecutive blocks at the boundaries closest to
+// the area fractions (by resident bytes); with search.sram_boundaries also the two SRAM fills, each
+// child in turn (from the first, or from the last) taking as many blocks as its PEs hold, leaving one
+// for each child still to come. Each list runs a, then each child's end.
+std::vector<std::vector<int>> Solver::boundaries(const std::vector<Rect>& rects, int a, int b, std::int64_t area,
+                                                 bool root) const {
+  std::vector<std::vector<int>> out;
+  const std::size_t n = rects.size();
+  std::vector<int> bounds{a};
+  double area_before = 0;
+  for (std::size_t i = 0; i + 1 < n; ++i) {
+    area_before += static_cast<double>(rects[i].pes());
+    bounds.push_back(split_point(a, b, area_before / static_cast<double>(area)));
+  }
+  bounds.push_back(b);
+  out.push_back(bounds);
+  if (!opt_.sram_boundaries || !root) return out;
+  const std::int64_t sram = ev_.wafer.sram_per_pe_bytes;
+  const auto held = [&](int from, int to) {
+    return resident_prefix_[static_cast<std::size_t>(to)] - resident_prefix_[static_cast<std::size_t>(from)];
+  };
+  std::vector<int> low{a};
+  for (std::size_t i = 0; i + 1 < n; ++i) {
+    const int last = b - static_cast<int>(n - 1 - i);  // leave one block per child to come
+    int k = low.back() + 1;
+    while (k < last && held(low.back(), k + 1) <= rects[i].pes() * sram) ++k;
+    low.push_back(k);
+  }
+  low.push_back(b);
+  out.push_back(low);
+  std::vector<int> high{b};
+  for (std::size_t i = n - 1; i > 0; --i) {
+    const int first = a + static_cast<int>(i);  // leave one block per child before
+    int k = high.back() - 1;
+    while (k > first && held(k - 1, high.back()) <= rects[i].pes() * sram) --k;
+    high.push_back(k);
+  }
+  high.push_back(a);
+  std::reverse(high.begin(), high.end());
+  out.push_back(high);
+  return out;
+}
+
+// CUT by each division and each of its block boundaries (the SRAM fills at the root only), the
+// earlier blocks on the low side or the high side. At the root the high-side variants mirror the
+// low-side ones exactly (the model is reflection-invariant) unless defects break the symmetry:
+// without `mirrors` they are not generated.
+std::vector<Solver::CutOption> Solver::cut_options(const Rect& rect, int a, int b, bool root, bool mirrors) {
   std::vector<CutOption> options;
   for (const auto& parts : divisions(rect.w, rect.h)) {
     if (static_cast<int>(parts.size()) > b - a) continue;
     for (bool low_first : {true, false}) {
-      if (!low_first && root && !has_defects_) {
+      if (!low_first && !mirrors && !has_defects_) {
         ++stats_->pruned_symmetry;
         continue;
       }
-      CutOption c;
-      c.bounds.push_back(a);
+      std::vector<Rect> rects;
       const std::size_t n = parts.size();
-      double area_before = 0;
-      for (std::size_t i = 0; i < n; ++i) {
-        c.rects.push_back(parts[low_first ? i : n - 1 - i]);
-        area_before += static_cast<double>(c.rects.back().pes());
-        if (i + 1 < n) c.bounds.push_back(split_point(a, b, area_before / static_cast<double>(rect.pes())));
+      for (std::size_t i = 0; i < n; ++i) rects.push_back(parts[low_first ? i : n - 1 - i]);
+      for (auto& bounds : boundaries(rects, a, b, rect.pes(), root)) {
+        bool ok = true;
+        for (std::size_t i = 1; i < bounds.size(); ++i) ok = ok && bounds[i] > bounds[i - 1];
+        const bool duplicate = std::any_of(options.begin(), options.end(), [&](const CutOption& o) {
+          return o.bounds == bounds && o.rects == rects;
+        });
+        if (ok && !duplicate) options.push_back(CutOption{rects, std::move(bounds)});
       }
-      c.bounds.push_back(b);
-      bool ok = true;
-      for (std::size_t i = 1; i < c.bounds.size(); ++i) ok = ok && c.bounds[i] > c.bounds[i - 1];
-      const bool duplicate = std::any_of(options.begin(), options.end(), [&](const CutOption& o) {
-        return o.bounds == c.bounds && o.rects == c.rects;
-      });
-      if (ok && !duplicate) options.push_back(c);
     }
   }
   return options;
@@ -591,7 +639,7 @@ std::vector<Point> Solver::filter(std::vector<Point> points, int a, int b, bool 
 void Solver::cut_points(const Rect& rect, int a, int b, int depth, std::vector<Point>& points, const RootSlice& slice) {
   const std::int64_t sram = ev_.wafer.sram_per_pe_bytes;
   const bool root = slice.incumbents != nullptr;
-  const auto options = cut_options(rect, a, b, depth == 0);
+  const auto options = cut_options(rect, a, b, depth == 0, /*mirrors=*/depth > 0);
   for (std::size_t index = 0; index < options.size(); ++index) {
     if (root && chunk_of(opt_.seed, index, slice.chunks) != slice.chunk) continue;
     const CutOption& c = options[index];

@@ -35,6 +35,8 @@ struct SearchOptions {
   bool serial = false;                           ///< parallel loops on Kokkos::Serial instead of the default host space
   std::int64_t root_chunks = 4;                  ///< root CUT options split over this many pieces (units of distribution)
   std::vector<std::int64_t> expert_groups{1, 2, 4, 8};  ///< MoE: expert CUTs of a leaf into this many strips
+  std::int64_t cut_step_pes = 0;                 ///< two-way CUTs also at every multiple of this many PEs (0: none)
+  bool sram_boundaries = true;                   ///< root CUTs also split the blocks where each child holds as many as fit
   std::int64_t square_step_pes = 15;             ///< P x P layouts: every multiple of this up to the shorter side (0: none)
   std::vector<std::int64_t> square_sides;        ///< P x P layouts: these sides too
   std::int64_t seed = 1;                         ///< which piece takes which root CUT option

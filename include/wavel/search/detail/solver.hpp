@@ -80,7 +80,9 @@ class Solver {
   bool contains_defect(const meshir::Rect& r) const;
   int split_point(int a, int b, double ratio) const;
   std::vector<std::vector<meshir::Rect>> divisions(std::int64_t w, std::int64_t h) const;
-  std::vector<CutOption> cut_options(const meshir::Rect& rect, int a, int b, bool root);
+  std::vector<std::vector<int>> boundaries(const std::vector<meshir::Rect>& rects, int a, int b, std::int64_t area,
+                                           bool root) const;
+  std::vector<CutOption> cut_options(const meshir::Rect& rect, int a, int b, bool root, bool mirrors);
   std::vector<Point> leaf_points(const meshir::Rect& rect, int a, int b);
   Point leaf_point(const meshir::Rect& rect, int a, int b, std::int64_t used_w, std::int64_t used_h, int tune,
                    double cycles);
