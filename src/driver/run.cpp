@@ -360,12 +360,13 @@ io::Table front_table(const std::vector<SettingResult>& results) {
 }
 
 io::Table search_stats_table(const std::vector<SettingResult>& results) {
-  std::vector<std::int64_t> id, nodes, p_sram, p_bound, p_inc, p_dom, p_tune, p_sym, memo, tunes, cands, costs, timed_out;
+  std::vector<std::int64_t> id, nodes, cuts, p_sram, p_bound, p_inc, p_dom, p_tune, p_sym, memo, tunes, cands, costs, timed_out;
   std::vector<double> tree, wall, rate;
   for (const auto& r : results) {
     id.push_back(r.setting_id);
     nodes.push_back(r.search.nodes_visited);
     tree.push_back(r.search.exhaustive_tree_log10);
+    cuts.push_back(r.search.cut_options);
     p_sram.push_back(r.search.pruned_sram);
     p_bound.push_back(r.search.pruned_bound);
     p_inc.push_back(r.search.pruned_incumbent);
@@ -384,6 +385,7 @@ io::Table search_stats_table(const std::vector<SettingResult>& results) {
                    {{"setting_id", "1", id},
                     {"nodes_visited", "1", nodes},
                     {"exhaustive_tree_log10", "log10", tree},
+                    {"cut_options", "1", cuts},
                     {"pruned_sram", "1", p_sram},
                     {"pruned_bound", "1", p_bound},
                     {"pruned_incumbent", "1", p_inc},

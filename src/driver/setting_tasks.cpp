@@ -93,6 +93,7 @@ ScheduleResult score(const std::string& name, const std::optional<meshir::Schedu
 void pack_stats(const search::SearchStats& s, Packer& p) {
   p.put(s.nodes_visited);
   p.put(s.exhaustive_tree_log10);
+  p.put(s.cut_options);
   p.put(s.subproblems);
   p.put(s.pruned_sram);
   p.put(s.pruned_bound);
@@ -112,6 +113,7 @@ search::SearchStats unpack_stats(Unpacker& u) {
   search::SearchStats s;
   u.get(s.nodes_visited);
   u.get(s.exhaustive_tree_log10);
+  u.get(s.cut_options);
   u.get(s.subproblems);
   u.get(s.pruned_sram);
   u.get(s.pruned_bound);
@@ -464,7 +466,7 @@ std::string run_finish(const config::Config& config, const workload::Workload& w
   s.intervals = prediction_intervals(config, w, s, found.front.empty() ? nullptr : &found.front.front().schedule);
   s.hypervolume_latency_ref_s = found.reference.latency_ref_s;
   const auto& st = found.stats;
-  s.search = SearchCounts{st.nodes_visited,    st.exhaustive_tree_log10, st.pruned_sram,       st.pruned_bound,
+  s.search = SearchCounts{st.nodes_visited,    st.exhaustive_tree_log10, st.cut_options, st.pruned_sram,       st.pruned_bound,
                           st.pruned_incumbent, st.pruned_dominance,      st.pruned_tune,       st.pruned_symmetry,
                           st.memo_hits,        st.tunes_scored,          st.candidates_evaluated, st.block_costs,
                           st.timed_out ? 1 : 0};

@@ -197,6 +197,7 @@ PieceResult SearchWorkspace::run(const std::string& setting_key, const workload:
 void accumulate(SearchStats& total, const SearchStats& part) {
   total.nodes_visited += part.nodes_visited;
   total.exhaustive_tree_log10 = detail::log10_add(total.exhaustive_tree_log10, part.exhaustive_tree_log10);
+  total.cut_options += part.cut_options;
   total.subproblems += part.subproblems;
   total.pruned_sram += part.pruned_sram;
   total.pruned_bound += part.pruned_bound;

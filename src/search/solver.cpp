@@ -643,6 +643,7 @@ void Solver::cut_points(const Rect& rect, int a, int b, int depth, std::vector<P
   for (std::size_t index = 0; index < options.size(); ++index) {
     if (root && chunk_of(opt_.seed, index, slice.chunks) != slice.chunk) continue;
     const CutOption& c = options[index];
+    ++stats_->cut_options;
     // SRAM: a child that cannot hold its blocks' weights and KV even using all its PEs.
     bool fits = true;
     for (std::size_t i = 0; i < c.rects.size(); ++i) {

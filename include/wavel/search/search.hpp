@@ -51,6 +51,7 @@ SearchOptions options_from(const config::SearchConfig& search);
 struct SearchStats {
   std::int64_t nodes_visited = 0;          ///< partial schedules generated: leaves (used size, best TUNE) and combinations
   double exhaustive_tree_log10 = -std::numeric_limits<double>::infinity();  ///< log10 of the unpruned tree's nodes
+  std::int64_t cut_options = 0;            ///< CUT options met (mirrors not generated excluded), before pruning
   std::int64_t subproblems = 0;            ///< (region, block range, depth) sub-problems entered, memo hits included
   std::int64_t pruned_sram = 0;            ///< CUT options, footprints and layouts that cannot hold their blocks
   std::int64_t pruned_bound = 0;           ///< CUT options whose lower bound a point of the same sub-problem beats
