@@ -300,7 +300,7 @@ void read_search(Validator& v, const Node& node, SearchConfig& s) {
   v.check_map(node, path,
               {"exhaustive", "cut_ratios", "strip_counts", "max_cut_depth", "group_scales", "used_fractions",
                "objectives", "time_limit_s", "seed", "checkpoint_interval_s", "root_chunks",
-               "expert_groups", "cut_step_pes", "sram_boundaries", "square_step_pes", "square_sides",
+               "expert_groups", "cut_step_pes", "sram_cuts", "sram_boundaries", "square_step_pes", "square_sides",
                "seed_baselines"});
   read_bool(v, node, path, "exhaustive", s.exhaustive);
   if (present(node, "cut_ratios")) {
@@ -351,6 +351,7 @@ void read_search(Validator& v, const Node& node, SearchConfig& s) {
                              [&](const Node& item, const std::string& p) { return v.integer(item, p, 1, 4096); });
   }
   read_int(v, node, path, "cut_step_pes", s.cut_step_pes, 0, 1 << 20);
+  read_int(v, node, path, "sram_cuts", s.sram_cuts, 0, 64);
   read_bool(v, node, path, "sram_boundaries", s.sram_boundaries);
   read_int(v, node, path, "square_step_pes", s.square_step_pes, 0, 1 << 20);
   if (present(node, "square_sides")) {
@@ -520,6 +521,7 @@ std::string to_yaml(const Config& c) {
   out << YAML::Key << "root_chunks" << YAML::Value << s.root_chunks;
   out << YAML::Key << "expert_groups" << YAML::Value << YAML::Flow << s.expert_groups;
   out << YAML::Key << "cut_step_pes" << YAML::Value << s.cut_step_pes;
+  out << YAML::Key << "sram_cuts" << YAML::Value << s.sram_cuts;
   out << YAML::Key << "sram_boundaries" << YAML::Value << s.sram_boundaries;
   out << YAML::Key << "square_step_pes" << YAML::Value << s.square_step_pes;
   out << YAML::Key << "square_sides" << YAML::Value << YAML::Flow << s.square_sides;

@@ -64,6 +64,7 @@ SearchOptions options_from(const config::SearchConfig& search) {
   o.root_chunks = search.root_chunks;
   o.expert_groups = search.expert_groups;
   o.cut_step_pes = search.cut_step_pes;
+  o.sram_cuts = search.sram_cuts;
   o.sram_boundaries = search.sram_boundaries;
   o.square_step_pes = search.square_step_pes;
   o.square_sides = search.square_sides;

@@ -233,13 +233,42 @@ std::vector<std::vector<int>> Solver::boundaries(const std::vector<Rect>& rects,
   return out;
 }
 
+// Root two-way CUTs derived from SRAM need (search.sram_cuts = n): for the n block boundaries k that
+// split [a, b) into n + 1 near-equal runs, the position along each axis where the first part has just
+// the PEs to hold blocks [a, k)'s weights and KV cache. Only at the root, so the regions below stay
+// those of divisions() (which the lower bound enumerates).
+std::vector<std::vector<Rect>> Solver::sram_cuts(const Rect& rect, int a, int b) const {
+  std::vector<std::vector<Rect>> out;
+  const std::int64_t n = opt_.sram_cuts;
+  const std::int64_t sram = ev_.wafer.sram_per_pe_bytes;
+  for (Axis axis : {Axis::x, Axis::y}) {
+    const std::int64_t side = axis == Axis::x ? rect.w : rect.h;
+    const std::int64_t across = axis == Axis::x ? rect.h : rect.w;
+    for (std::int64_t j = 1; j <= n && b - a >= 2; ++j) {
+      const int k = std::clamp(a + static_cast<int>(std::llround(static_cast<double>(j * (b - a)) / static_cast<double>(n + 1))),
+                               a + 1, b - 1);
+      const std::int64_t need = resident_prefix_[static_cast<std::size_t>(k)] - resident_prefix_[static_cast<std::size_t>(a)];
+      const std::int64_t p = std::max<std::int64_t>(1, (need + across * sram - 1) / (across * sram));
+      if (p >= side) continue;
+      std::vector<Rect> parts = axis == Axis::x ? std::vector<Rect>{Rect{0, 0, p, rect.h}, Rect{p, 0, side - p, rect.h}}
+                                                : std::vector<Rect>{Rect{0, 0, rect.w, p}, Rect{0, p, rect.w, side - p}};
+      if (std::find(out.begin(), out.end(), parts) == out.end()) out.push_back(std::move(parts));
+    }
+  }
+  return out;
+}
+
 // CUT by each division and each of its block boundaries (the SRAM fills at the root only), the
 // earlier blocks on the low side or the high side. At the root the high-side variants mirror the
 // low-side ones exactly (the model is reflection-invariant) unless defects break the symmetry:
 // without `mirrors` they are not generated.
 std::vector<Solver::CutOption> Solver::cut_options(const Rect& rect, int a, int b, bool root, bool mirrors) {
   std::vector<CutOption> options;
-  for (const auto& parts : divisions(rect.w, rect.h)) {
+  std::vector<std::vector<Rect>> all = divisions(rect.w, rect.h);
+  if (root) {
+    for (auto& parts : sram_cuts(rect, a, b)) all.push_back(std::move(parts));
+  }
+  for (const auto& parts : all) {
     if (static_cast<int>(parts.size()) > b - a) continue;
     for (bool low_first : {true, false}) {
       if (!low_first && !mirrors && !has_defects_) {

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Search checks on whole runs: pruned and exhaustive give the same front (tiny, and tiny at 4 requests,
-# where bound pruning fires); 1 and 2 threads give identical files; on the quickstart the search alone
+# Search checks on whole runs: pruned and exhaustive give the same front (tiny, and tiny at 4 requests
+# with SRAM-derived and absolute cut positions, where bound pruning fires); 1 and 2 threads give identical files; on the quickstart the search alone
 # (search.seed_baselines: false) is at least as fast as both baselines in every setting, and bound and
 # incumbent pruning both fire.
 set -u
@@ -13,8 +13,9 @@ run() {  # run NAME THREADS ARGS...
 }
 run pruned 1 "$src/configs/tiny.yaml"
 run exhaustive 1 "$src/configs/tiny.yaml" --set search.exhaustive=true
-run pruned4 1 "$src/configs/tiny.yaml" --set 'workloads.concurrent_requests=[4]' --set sim.samples=0
-run exhaustive4 1 "$src/configs/tiny.yaml" --set 'workloads.concurrent_requests=[4]' --set sim.samples=0 --set search.exhaustive=true
+richer=(--set 'workloads.concurrent_requests=[4]' --set search.sram_cuts=3 --set search.cut_step_pes=5 --set sim.samples=0)
+run pruned4 1 "$src/configs/tiny.yaml" "${richer[@]}"
+run exhaustive4 1 "$src/configs/tiny.yaml" "${richer[@]}" --set search.exhaustive=true
 run threads2 2 "$src/configs/tiny.yaml"
 run quick 2 "$src/configs/quickstart.yaml" --set search.seed_baselines=false
 

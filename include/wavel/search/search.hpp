@@ -36,6 +36,7 @@ struct SearchOptions {
   std::int64_t root_chunks = 4;                  ///< root CUT options split over this many pieces (units of distribution)
   std::vector<std::int64_t> expert_groups{1, 2, 4, 8};  ///< MoE: expert CUTs of a leaf into this many strips
   std::int64_t cut_step_pes = 0;                 ///< two-way CUTs also at every multiple of this many PEs (0: none)
+  std::int64_t sram_cuts = 0;                    ///< root two-way CUTs where the first part just holds n near-equal block runs
   bool sram_boundaries = true;                   ///< root CUTs also split the blocks where each child holds as many as fit
   std::int64_t square_step_pes = 15;             ///< P x P layouts: every multiple of this up to the shorter side (0: none)
   std::vector<std::int64_t> square_sides;        ///< P x P layouts: these sides too

@@ -82,6 +82,7 @@ class Solver {
   std::vector<std::vector<meshir::Rect>> divisions(std::int64_t w, std::int64_t h) const;
   std::vector<std::vector<int>> boundaries(const std::vector<meshir::Rect>& rects, int a, int b, std::int64_t area,
                                            bool root) const;
+  std::vector<std::vector<meshir::Rect>> sram_cuts(const meshir::Rect& rect, int a, int b) const;
   std::vector<CutOption> cut_options(const meshir::Rect& rect, int a, int b, bool root, bool mirrors);
   std::vector<Point> leaf_points(const meshir::Rect& rect, int a, int b);
   Point leaf_point(const meshir::Rect& rect, int a, int b, std::int64_t used_w, std::int64_t used_h, int tune,
