@@ -306,3 +306,20 @@ TEST_CASE("with a defective PE every front schedule verifies (no region holds it
               .empty());
   }
 }
+
+TEST_CASE("search.seed moves root CUT options between pieces, never the front") {
+  const auto wafer = small_wafer(24, 24);
+  const auto params = cost::default_params(wafer);
+  const auto w = tiny(workload::Phase::decode, 4);
+  auto options = small_options();
+  options.root_chunks = 3;
+  const auto one = search::search_setting(w, wafer, params, options, {});
+  options.seed = 7;
+  const auto seven = search::search_setting(w, wafer, params, options, {});
+  REQUIRE(one.front.size() == seven.front.size());
+  for (std::size_t i = 0; i < one.front.size(); ++i) {
+    CHECK(one.front[i].objectives.tokens_per_s == seven.front[i].objectives.tokens_per_s);
+    CHECK(one.front[i].objectives.latency_s == seven.front[i].objectives.latency_s);
+    CHECK(one.front[i].objectives.pes == seven.front[i].objectives.pes);
+  }
+}
