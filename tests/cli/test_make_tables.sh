@@ -95,5 +95,13 @@ grep -q "setting 1 (.*WaferLLM is n/a without a reason" "$tmp/crafted.log" \
 head -1 "$tmp/tables/tiny.csv" | grep -q "wavel_over_waferllm_lo,wavel_over_waferllm_hi,wavel_over_fullchip_lo,wavel_over_fullchip_hi,waferllm_na_reason,fullchip_na_reason" \
   || { echo "FAIL: tiny.csv lacks the interval and reason columns"; fail=1; }
 
+"$py" - "$h5" <<'PY' || { echo "FAIL: /settings lacks the request-grouping columns"; fail=1; }
+import sys, h5py
+with h5py.File(sys.argv[1], "r") as f:
+    missing = [c for c in ("wavel_request_groups", "fullchip_request_groups", "waferllm_request_groups",
+                           "waferllm_layer_subset_layers") if c not in f["settings"]]
+    sys.exit(1 if missing else 0)
+PY
+
 [ $fail = 0 ] && echo "ok: make_tables.py and plot_results.py on configs/tiny.yaml"
 exit $fail

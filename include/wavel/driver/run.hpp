@@ -25,6 +25,8 @@ struct ScheduleResult {
   std::int64_t region_side_pes = 0; ///< side of the square regions (WaferLLM), grid width (Full-Chip)
   std::int64_t regions = 0;
   std::int64_t microbatches = 0;
+  std::int64_t subset_layers = 0;   ///< decoder layers the schedule holds when costed as a layer subset (0: all)
+  std::int64_t request_groups = 1;  ///< the requests are served as this many groups one after another (see grouping.hpp)
   std::string meshir;               ///< the schedule as MeshIR text
   std::string na_reason;            ///< why it is not placed, in words ("" when placed)
 };
@@ -39,6 +41,7 @@ struct FrontEntry {
   std::int64_t stages = 0;
   double sram_headroom = 0;
   std::string meshir;
+  std::int64_t request_groups = 1;  ///< served as this many groups one after another (see grouping.hpp)
 };
 
 /// One schedule simulated beside the cost model (both predicted).

@@ -35,6 +35,11 @@ workload::Workload setting_workload(const config::Config& config, const config::
 /// schedules use), without schedules (what a dry run prints).
 SettingResult describe_setting(const config::Config& config, const config::Setting& setting, const LayerSubset& subset);
 
+/// 90 % intervals of `best` and of its ratios to the placed `schedules`, all under the same
+/// cost.draws parameter draws (NaN without an uncertainty or without `best`).
+PredictionIntervals prediction_intervals(const config::Config& config, const workload::WorkloadShape& shape,
+                                         const meshir::Schedule* best, const std::vector<ScheduleResult>& schedules);
+
 /// What a task did, for the progress line, per-rank statistics and shared incumbents.
 struct TaskCounters {
   std::int64_t nodes = 0;                  ///< search-tree nodes generated

@@ -1,0 +1,82 @@
+// Request grouping across a sweep; see grouping.hpp.
+#include "wavel/driver/grouping.hpp"
+
+#include <algorithm>
+#include <numeric>
+#include <string>
+
+#include "wavel/driver/setting_tasks.hpp"
+#include "wavel/meshir/text.hpp"
+
+namespace wavel::driver {
+
+namespace {
+
+bool same_problem(const config::Setting& a, const config::Setting& b) {
+  return a.model_index == b.model_index && a.shape.phase == b.shape.phase &&
+         a.shape.input_tokens == b.shape.input_tokens && a.shape.output_tokens == b.shape.output_tokens;
+}
+
+double best_tokens_per_s(const SettingResult& r) { return r.front.empty() ? 0.0 : r.front.front().tokens_per_s; }
+
+// The best point, grouped, enters the front; own points it dominates leave it.
+void take_grouped_best(SettingResult& r, const FrontEntry& donor, std::int64_t groups, std::int64_t donor_requests) {
+  FrontEntry g = donor;
+  g.request_groups = donor.request_groups * groups;
+  g.source = "grouped:" + std::to_string(g.request_groups) + "x" +
+             std::to_string(donor_requests / donor.request_groups);
+  std::vector<FrontEntry> kept{g};
+  for (const auto& f : r.front) {
+    const bool dominated = f.tokens_per_s <= g.tokens_per_s && f.latency_s >= g.latency_s && f.pes_used >= g.pes_used;
+    if (!dominated) kept.push_back(f);
+  }
+  r.front = std::move(kept);
+}
+
+}  // namespace
+
+void apply_request_grouping(const config::Config& config, const std::vector<config::Setting>& settings,
+                            std::vector<SettingResult>& results) {
+  // Smaller request counts first, so a donor already carries its own best grouping.
+  std::vector<std::size_t> order(results.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    return settings[a].shape.concurrent_requests < settings[b].shape.concurrent_requests;
+  });
+  for (const std::size_t i : order) {
+    const auto& setting = settings[i];
+    const std::int64_t requests = setting.shape.concurrent_requests;
+    bool changed = false;
+    for (const std::size_t j : order) {
+      const std::int64_t donor_requests = settings[j].shape.concurrent_requests;
+      if (donor_requests >= requests) break;
+      if (requests % donor_requests != 0 || !same_problem(setting, settings[j])) continue;
+      const std::int64_t groups = requests / donor_requests;
+      const SettingResult& donor = results[j];
+      SettingResult& r = results[i];
+      for (std::size_t k = 0; k < r.schedules.size() && k < donor.schedules.size(); ++k) {
+        const ScheduleResult& d = donor.schedules[k];
+        ScheduleResult& own = r.schedules[k];
+        if (!d.placed || (own.placed && own.tokens_per_s >= d.tokens_per_s)) continue;
+        own = d;
+        own.request_groups = d.request_groups * groups;
+        changed = true;
+      }
+      if (!donor.front.empty() && best_tokens_per_s(donor) > best_tokens_per_s(r)) {
+        take_grouped_best(r, donor.front.front(), groups, donor_requests);
+        changed = true;
+      }
+    }
+    if (!changed) continue;
+    SettingResult& r = results[i];
+    // Every schedule of the setting, grouped or not, under the same draws; a grouped schedule's
+    // MeshIR is its group's, whose throughput is the grouped one.
+    const std::string best_text = r.front.empty() ? std::string() : r.front.front().meshir;
+    if (!best_text.empty()) {
+      const auto best = meshir::parse(best_text, "wavel");
+      r.intervals = prediction_intervals(config, setting.shape, &best, r.schedules);
+    }
+  }
+}
+
+}  // namespace wavel::driver
