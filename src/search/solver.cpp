@@ -10,7 +10,6 @@
 #include <cstdlib>
 #include <limits>
 
-#include "wavel/common/error.hpp"
 
 namespace wavel::search::detail {
 
