@@ -10,7 +10,6 @@
 #include <cstdlib>
 #include <limits>
 
-
 namespace wavel::search::detail {
 
 namespace {
