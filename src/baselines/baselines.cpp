@@ -45,24 +45,6 @@ meshir::RegionSram layer_sram_per_pe(const workload::Layer& layer, std::int64_t 
   return fill;
 }
 
-// Square P x P slots on the grid in snake order (consecutive slots are neighbours), skipping
-// slots with defective PEs.
-std::vector<Rect> square_slots(const wafer::WaferParams& wafer, std::int64_t side) {
-  std::vector<Rect> slots;
-  const std::int64_t cols = wafer.grid_w_pes / side;
-  const std::int64_t rows = wafer.grid_h_pes / side;
-  for (std::int64_t r = 0; r < rows; ++r) {
-    for (std::int64_t c = 0; c < cols; ++c) {
-      const std::int64_t col = (r % 2 == 0) ? c : cols - 1 - c;
-      const Rect rect{col * side, r * side, side, side};
-      bool clean = true;
-      for (const auto& pe : wafer.defective_pes) clean = clean && !rect.contains(pe.x, pe.y);
-      if (clean) slots.push_back(rect);
-    }
-  }
-  return slots;
-}
-
 // The largest rectangle of the grid that holds no defective PE (the whole grid without defects):
 // its sides can only start or end at the grid's edges or next to a defect.
 Rect largest_clean_rect(const wafer::WaferParams& wafer) {
@@ -106,6 +88,23 @@ double fitting_tokens_per_s(const Schedule& s, const workload::Workload& w, cons
 }
 
 }  // namespace
+
+std::vector<Rect> square_slots(const wafer::WaferParams& wafer, std::int64_t side) {
+  std::vector<Rect> slots;
+  if (side < 1) return slots;
+  const std::int64_t cols = wafer.grid_w_pes / side;
+  const std::int64_t rows = wafer.grid_h_pes / side;
+  for (std::int64_t r = 0; r < rows; ++r) {
+    for (std::int64_t c = 0; c < cols; ++c) {
+      const std::int64_t col = (r % 2 == 0) ? c : cols - 1 - c;
+      const Rect rect{col * side, r * side, side, side};
+      bool clean = true;
+      for (const auto& pe : wafer.defective_pes) clean = clean && !rect.contains(pe.x, pe.y);
+      if (clean) slots.push_back(rect);
+    }
+  }
+  return slots;
+}
 
 meshir::Schedule build_fullchip(const workload::Workload& w, const wafer::WaferParams& wafer,
                                 std::int64_t microbatches) {

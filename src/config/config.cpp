@@ -299,8 +299,9 @@ void read_search(Validator& v, const Node& node, SearchConfig& s) {
   const std::string path = "search";
   v.check_map(node, path,
               {"exhaustive", "cut_ratios", "strip_counts", "max_cut_depth", "group_scales", "used_fractions",
-               "objectives", "time_limit_s", "seed", "checkpoint_interval_s", "eval_batch", "root_chunks",
-               "expert_groups"});
+               "objectives", "time_limit_s", "seed", "checkpoint_interval_s", "root_chunks",
+               "expert_groups", "cut_step_pes", "sram_cuts", "sram_boundaries", "square_step_pes", "square_sides",
+               "seed_baselines"});
   read_bool(v, node, path, "exhaustive", s.exhaustive);
   if (present(node, "cut_ratios")) {
     s.cut_ratios = v.axis(child_or_null(node, "cut_ratios"), "search.cut_ratios",
@@ -344,12 +345,25 @@ void read_search(Validator& v, const Node& node, SearchConfig& s) {
   read_double(v, node, path, "time_limit_s", s.time_limit_s, 0.0, 1e9);
   read_int(v, node, path, "seed", s.seed, 0, std::numeric_limits<std::int64_t>::max());
   read_double(v, node, path, "checkpoint_interval_s", s.checkpoint_interval_s, 0.0, 1e9);
-  read_int(v, node, path, "eval_batch", s.eval_batch, 1, 1 << 26);
   read_int(v, node, path, "root_chunks", s.root_chunks, 1, 4096);
   if (present(node, "expert_groups")) {
     s.expert_groups = v.axis(child_or_null(node, "expert_groups"), "search.expert_groups",
                              [&](const Node& item, const std::string& p) { return v.integer(item, p, 1, 4096); });
   }
+  read_int(v, node, path, "cut_step_pes", s.cut_step_pes, 0, 1 << 20);
+  read_int(v, node, path, "sram_cuts", s.sram_cuts, 0, 64);
+  read_bool(v, node, path, "sram_boundaries", s.sram_boundaries);
+  read_int(v, node, path, "square_step_pes", s.square_step_pes, 0, 1 << 20);
+  if (present(node, "square_sides")) {
+    const Node& n = child_or_null(node, "square_sides");
+    if (n.kind == Node::Kind::sequence && n.items.empty()) {
+      s.square_sides.clear();
+    } else {
+      s.square_sides = v.axis(n, "search.square_sides",
+                              [&](const Node& item, const std::string& p) { return v.integer(item, p, 1, 1 << 20); });
+    }
+  }
+  read_bool(v, node, path, "seed_baselines", s.seed_baselines);
 }
 
 void read_sim(Validator& v, const Node& node, SimConfig& c) {
@@ -504,9 +518,14 @@ std::string to_yaml(const Config& c) {
   out << YAML::Key << "time_limit_s" << YAML::Value << num(s.time_limit_s);
   out << YAML::Key << "seed" << YAML::Value << s.seed;
   out << YAML::Key << "checkpoint_interval_s" << YAML::Value << num(s.checkpoint_interval_s);
-  out << YAML::Key << "eval_batch" << YAML::Value << s.eval_batch;
   out << YAML::Key << "root_chunks" << YAML::Value << s.root_chunks;
   out << YAML::Key << "expert_groups" << YAML::Value << YAML::Flow << s.expert_groups;
+  out << YAML::Key << "cut_step_pes" << YAML::Value << s.cut_step_pes;
+  out << YAML::Key << "sram_cuts" << YAML::Value << s.sram_cuts;
+  out << YAML::Key << "sram_boundaries" << YAML::Value << s.sram_boundaries;
+  out << YAML::Key << "square_step_pes" << YAML::Value << s.square_step_pes;
+  out << YAML::Key << "square_sides" << YAML::Value << YAML::Flow << s.square_sides;
+  out << YAML::Key << "seed_baselines" << YAML::Value << s.seed_baselines;
   out << YAML::EndMap;
 
   out << YAML::Key << "sim" << YAML::Value << YAML::BeginMap;

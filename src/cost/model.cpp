@@ -305,7 +305,6 @@ std::vector<double> route_switch_cycles(const meshir::Schedule& schedule, const 
 Composition compose(const meshir::Schedule& schedule, const std::vector<double>& op_total_cycles, double clock_hz,
                     bool decode, std::int64_t prompt_tokens) {
   if (op_total_cycles.size() != schedule.ops.size()) throw InternalError("cost::compose: one time per op needed");
-  Composition out;
   // Steps run one after another; ops of a step overlap. Stages are timed the same way on their own ops.
   // A layer subset multiplies the decoder layers' steps by layer_scale; embedding and head run once.
   const double scale = static_cast<double>(std::max<std::int64_t>(1, schedule.layer_scale));
@@ -329,12 +328,18 @@ Composition compose(const meshir::Schedule& schedule, const std::vector<double>&
     pass += step_max * times;
     for (const auto& [stage, cycles] : stage_max) stage_cycles[stage] += cycles * times;
   }
-  out.pass_cycles = pass;
-  for (const auto& [stage, cycles] : stage_cycles) {
-    out.bottleneck_stage_cycles = std::max(out.bottleneck_stage_cycles, cycles);
-  }
-  const double mb = static_cast<double>(std::max<std::int64_t>(1, schedule.microbatches));
-  const double requests = static_cast<double>(std::max<std::int64_t>(1, schedule.concurrent_requests));
+  double bottleneck = 0.0;
+  for (const auto& [stage, cycles] : stage_cycles) bottleneck = std::max(bottleneck, cycles);
+  return pipeline(pass, bottleneck, schedule.microbatches, schedule.concurrent_requests, clock_hz, decode, prompt_tokens);
+}
+
+Composition pipeline(double pass_cycles, double bottleneck_stage_cycles, std::int64_t microbatches,
+                     std::int64_t concurrent_requests, double clock_hz, bool decode, std::int64_t prompt_tokens) {
+  Composition out;
+  out.pass_cycles = pass_cycles;
+  out.bottleneck_stage_cycles = bottleneck_stage_cycles;
+  const double mb = static_cast<double>(std::max<std::int64_t>(1, microbatches));
+  const double requests = static_cast<double>(std::max<std::int64_t>(1, concurrent_requests));
   if (decode) {
     // Micro-batches pipeline through the stages: a round takes the longer of one full pass and
     // `microbatches` turns of the slowest stage.

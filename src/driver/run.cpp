@@ -369,39 +369,45 @@ io::Table front_table(const std::vector<SettingResult>& results) {
 }
 
 io::Table search_stats_table(const std::vector<SettingResult>& results) {
-  std::vector<std::int64_t> id, nodes, tree, p_sram, p_bound, p_inc, p_dom, p_sym, memo, cands, costs, timed_out;
-  std::vector<double> wall, rate;
+  std::vector<std::int64_t> id, nodes, cuts, p_sram, p_bound, p_inc, p_dom, p_tune, p_sym, memo, tunes, cands, costs, timed_out;
+  std::vector<double> tree, wall, rate;
   for (const auto& r : results) {
     id.push_back(r.setting_id);
     nodes.push_back(r.search.nodes_visited);
-    tree.push_back(r.search.exhaustive_tree_nodes);
+    tree.push_back(r.search.exhaustive_tree_log10);
+    cuts.push_back(r.search.cut_options);
     p_sram.push_back(r.search.pruned_sram);
     p_bound.push_back(r.search.pruned_bound);
     p_inc.push_back(r.search.pruned_incumbent);
     p_dom.push_back(r.search.pruned_dominance);
+    p_tune.push_back(r.search.pruned_tune);
     p_sym.push_back(r.search.pruned_symmetry);
     memo.push_back(r.search.memo_hits);
+    tunes.push_back(r.search.tunes_scored);
     cands.push_back(r.search.candidates_evaluated);
     costs.push_back(r.search.block_costs);
     timed_out.push_back(r.search.timed_out);
     wall.push_back(r.search_wall_s);
-    rate.push_back(r.search_wall_s > 0 ? static_cast<double>(r.search.candidates_evaluated) / r.search_wall_s : 0.0);
+    rate.push_back(r.search_wall_s > 0 ? static_cast<double>(r.search.nodes_visited) / r.search_wall_s : 0.0);
   }
   return io::Table{"search_stats",
                    {{"setting_id", "1", id},
                     {"nodes_visited", "1", nodes},
-                    {"exhaustive_tree_nodes", "1", tree},
+                    {"exhaustive_tree_log10", "log10", tree},
+                    {"cut_options", "1", cuts},
                     {"pruned_sram", "1", p_sram},
                     {"pruned_bound", "1", p_bound},
                     {"pruned_incumbent", "1", p_inc},
                     {"pruned_dominance", "1", p_dom},
+                    {"pruned_tune", "1", p_tune},
                     {"pruned_symmetry", "1", p_sym},
                     {"memo_hits", "1", memo},
+                    {"tunes_scored", "1", tunes},
                     {"candidates_evaluated", "1", cands},
                     {"block_costs", "1", costs},
                     {"timed_out", "bool", timed_out},
                     {"wall_s", "s", wall},
-                    {"candidates_per_s", "1/s", rate}}};
+                    {"nodes_per_s", "1/s", rate}}};
 }
 
 io::Table rank_stats_table(const std::vector<RankStats>& ranks) {
@@ -603,13 +609,13 @@ void run(const config::Config& config, const RunContext& context, std::ostream& 
              "<schedule>_request_groups, wavel_request_groups)\n";
     }
     double wall = 0;
-    std::int64_t candidates = 0;
+    std::int64_t nodes = 0;
     for (const auto& r : results) {
       wall += r.search_wall_s;
-      candidates += r.search.candidates_evaluated;
+      nodes += r.search.nodes_visited;
     }
-    out << "search: " << candidates << " candidates in " << std::setprecision(3) << wall << " s of search time ("
-        << human(wall > 0 ? static_cast<double>(candidates) / wall : 0.0, "candidates/s") << ")\n";
+    out << "search: " << nodes << " partial schedules in " << std::setprecision(3) << wall << " s of search time ("
+        << human(wall > 0 ? static_cast<double>(nodes) / wall : 0.0, "schedules/s") << ")\n";
     out << "results: " << dir.string() << "/" << (config.output.hdf5 ? "results.h5 " : "")
         << (config.output.csv ? "summary.csv" : "") << '\n';
   }

@@ -65,14 +65,17 @@ ScheduleResult score(const std::string& name, const std::optional<meshir::Schedu
 
 void pack_stats(const search::SearchStats& s, Packer& p) {
   p.put(s.nodes_visited);
-  p.put(s.exhaustive_tree_nodes);
+  p.put(s.exhaustive_tree_log10);
+  p.put(s.cut_options);
   p.put(s.subproblems);
   p.put(s.pruned_sram);
   p.put(s.pruned_bound);
   p.put(s.pruned_incumbent);
   p.put(s.pruned_dominance);
+  p.put(s.pruned_tune);
   p.put(s.pruned_symmetry);
   p.put(s.memo_hits);
+  p.put(s.tunes_scored);
   p.put(s.candidates_evaluated);
   p.put(s.block_costs);
   p.put(static_cast<std::uint8_t>(s.timed_out));
@@ -82,14 +85,17 @@ void pack_stats(const search::SearchStats& s, Packer& p) {
 search::SearchStats unpack_stats(Unpacker& u) {
   search::SearchStats s;
   u.get(s.nodes_visited);
-  u.get(s.exhaustive_tree_nodes);
+  u.get(s.exhaustive_tree_log10);
+  u.get(s.cut_options);
   u.get(s.subproblems);
   u.get(s.pruned_sram);
   u.get(s.pruned_bound);
   u.get(s.pruned_incumbent);
   u.get(s.pruned_dominance);
+  u.get(s.pruned_tune);
   u.get(s.pruned_symmetry);
   u.get(s.memo_hits);
+  u.get(s.tunes_scored);
   u.get(s.candidates_evaluated);
   u.get(s.block_costs);
   s.timed_out = u.get<std::uint8_t>() != 0;
@@ -124,7 +130,7 @@ void unpack_candidates(Unpacker& u, std::vector<search::SearchCandidate>& out) {
 }
 
 std::int64_t pruned_total(const search::SearchStats& s) {
-  return s.pruned_sram + s.pruned_bound + s.pruned_incumbent + s.pruned_dominance + s.pruned_symmetry;
+  return s.pruned_sram + s.pruned_bound + s.pruned_incumbent + s.pruned_dominance + s.pruned_tune + s.pruned_symmetry;
 }
 
 }  // namespace
@@ -392,10 +398,10 @@ std::string run_baselines(const config::Config& config, const config::Setting& s
   std::string fullchip_na, waferllm_na;
   const auto fullchip = baselines::build_fullchip_tuned(w, config.wafer, config.cost.params, &fullchip_na);
   auto waferllm = baselines::build_waferllm_tuned(w, config.wafer, config.cost.params, sides, &waferllm_na);
-  // Both baselines are points of the space: they seed the front.
+  // Both baselines are points of the space: they seed the front (unless search.seed_baselines is off).
   std::vector<std::pair<std::string, meshir::Schedule>> seeds;
-  if (fullchip) seeds.emplace_back("fullchip", *fullchip);
-  if (waferllm) seeds.emplace_back("waferllm", *waferllm);
+  if (fullchip && config.search.seed_baselines) seeds.emplace_back("fullchip", *fullchip);
+  if (waferllm && config.search.seed_baselines) seeds.emplace_back("waferllm", *waferllm);
   // WaferLLM's squares cover less of the grid than the subset was sized for: it takes the largest
   // layer subset it can place, scaled to the full depth like the others (it then seeds nothing, as
   // its schedule holds other layers than the search's).
@@ -430,7 +436,7 @@ std::string run_piece(const config::Config& config, const config::Setting& setti
                                     search::options_from(config.search), piece, incumbents);
   counters.nodes = result.stats.nodes_visited;
   counters.pruned = pruned_total(result.stats);
-  counters.evaluations = result.stats.candidates_evaluated;
+  counters.evaluations = result.stats.nodes_visited + result.stats.tunes_scored;
   for (const auto& c : result.candidates) counters.found.push_back(c.objectives);
   Packer p;
   pack_stats(result.stats, p);
@@ -468,9 +474,10 @@ std::string run_finish(const config::Config& config, const workload::Workload& w
   s.intervals = prediction_intervals(config, w.shape, found.front.empty() ? nullptr : &found.front.front().schedule, s.schedules);
   s.hypervolume_latency_ref_s = found.reference.latency_ref_s;
   const auto& st = found.stats;
-  s.search = SearchCounts{st.nodes_visited,     st.exhaustive_tree_nodes, st.pruned_sram,         st.pruned_bound,
-                          st.pruned_incumbent,  st.pruned_dominance,      st.pruned_symmetry,     st.memo_hits,
-                          st.candidates_evaluated, st.block_costs,        st.timed_out ? 1 : 0};
+  s.search = SearchCounts{st.nodes_visited,    st.exhaustive_tree_log10, st.cut_options, st.pruned_sram,       st.pruned_bound,
+                          st.pruned_incumbent, st.pruned_dominance,      st.pruned_tune,       st.pruned_symmetry,
+                          st.memo_hits,        st.tunes_scored,          st.candidates_evaluated, st.block_costs,
+                          st.timed_out ? 1 : 0};
   s.search_wall_s = st.wall_s;
   // Sampled simulation: the front first (best throughput first), then the baselines.
   std::int64_t budget = config.sim.samples;

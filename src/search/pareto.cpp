@@ -6,13 +6,24 @@
 
 namespace wavel::search {
 
-bool dominates(const Objectives& a, const Objectives& b) {
-  const bool no_worse = a.tokens_per_s >= b.tokens_per_s && a.latency_s <= b.latency_s && a.pes <= b.pes;
-  const bool better = a.tokens_per_s > b.tokens_per_s || a.latency_s < b.latency_s || a.pes < b.pes;
+namespace {
+
+bool equal_in(const Objectives& a, const Objectives& b, const ObjectiveSet& s) {
+  return (!s.throughput || a.tokens_per_s == b.tokens_per_s) && (!s.latency || a.latency_s == b.latency_s) &&
+         (!s.pes || a.pes == b.pes);
+}
+
+}  // namespace
+
+bool dominates(const Objectives& a, const Objectives& b, const ObjectiveSet& s) {
+  const bool no_worse = (!s.throughput || a.tokens_per_s >= b.tokens_per_s) && (!s.latency || a.latency_s <= b.latency_s) &&
+                        (!s.pes || a.pes <= b.pes);
+  const bool better = (s.throughput && a.tokens_per_s > b.tokens_per_s) || (s.latency && a.latency_s < b.latency_s) ||
+                      (s.pes && a.pes < b.pes);
   return no_worse && better;
 }
 
-std::vector<Objectives> pareto_front(std::vector<Objectives> points) {
+std::vector<Objectives> pareto_front(std::vector<Objectives> points, const ObjectiveSet& set) {
   std::sort(points.begin(), points.end(), [](const Objectives& a, const Objectives& b) {
     return std::make_tuple(-a.tokens_per_s, a.latency_s, a.pes, a.id) <
            std::make_tuple(-b.tokens_per_s, b.latency_s, b.pes, b.id);
@@ -21,8 +32,7 @@ std::vector<Objectives> pareto_front(std::vector<Objectives> points) {
   for (const auto& p : points) {
     bool keep = true;
     for (const auto& f : front) {
-      const bool equal = f.tokens_per_s == p.tokens_per_s && f.latency_s == p.latency_s && f.pes == p.pes;
-      if (equal || dominates(f, p)) {
+      if (equal_in(f, p, set) || dominates(f, p, set)) {
         keep = false;
         break;
       }

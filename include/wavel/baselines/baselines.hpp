@@ -13,6 +13,10 @@
 
 namespace wavel::baselines {
 
+/// Square P x P slots on the grid in snake order (consecutive slots are neighbours), skipping slots
+/// with defective PEs: WaferLLM's regions, and the search's square layouts.
+std::vector<meshir::Rect> square_slots(const wafer::WaferParams& wafer, std::int64_t side);
+
 /// Full-Chip: all weights resident over the whole usable wafer (with defects: its largest rectangle
 /// free of defective PEs); every layer runs on it, one after another, for `microbatches` equal
 /// micro-batches of the requests in turn (it must divide them).

@@ -42,11 +42,16 @@ struct SearchConfig {
   std::vector<double> used_fractions{1.0, 0.75, 0.5};  ///< TUNE: fraction of each region side used
   std::vector<std::string> objectives{"throughput", "latency", "pes"};
   double time_limit_s = 0;                      ///< 0: no limit
-  std::int64_t seed = 1;                        ///< seeds the counter-based sampler
+  std::int64_t seed = 1;                        ///< seeds the parameter draws and which search piece takes which root CUT
   double checkpoint_interval_s = 0;             ///< 0: only on signals
-  std::int64_t eval_batch = 4096;               ///< candidates per parallel evaluation batch
   std::int64_t root_chunks = 4;                 ///< root CUT options split into this many pieces per footprint
   std::vector<std::int64_t> expert_groups{1, 2, 4, 8};  ///< MoE: expert CUTs into this many strips
+  std::int64_t cut_step_pes = 0;                ///< two-way CUTs also at every multiple of this many PEs (0: none)
+  std::int64_t sram_cuts = 0;                   ///< root two-way CUTs where the first part just holds its blocks
+  bool sram_boundaries = true;                  ///< root CUTs also split the blocks where each child holds as many as fit
+  std::int64_t square_step_pes = 15;            ///< P x P square layouts: every multiple of this (0: none)
+  std::vector<std::int64_t> square_sides;       ///< P x P square layouts: these sides too
+  bool seed_baselines = true;                   ///< the baselines enter the front as seeds
 };
 
 /// Where and what to write.

@@ -54,6 +54,12 @@ struct Composition {
 Composition compose(const meshir::Schedule& schedule, const std::vector<double>& op_total_cycles, double clock_hz,
                     bool decode, std::int64_t prompt_tokens);
 
+/// The pipelining rule of compose() alone: latency and throughput of `microbatches` micro-batches of
+/// `concurrent_requests` requests through a schedule whose pass and slowest stage (both scaled) are
+/// given. pass_cycles and bottleneck_stage_cycles are copied into the result.
+Composition pipeline(double pass_cycles, double bottleneck_stage_cycles, std::int64_t microbatches,
+                     std::int64_t concurrent_requests, double clock_hz, bool decode, std::int64_t prompt_tokens);
+
 /// `params.route_switch_cycles` for each MeshGEMV whose allreduce axis differs from the previous
 /// MeshGEMV's in its region; 0 elsewhere.
 std::vector<double> route_switch_cycles(const meshir::Schedule& schedule, const CostParams& params);

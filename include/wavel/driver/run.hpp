@@ -68,9 +68,11 @@ struct SimOpPair {
 /// Search statistics of one setting: work counters, which vary with how ranks shared the work
 /// (each rank caches its own sub-problems) and with the incumbents they had.
 struct SearchCounts {
-  std::int64_t nodes_visited = 0, exhaustive_tree_nodes = 0, pruned_sram = 0, pruned_bound = 0,
-               pruned_incumbent = 0, pruned_dominance = 0, pruned_symmetry = 0, memo_hits = 0, candidates_evaluated = 0,
-               block_costs = 0, timed_out = 0;
+  std::int64_t nodes_visited = 0;
+  double exhaustive_tree_log10 = 0;
+  std::int64_t cut_options = 0, pruned_sram = 0, pruned_bound = 0, pruned_incumbent = 0, pruned_dominance = 0, pruned_tune = 0,
+               pruned_symmetry = 0, memo_hits = 0, tunes_scored = 0, candidates_evaluated = 0, block_costs = 0,
+               timed_out = 0;
 };
 
 /// 90 % intervals of the predictions over the fitted parameters' uncertainty (cost.draws draws,

@@ -15,12 +15,19 @@ struct Objectives {
   std::int64_t id = 0;       ///< tie-breaker: lower wins among equal points
 };
 
-/// a dominates b: no worse in every objective and better in at least one.
-bool dominates(const Objectives& a, const Objectives& b);
+/// Which objectives a front is built on (search.objectives); the others are carried, not compared.
+struct ObjectiveSet {
+  bool throughput = true;
+  bool latency = true;
+  bool pes = true;
+};
 
-/// The non-dominated points, sorted by (-tokens_per_s, latency_s, pes, id); of points with equal
-/// objectives only the lowest id stays.
-std::vector<Objectives> pareto_front(std::vector<Objectives> points);
+/// a dominates b: no worse in every selected objective and better in at least one.
+bool dominates(const Objectives& a, const Objectives& b, const ObjectiveSet& set = {});
+
+/// The non-dominated points, sorted by (-tokens_per_s, latency_s, pes, id); of points equal in the
+/// selected objectives only the first in that order stays.
+std::vector<Objectives> pareto_front(std::vector<Objectives> points, const ObjectiveSet& set = {});
 
 /// Reference point of the hypervolume: zero throughput, `latency_ref_s`, `pes_ref`.
 struct HypervolumeReference {

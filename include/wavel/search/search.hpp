@@ -1,10 +1,13 @@
 // CUT/TUNE schedule search for one setting: guillotine CUTs split a region and its blocks of work,
-// TUNE picks each leaf's used size, K-tree groups and layout; exact dynamic programming over
-// sub-problems with SRAM, bound, dominance, symmetry and memoization pruning; a Pareto front over
-// throughput, latency and PEs.
+// TUNE picks each leaf's used size, K-tree groups and layout; P x P square layouts in snake order
+// chain consecutive blocks over fixed slots; exact dynamic programming over sub-problems with SRAM,
+// bound, incumbent, dominance, symmetry and memoization pruning; a Pareto front over the selected
+// objectives (throughput, latency, PEs). Block evaluator: detail/evaluator.hpp; solver:
+// detail/solver.hpp; pieces and front assembly: search.cpp.
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <string>
 #include <utility>
@@ -32,23 +35,34 @@ struct SearchOptions {
   bool serial = false;                           ///< parallel loops on Kokkos::Serial instead of the default host space
   std::int64_t root_chunks = 4;                  ///< root CUT options split over this many pieces (units of distribution)
   std::vector<std::int64_t> expert_groups{1, 2, 4, 8};  ///< MoE: expert CUTs of a leaf into this many strips
+  std::int64_t cut_step_pes = 0;                 ///< two-way CUTs also at every multiple of this many PEs (0: none)
+  std::int64_t sram_cuts = 0;                    ///< root two-way CUTs where the first part just holds n near-equal block runs
+  bool sram_boundaries = true;                   ///< root CUTs also split the blocks where each child holds as many as fit
+  std::int64_t square_step_pes = 15;             ///< P x P layouts: every multiple of this up to the shorter side (0: none)
+  std::vector<std::int64_t> square_sides;        ///< P x P layouts: these sides too
+  std::int64_t seed = 1;                         ///< which piece takes which root CUT option
+  ObjectiveSet objectives;                       ///< what the fronts compare
 };
 
 /// The options a config's `search` section asks for.
 SearchOptions options_from(const config::SearchConfig& search);
 
 /// What the search did, counted per pruning rule.
+/// What the search did, counted per pruning rule (README, Search, defines each).
 struct SearchStats {
-  std::int64_t nodes_visited = 0;          ///< search-tree nodes (partial schedules) generated
-  std::int64_t exhaustive_tree_nodes = 0;  ///< nodes of the unpruned tree (every TUNE candidate and CUT combination)
+  std::int64_t nodes_visited = 0;          ///< partial schedules generated: leaves (used size, best TUNE) and combinations
+  double exhaustive_tree_log10 = -std::numeric_limits<double>::infinity();  ///< log10 of the unpruned tree's nodes
+  std::int64_t cut_options = 0;            ///< CUT options met (mirrors not generated excluded), before pruning
   std::int64_t subproblems = 0;            ///< (region, block range, depth) sub-problems entered, memo hits included
-  std::int64_t pruned_sram = 0;            ///< CUT options cut before descending: a child cannot hold its weights
+  std::int64_t pruned_sram = 0;            ///< CUT options, footprints and layouts that cannot hold their blocks
   std::int64_t pruned_bound = 0;           ///< CUT options whose lower bound a point of the same sub-problem beats
-  std::int64_t pruned_incumbent = 0;       ///< root CUT options whose best objectives a schedule already found dominates
+  std::int64_t pruned_incumbent = 0;       ///< root CUT options and square slot counts an incumbent strictly dominates
   std::int64_t pruned_dominance = 0;       ///< partial schedules dropped as dominated in their sub-problem
+  std::int64_t pruned_tune = 0;            ///< leaf TUNE options slower than the leaf's best (same interface)
   std::int64_t pruned_symmetry = 0;        ///< mirrored root CUTs not generated
   std::int64_t memo_hits = 0;              ///< sub-problems answered from the memo
-  std::int64_t candidates_evaluated = 0;   ///< leaf TUNE candidates plus CUT combinations scored
+  std::int64_t tunes_scored = 0;           ///< leaf TUNE options scored (sums of memoized block costs)
+  std::int64_t candidates_evaluated = 0;   ///< complete schedules scored (a piece's root points)
   std::int64_t block_costs = 0;            ///< per-block cost-model evaluations (the memoized table)
   bool timed_out = false;
   double wall_s = 0;                       ///< timing only: not part of the results
@@ -86,8 +100,8 @@ struct Leaf {
 /// count), so any number of ranks splits a sweep into the same pieces and finds the same front.
 struct SearchPiece {
   std::int64_t microbatches = 1;
-  int footprint = 0;  ///< index into the footprints: the grid, then its top-left 3/4, 1/2, 1/4 per side
-  int chunk = 0;      ///< root CUT options whose index is `chunk` modulo `chunks`; chunk 0 also the root as one leaf
+  int footprint = 0;  ///< the grid, its top-left 3/4, 1/2, 1/4 per side, then the P x P square layouts
+  int chunk = 0;      ///< root CUT options hashed (search.seed) to `chunk` of `chunks`, square sides by index modulo `chunks`; chunk 0 also the root as one leaf
   int chunks = 1;
 };
 

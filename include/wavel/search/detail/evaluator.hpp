@@ -1,0 +1,143 @@
+// The search's block evaluator: per-block costs from the cost model, memoized per (block type, used
+// size, TUNE), and the incremental scoring of leaves, transfers and complete plans built from them.
+// Internal to src/search.
+#pragma once
+
+#include <Kokkos_Core.hpp>
+#include <climits>
+#include <cstdint>
+#include <limits>
+#include <tuple>
+#include <unordered_map>
+#include <vector>
+
+#include "wavel/search/blocks.hpp"
+#include "wavel/search/search.hpp"
+
+namespace wavel::search::detail {
+
+/// (cost, id) pair reduced deterministically: lower cost wins, then lower id.
+struct CostId {
+  double cost;
+  int id;
+};
+
+/// Kokkos reducer ordered on (cost, id); Kokkos::MinLoc does not break ties deterministically.
+struct MinCostId {
+  using reducer = MinCostId;
+  using value_type = CostId;
+  using result_view_type = Kokkos::View<value_type, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>;
+
+  KOKKOS_INLINE_FUNCTION explicit MinCostId(value_type& value) : value_(&value) {}
+  KOKKOS_INLINE_FUNCTION static bool less(const value_type& a, const value_type& b) {
+    return a.cost < b.cost || (a.cost == b.cost && a.id < b.id);
+  }
+  KOKKOS_INLINE_FUNCTION void join(value_type& dest, const value_type& src) const {
+    if (less(src, dest)) dest = src;
+  }
+#if KOKKOS_VERSION < 30700
+  KOKKOS_INLINE_FUNCTION void join(volatile value_type& dest, const volatile value_type& src) const {
+    if (src.cost < dest.cost || (src.cost == dest.cost && src.id < dest.id)) {
+      dest.cost = src.cost;
+      dest.id = src.id;
+    }
+  }
+#endif
+  KOKKOS_INLINE_FUNCTION void init(value_type& v) const {
+    v.cost = std::numeric_limits<double>::infinity();
+    v.id = INT_MAX;
+  }
+  KOKKOS_INLINE_FUNCTION value_type& reference() const { return *value_.data(); }
+  result_view_type view() const { return value_; }
+  KOKKOS_INLINE_FUNCTION bool references_scalar() const { return true; }
+
+ private:
+  result_view_type value_;
+};
+
+// Runs `body(space)` on Kokkos::Serial when asked or when `items` are too few to pay for waking
+// the threads (a parallel region costs microseconds; a leaf's tune choice is a few items of
+// nanoseconds each), else on the default host space; results never depend on which.
+template <class Body>
+void on_host_space(bool serial, std::size_t items, std::size_t min_parallel_items, Body&& body) {
+#ifdef KOKKOS_ENABLE_SERIAL
+  if (serial || items < min_parallel_items) {
+    body(Kokkos::Serial());
+    return;
+  }
+#else
+  (void)serial;
+  (void)items;
+  (void)min_parallel_items;
+#endif
+  body(Kokkos::DefaultHostExecutionSpace());
+}
+
+/// One block alone on a used rectangle, from the cost model (decoder blocks already scaled by the
+/// workload's layer subset, as cost::evaluate scales them).
+struct BlockCost {
+  double cycles = 0;
+  std::int64_t resident = 0;  ///< weights + KV bytes per PE
+  std::int64_t buffers = 0;   ///< double-buffered activations per PE
+  int first_axis = -1;        ///< allreduce axis of the first and last GEMV (-1: none)
+  int last_axis = -1;
+};
+
+/// A table entry: (block type, used width, used height, TUNE index).
+using TableKey = std::tuple<int, std::int64_t, std::int64_t, int>;
+
+/// TUNE choices: K-tree group scales per axis and the feature entry axis (decode), each again with
+/// every expert CUT that splits the experts evenly (MoE).
+std::vector<meshir::Tune> tune_choices(bool decode, const std::vector<double>& scales, std::int64_t experts,
+                                       const std::vector<std::int64_t>& expert_groups);
+
+/// Used sizes TUNE may pick inside a side (fractions rounded up), each once.
+std::vector<std::int64_t> used_sides(std::int64_t side, const std::vector<double>& fractions);
+
+}  // namespace wavel::search::detail
+
+namespace wavel::search {
+
+struct PlanEvaluator::Impl {
+  wafer::WaferParams wafer;
+  cost::CostParams params;
+  bool decode = true;
+  std::int64_t requests = 1;
+  std::int64_t prompt_tokens = 0;
+  std::int64_t microbatches = 1;
+  std::int64_t layers_total = 0;
+  std::int64_t layer_scale = 1;
+  double capacity_factor = 1.0;
+  std::vector<Block> blocks;
+  std::vector<double> block_scale;  ///< layer_scale for decoder blocks, 1 for embedding and head
+  std::vector<int> representative;  ///< a block index per type
+  std::vector<meshir::Tune> tunes;
+  std::unordered_map<std::uint64_t, detail::BlockCost> table;
+  std::int64_t computed = 0;
+  bool serial = false;  ///< run the parallel loops on Kokkos::Serial (tests compare the two)
+
+  Impl(const workload::Workload& w, const wafer::WaferParams& wf, const cost::CostParams& p, std::int64_t mb,
+       const std::vector<double>& group_scales, const std::vector<std::int64_t>& expert_groups);
+
+  [[nodiscard]] meshir::Schedule empty() const;
+  /// One block alone on a w x h region, scored by the cost model itself.
+  [[nodiscard]] detail::BlockCost compute(int type, std::int64_t w, std::int64_t h, int tune) const;
+  /// Computes the missing table entries in parallel; every entry is independent and pure.
+  void ensure(std::vector<detail::TableKey> wanted);
+  [[nodiscard]] bool has(int type, std::int64_t w, std::int64_t h, int tune) const;
+  [[nodiscard]] const detail::BlockCost& get(int type, std::int64_t w, std::int64_t h, int tune) const;
+
+  struct LeafCost {
+    double cycles = 0;
+    bool fits = false;
+  };
+  /// Blocks [a, b) one after another on a w x h used rectangle with one TUNE.
+  [[nodiscard]] LeafCost leaf(int a, int b, std::int64_t w, std::int64_t h, int tune) const;
+  /// The transfer of block `after_block`'s output into the next leaf (scaled as that block's steps).
+  [[nodiscard]] double transfer(const meshir::Rect& from_region, const meshir::Rect& to_region, int after_block) const;
+  /// Final objectives from (scaled) pass time and slowest stage, by the cost model's pipeline rule.
+  [[nodiscard]] Objectives objectives(double pass, double bottleneck, std::int64_t pes) const;
+  [[nodiscard]] meshir::Schedule build(const std::vector<Leaf>& leaves) const;
+};
+
+}  // namespace wavel::search

@@ -1,0 +1,116 @@
+// The CUT/TUNE solver: a memoized dynamic program over (region shape, block range, depth) sub-problems
+// with SRAM, bound, incumbent, dominance and symmetry pruning, and the P x P square layouts in snake
+// order as a chain over fixed slots. Internal to src/search.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <tuple>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "wavel/search/detail/evaluator.hpp"
+
+namespace wavel::search::detail {
+
+/// A partial schedule of a sub-problem, in coordinates relative to the sub-problem's corner.
+struct Point {
+  double pass = 0;         ///< all stages one after another, transfers inside included
+  double stage = 0;        ///< slowest stage (transfers overlap with other micro-batches' compute)
+  meshir::Rect entry;      ///< first leaf's region
+  meshir::Rect exit;       ///< last leaf's region
+  int plan = -1;
+  meshir::Rect offset;     ///< where `plan` sits relative to the sub-problem (its own rectangle for a child)
+  std::int64_t pes = 0;    ///< PEs of its regions
+};
+
+/// How to rebuild a point: a leaf, or a group of two parts, each a plan placed at an offset
+/// rectangle relative to the point's sub-problem (a leaf takes its region from that rectangle).
+struct Plan {
+  bool leaf = true;
+  int a = 0, b = 0;  ///< blocks
+  std::int64_t used_w = 0, used_h = 0;
+  int tune = 0;
+  int parts[2] = {-1, -1};  ///< group: the earlier blocks' plan, then the later ones'
+  meshir::Rect offsets[2];
+};
+
+/// log10(10^a + 10^b), exact for sizes far beyond any integer type.
+double log10_add(double a, double b);
+
+class Solver {
+ public:
+  Solver(PlanEvaluator::Impl& ev, const SearchOptions& options);
+
+  /// Starts a piece of work: where its statistics go, and its clock (the time limit is per piece).
+  void begin(SearchStats* stats, std::chrono::steady_clock::time_point start);
+
+  /// The root of one rectangular footprint: the root CUT options assigned to `chunk` of `chunks`,
+  /// and (chunk 0) the root as one leaf. Not memoized: the pieces of a root are disjoint.
+  std::vector<Point> root_points(const meshir::Rect& rect, int chunk, int chunks,
+                                 const std::vector<Objectives>& incumbents);
+
+  /// Complete schedules on the first k P x P slots in snake order, k = 1, 2, ..., each slot one leaf
+  /// holding consecutive blocks (every TUNE, the whole square used).
+  std::vector<Point> square_points(std::int64_t side, const std::vector<Objectives>& incumbents);
+
+  /// log10 of the unpruned tree's nodes below a rectangular footprint (every leaf used size and
+  /// TUNE, every combination a CUT chains), and below a square layout.
+  double tree_log10(const meshir::Rect& rect);
+  double square_tree_log10(std::int64_t side);
+
+  /// Leaves of a plan in block order, at absolute coordinates; `rect` is where the plan sits.
+  void leaves_of(int id, const meshir::Rect& rect, std::vector<Leaf>& out) const;
+
+ private:
+  struct CutOption {
+    std::vector<meshir::Rect> rects;  ///< children in block order, relative to the parent's corner
+    std::vector<int> bounds;          ///< block boundaries: a, then each child's end
+  };
+  struct RootSlice {
+    int chunk;
+    int chunks;
+    const std::vector<Objectives>* incumbents;
+  };
+
+  const std::vector<Point>& solve(const meshir::Rect& rect, int a, int b, int depth);
+  bool out_of_time();
+  bool contains_defect(const meshir::Rect& r) const;
+  int split_point(int a, int b, double ratio) const;
+  std::vector<std::vector<meshir::Rect>> divisions(std::int64_t w, std::int64_t h) const;
+  std::vector<std::vector<int>> boundaries(const std::vector<meshir::Rect>& rects, int a, int b, std::int64_t area,
+                                           bool root) const;
+  std::vector<std::vector<meshir::Rect>> sram_cuts(const meshir::Rect& rect, int a, int b) const;
+  std::vector<CutOption> cut_options(const meshir::Rect& rect, int a, int b, bool root, bool mirrors);
+  std::vector<Point> leaf_points(const meshir::Rect& rect, int a, int b);
+  Point leaf_point(const meshir::Rect& rect, int a, int b, std::int64_t used_w, std::int64_t used_h, int tune,
+                   double cycles);
+  void cut_points(const meshir::Rect& rect, int a, int b, int depth, std::vector<Point>& points,
+                  const RootSlice& slice);
+  double min_block(int type, std::int64_t w, std::int64_t h, int depth);
+  std::pair<double, double> lower_bounds(const CutOption& c, int depth);
+  bool bound_pruned(const CutOption& c, const std::vector<Point>& points, double pass_lb, double stage_lb,
+                    bool root) const;
+  bool incumbent_beats(double pass_lb, double stage_lb, std::int64_t pes,
+                       const std::vector<Objectives>& incumbents) const;
+  double reach_margin(const meshir::Rect& p, const meshir::Rect& region, int after_block) const;
+  double end_margin(const meshir::Rect& p, const meshir::Rect& q, int after_block) const;
+  bool dominates_everywhere(const Point& p, const Point& q, int a, int b) const;
+  std::vector<Point> filter(std::vector<Point> points, int a, int b, bool root);
+  std::pair<double, double> tree_size(std::int64_t w, std::int64_t h, int a, int b, int depth);
+
+  PlanEvaluator::Impl& ev_;
+  SearchOptions opt_;
+  SearchStats* stats_ = nullptr;
+  std::chrono::steady_clock::time_point start_;
+  std::vector<std::int64_t> resident_prefix_;
+  bool has_defects_ = false;
+  std::map<std::tuple<std::int64_t, std::int64_t, int, int, int, std::int64_t, std::int64_t>, std::vector<Point>> memo_;
+  std::map<std::tuple<std::int64_t, std::int64_t, int, int, int>, std::pair<double, double>> tree_memo_;
+  std::map<std::tuple<int, std::int64_t, std::int64_t, int>, double> min_block_memo_;
+  std::vector<Plan> plans_;
+};
+
+}  // namespace wavel::search::detail

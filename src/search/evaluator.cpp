@@ -1,0 +1,241 @@
+// The block evaluator: per-block costs from cost::evaluate, memoized, and plans scored from them
+// with the cost model's own transfer and pipeline rules (so a plan scores exactly as its MeshIR).
+#include "wavel/search/detail/evaluator.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "wavel/common/error.hpp"
+#include "wavel/cost/model.hpp"
+#include "wavel/meshir/placer.hpp"
+#include "wavel/meshir/verify.hpp"
+
+namespace wavel::search {
+
+namespace detail {
+
+using meshir::Axis;
+using meshir::Rect;
+
+std::vector<meshir::Tune> tune_choices(bool decode, const std::vector<double>& scales, std::int64_t experts,
+                                       const std::vector<std::int64_t>& expert_groups) {
+  std::vector<meshir::Tune> tunes;
+  if (decode) {
+    for (Axis entry : {Axis::x, Axis::y}) {
+      for (double sx : scales) {
+        for (double sy : scales) tunes.push_back(meshir::Tune{sx, sy, entry});
+      }
+    }
+  } else {
+    for (double sx : scales) tunes.push_back(meshir::Tune{sx, 1.0, Axis::x});  // prefill reduces along X only
+  }
+  std::vector<meshir::Tune> out;
+  for (std::int64_t g : expert_groups) {
+    if (g > 1 && (experts < g || experts % g != 0)) continue;
+    if (g > 1 && experts < 2) continue;
+    for (auto t : tunes) {
+      t.expert_groups = g;
+      out.push_back(t);
+    }
+  }
+  return out.empty() ? tunes : out;
+}
+
+std::vector<std::int64_t> used_sides(std::int64_t side, const std::vector<double>& fractions) {
+  std::vector<std::int64_t> sides;
+  for (double f : fractions) {
+    const auto s = std::clamp<std::int64_t>(static_cast<std::int64_t>(std::ceil(f * static_cast<double>(side))), 1, side);
+    if (std::find(sides.begin(), sides.end(), s) == sides.end()) sides.push_back(s);
+  }
+  return sides;
+}
+
+namespace {
+
+std::uint64_t table_key(int type, std::int64_t w, std::int64_t h, int tune) {
+  return (static_cast<std::uint64_t>(type) << 52) | (static_cast<std::uint64_t>(w) << 32) |
+         (static_cast<std::uint64_t>(h) << 12) | static_cast<std::uint64_t>(tune);
+}
+
+}  // namespace
+
+}  // namespace detail
+
+using detail::BlockCost;
+using meshir::Axis;
+using meshir::Rect;
+
+PlanEvaluator::Impl::Impl(const workload::Workload& w, const wafer::WaferParams& wf, const cost::CostParams& p,
+                          std::int64_t mb, const std::vector<double>& group_scales,
+                          const std::vector<std::int64_t>& expert_groups)
+    : wafer(wf), params(p), decode(w.shape.phase == workload::Phase::decode), requests(w.shape.concurrent_requests),
+      prompt_tokens(w.shape.input_tokens), microbatches(mb), layers_total(w.model.num_layers * w.layer_scale),
+      layer_scale(w.layer_scale), capacity_factor(w.moe_capacity_factor) {
+  // One micro-batch's op graph; the KV cache of every request stays resident.
+  blocks = split_blocks(workload::split_requests(w, mb));
+  for (std::size_t i = 0; i < blocks.size(); ++i) {
+    if (blocks[i].type >= static_cast<int>(representative.size())) representative.push_back(static_cast<int>(i));
+    block_scale.push_back(blocks[i].ops.decoder ? static_cast<double>(std::max<std::int64_t>(1, layer_scale)) : 1.0);
+  }
+  tunes = detail::tune_choices(decode, group_scales, w.model.moe ? w.model.moe->num_experts : 0, expert_groups);
+}
+
+meshir::Schedule PlanEvaluator::Impl::empty() const {
+  meshir::Schedule s;
+  s.name = "wavel";
+  s.grid_w_pes = wafer.grid_w_pes;
+  s.grid_h_pes = wafer.grid_h_pes;
+  s.sram_per_pe_bytes = wafer.sram_per_pe_bytes;
+  s.colours = wafer.routable_colours;
+  for (const auto& pe : wafer.defective_pes) s.defective_pes.emplace_back(pe.x, pe.y);
+  s.concurrent_requests = requests;
+  s.microbatches = microbatches;
+  s.layers_total = layers_total;
+  s.layer_scale = layer_scale;
+  return s;
+}
+
+BlockCost PlanEvaluator::Impl::compute(int type, std::int64_t w, std::int64_t h, int tune) const {
+  meshir::Schedule s = empty();
+  const Rect rect{0, 0, w, h};
+  s.regions = {rect};
+  meshir::Placer placer(s, decode, capacity_factor);
+  placer.place(blocks[static_cast<std::size_t>(representative[static_cast<std::size_t>(type)])].ops, 0, rect, 0,
+               tunes[static_cast<std::size_t>(tune)]);
+  s.microbatches = 1;  // the block's own time, not a pipeline round
+  s.concurrent_requests = 1;
+  const auto c = cost::evaluate(s, wafer, params, decode, prompt_tokens);  // scales a decoder block's steps
+  const auto sram = meshir::region_sram_per_pe(s, 0);
+  BlockCost b;
+  b.cycles = c.pass_cycles;
+  b.resident = sram.resident_bytes;
+  b.buffers = sram.buffer_bytes;
+  for (const auto& op : s.ops) {
+    if (op.kernel != meshir::Kernel::meshgemv || op.region != 0) continue;  // route switches are per region
+    const int axis = op.reduce_axis == Axis::x ? 0 : 1;
+    if (b.first_axis < 0) b.first_axis = axis;
+    b.last_axis = axis;
+  }
+  return b;
+}
+
+void PlanEvaluator::Impl::ensure(std::vector<detail::TableKey> wanted) {
+  std::vector<detail::TableKey> missing;
+  for (const auto& k : wanted) {
+    if (!has(std::get<0>(k), std::get<1>(k), std::get<2>(k), std::get<3>(k))) missing.push_back(k);
+  }
+  std::sort(missing.begin(), missing.end());
+  missing.erase(std::unique(missing.begin(), missing.end()), missing.end());
+  if (missing.empty()) return;
+  std::vector<BlockCost> out(missing.size());
+  // Each entry places and costs a whole block: worth a thread from two entries on.
+  detail::on_host_space(serial, missing.size(), 2, [&](auto space) {
+    Kokkos::parallel_for(
+        "wavel::search::block_costs",
+        Kokkos::RangePolicy<decltype(space)>(space, 0, static_cast<int>(missing.size())), [&](const int i) {
+          const auto& [type, w, h, tune] = missing[static_cast<std::size_t>(i)];
+          out[static_cast<std::size_t>(i)] = compute(type, w, h, tune);
+        });
+  });
+  for (std::size_t i = 0; i < missing.size(); ++i) {
+    const auto& [type, w, h, tune] = missing[i];
+    table.emplace(detail::table_key(type, w, h, tune), out[i]);
+  }
+  computed += static_cast<std::int64_t>(missing.size());
+}
+
+bool PlanEvaluator::Impl::has(int type, std::int64_t w, std::int64_t h, int tune) const {
+  return table.find(detail::table_key(type, w, h, tune)) != table.end();
+}
+
+const BlockCost& PlanEvaluator::Impl::get(int type, std::int64_t w, std::int64_t h, int tune) const {
+  return table.at(detail::table_key(type, w, h, tune));
+}
+
+// The block costs plus a route switch wherever a GEMV reduces along a different axis than the
+// region's previous GEMV (charged in that block's steps, so scaled as they are).
+PlanEvaluator::Impl::LeafCost PlanEvaluator::Impl::leaf(int a, int b, std::int64_t w, std::int64_t h, int tune) const {
+  LeafCost out;
+  std::int64_t resident = 0, buffers = 0;
+  int last_axis = -1;
+  for (int i = a; i < b; ++i) {
+    const BlockCost& c = get(blocks[static_cast<std::size_t>(i)].type, w, h, tune);
+    out.cycles += c.cycles;
+    if (last_axis >= 0 && c.first_axis >= 0 && c.first_axis != last_axis) {
+      out.cycles += params.route_switch_cycles * block_scale[static_cast<std::size_t>(i)];
+    }
+    if (c.last_axis >= 0) last_axis = c.last_axis;
+    resident += c.resident;
+    buffers = std::max(buffers, c.buffers);
+  }
+  out.fits = resident + buffers <= wafer.sram_per_pe_bytes;
+  return out;
+}
+
+double PlanEvaluator::Impl::transfer(const Rect& from_region, const Rect& to_region, int after_block) const {
+  // The transfer is placed with the receiving block, so it repeats as that block does.
+  const double scale = block_scale[static_cast<std::size_t>(after_block) + 1];
+  return scale * cost::transfer_cost(from_region, to_region,
+                                     static_cast<double>(blocks[static_cast<std::size_t>(after_block)].output_bytes),
+                                     wafer, params)
+                     .total_cycles;
+}
+
+Objectives PlanEvaluator::Impl::objectives(double pass, double bottleneck, std::int64_t pes) const {
+  const cost::Composition c =
+      cost::pipeline(pass, bottleneck, microbatches, requests, wafer.clock_hz, decode, prompt_tokens);
+  return Objectives{c.tokens_per_s, c.latency_s, pes, 0};
+}
+
+meshir::Schedule PlanEvaluator::Impl::build(const std::vector<Leaf>& leaves) const {
+  meshir::Schedule s = empty();
+  meshir::Placer placer(s, decode, capacity_factor);
+  for (std::size_t l = 0; l < leaves.size(); ++l) {
+    const Leaf& leaf = leaves[l];
+    s.regions.push_back(leaf.region);
+    const int region = static_cast<int>(s.regions.size()) - 1;  // expert CUTs append strip regions after it
+    const Rect used{leaf.region.x, leaf.region.y, leaf.used_w, leaf.used_h};
+    for (int i = leaf.first_block; i < leaf.end_block; ++i) {
+      placer.place(blocks[static_cast<std::size_t>(i)].ops, region, used, static_cast<int>(l),
+                   tunes[static_cast<std::size_t>(leaf.tune)]);
+    }
+  }
+  return s;
+}
+
+PlanEvaluator::PlanEvaluator(const workload::Workload& workload, const wafer::WaferParams& wafer,
+                             const cost::CostParams& params, std::int64_t microbatches,
+                             const std::vector<double>& group_scales, const std::vector<std::int64_t>& expert_groups)
+    : impl_(new Impl(workload, wafer, params, microbatches, group_scales, expert_groups)) {}
+PlanEvaluator::~PlanEvaluator() { delete impl_; }
+const std::vector<meshir::Tune>& PlanEvaluator::tunes() const { return impl_->tunes; }
+int PlanEvaluator::blocks() const { return static_cast<int>(impl_->blocks.size()); }
+
+void PlanEvaluator::prepare(const std::vector<Leaf>& leaves) {
+  std::vector<detail::TableKey> wanted;
+  for (const auto& leaf : leaves) {
+    for (int i = leaf.first_block; i < leaf.end_block; ++i) {
+      wanted.emplace_back(impl_->blocks[static_cast<std::size_t>(i)].type, leaf.used_w, leaf.used_h, leaf.tune);
+    }
+  }
+  impl_->ensure(std::move(wanted));
+}
+
+Objectives PlanEvaluator::evaluate(const std::vector<Leaf>& leaves) const {
+  double pass = 0, bottleneck = 0;
+  std::int64_t pes = 0;
+  for (std::size_t l = 0; l < leaves.size(); ++l) {
+    const Leaf& leaf = leaves[l];
+    const auto c = impl_->leaf(leaf.first_block, leaf.end_block, leaf.used_w, leaf.used_h, leaf.tune);
+    if (!c.fits) return Objectives{0.0, std::numeric_limits<double>::infinity(), pes, 0};
+    if (l > 0) pass += impl_->transfer(leaves[l - 1].region, leaf.region, leaf.first_block - 1);
+    pass += c.cycles;
+    bottleneck = std::max(bottleneck, c.cycles);
+    pes += leaf.region.pes();
+  }
+  return impl_->objectives(pass, bottleneck, pes);
+}
+
+meshir::Schedule PlanEvaluator::build(const std::vector<Leaf>& leaves) const { return impl_->build(leaves); }
+
+}  // namespace wavel::search
