@@ -28,11 +28,12 @@ moe=results/runs/paper-moe/results.h5
 # Plots for a few representative settings (every setting has its own in the raw runs' folders if
 # plot_results.py is run without --setting):
 #   dense 0 llama3-8b decode r1 2048/128, 8 llama3-8b decode r16 2048/128, 16 llama3-8b prefill r1,
-#   105 qwen2-72b decode r16 4096/128 (layer subset);
-#   moe 8 mixtral-8x7b decode r16 (layer subset), 40 qwen3-30b-a3b decode r16 (layer subset),
-#   72 deepseek-v2-lite decode r16, 80 deepseek-v2-lite prefill r1.
+#   81 qwen2-72b decode r16 4096/128 (layer subset);
+#   moe 8 mixtral-8x7b decode r16 (layer subset), 32 qwen3-30b-a3b decode r16 (layer subset),
+#   56 deepseek-v2-lite decode r16, 64 deepseek-v2-lite prefill r1.
+# (Prefill settings take each input length once, so the ids are those of the 96 + 72 settings.)
 /usr/bin/python3 scripts/plot_results.py "$dense" --out "$out/plots/dense" --setting 0 --setting 8 --setting 16 \
-  --setting 105 --schedule waferllm --calibration results/runs/paper-validate/validation.csv
-/usr/bin/python3 scripts/plot_results.py "$moe" --out "$out/plots/moe" --setting 8 --setting 40 --setting 72 \
-  --setting 80 --schedule waferllm
+  --setting 81 --schedule waferllm --calibration results/runs/paper-validate/validation.csv
+/usr/bin/python3 scripts/plot_results.py "$moe" --out "$out/plots/moe" --setting 8 --setting 32 --setting 56 \
+  --setting 64 --schedule waferllm
 echo "results/paper regenerated"
