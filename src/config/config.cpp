@@ -258,6 +258,7 @@ void read_cost(Validator& v, const Node& node, const wafer::WaferParams& wafer, 
     if (auto given = v.string(n, "cost.params_file")) {
       c.params_file = *given;
       const fs::path resolved = resolve_input_path(*given, n, file);
+      c.params_path = resolved.string();
       std::error_code ec;
       if (!fs::is_regular_file(resolved, ec)) {
         v.error(n.where, "cost.params_file", "params file not found: " + resolved.string());
@@ -424,7 +425,13 @@ std::string format_double(double value) {
   return std::string(text, result.ptr);
 }
 
-std::string to_yaml(const Config& c) {
+std::string to_yaml(const Config& c, bool absolute_paths) {
+  const auto path_text = [&](const std::string& given, const std::string& opened) {
+    if (!absolute_paths || opened.empty() || opened == "preset") return given;
+    std::error_code ec;
+    const fs::path absolute = fs::absolute(opened, ec);
+    return ec ? given : absolute.lexically_normal().string();
+  };
   YAML::Emitter out;
   const auto num = [](double x) { return format_double(x); };
   out << YAML::BeginMap;
@@ -452,7 +459,7 @@ std::string to_yaml(const Config& c) {
   const auto& a = c.workloads;
   out << YAML::Key << "workloads" << YAML::Value << YAML::BeginMap;
   out << YAML::Key << "models" << YAML::Value << YAML::Flow << YAML::BeginSeq;
-  for (const auto& m : a.models) out << m.given;
+  for (const auto& m : a.models) out << path_text(m.given, m.spec.source);
   out << YAML::EndSeq;
   out << YAML::Key << "phases" << YAML::Value << YAML::Flow << YAML::BeginSeq;
   for (auto p : a.phases) out << std::string(workload::to_string(p));
@@ -472,7 +479,9 @@ std::string to_yaml(const Config& c) {
   out << YAML::EndMap;
 
  out << YAML::Key << "cost" << YAML::Value << YAML::BeginMap;
-  if (!c.cost.params_file.empty()) out << YAML::Key << "params_file" << YAML::Value << c.cost.params_file;
+  if (!c.cost.params_file.empty()) {
+    out << YAML::Key << "params_file" << YAML::Value << path_text(c.cost.params_file, c.cost.params_path);
+  }
   out << YAML::Key << "draws" << YAML::Value << c.cost.draws;
   out << YAML::Key << "pinned" << YAML::Value << YAML::Flow << c.cost.pinned;
   for (const auto& info : cost::param_registry()) {

@@ -176,7 +176,7 @@ void calibrate_against_sim_command(const std::string& config_path, const std::st
   const auto result = calibrate::calibrate(set, predict, start, names);
 
   const std::string dir = output_dir.empty() ? "results/runs/calibrate-sim-" + fs::path(config_path).stem().string() : output_dir;
-  make_output_dir(dir, context.comm);
+  const OutputDirLock lock = make_output_dir(dir, context.comm);
   // The pairs with their features, before and after the fit.
   std::vector<std::string> kernel, phase;
   std::vector<std::int64_t> pes, op, held;
