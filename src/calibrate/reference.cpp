@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "wavel/common/error.hpp"
+#include "wavel/common/input_file.hpp"
 #include "wavel/config/schema.hpp"
 #include "wavel/config/source_tree.hpp"
 #include "wavel/wafer/wafer.hpp"
@@ -168,12 +169,7 @@ std::optional<ReferencePoint> read_point(Validator& v, const Node& node, const s
 }  // namespace
 
 ReferenceSet load_reference(const std::string& path) {
-  std::ifstream file(path, std::ios::binary);
-  if (!file) throw InputMissingError("cannot read reference file '" + path + "'");
-  std::ostringstream text;
-  text << file.rdbuf();
-  if (file.bad()) throw InputMissingError("error while reading reference file '" + path + "'");
-  return parse_reference(text.str(), path);
+  return parse_reference(read_input_file(path, std::size_t{16} << 20, "reference file"), path);
 }
 
 ReferenceSet parse_reference(const std::string& text, const std::string& file_label) {

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "wavel/common/error.hpp"
+#include "wavel/common/input_file.hpp"
 
 namespace wavel::driver {
 
@@ -119,12 +120,7 @@ OutputDirLock make_output_dir(const std::string& dir, MPI_Comm comm) {
 std::string read_file_on_root(const std::string& path, MPI_Comm comm, int root) {
   std::string text;
   on_root_agreed(comm, root, [&] {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw InputMissingError("cannot read config file '" + path + "'");
-    std::ostringstream bytes;
-    bytes << in.rdbuf();
-    if (in.bad()) throw InputMissingError("error while reading '" + path + "'");
-    text = bytes.str();
+    text = read_input_file(path, std::size_t{256} << 20, "config file");
   });
   broadcast_string(text, comm, root);
   return text;

@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "wavel/common/error.hpp"
+#include "wavel/common/input_file.hpp"
 
 namespace wavel::workload {
 
@@ -393,21 +394,12 @@ std::optional<ModelSpec> find_model_preset(std::string_view name) {
 }
 
 ModelSpec load_hf_config(const std::string& path) {
-  std::ifstream file(path, std::ios::binary);
-  if (!file || std::filesystem::is_directory(path)) {
-    throw InputMissingError("cannot read HF config '" + path + "'");
-  }
-  std::ostringstream text;
-  text << file.rdbuf();
-  if (file.bad()) throw InputMissingError("cannot read HF config '" + path + "'");
-  constexpr std::size_t kMaxBytes = std::size_t{16} << 20;
-  if (text.str().size() > kMaxBytes) {
-    throw DataError({Diagnostic{path, 0, 0, "", "file is larger than " + std::to_string(kMaxBytes >> 20) + " MiB"}});
-  }
+  if (std::filesystem::is_directory(path)) throw InputMissingError("cannot read HF config '" + path + "'");
+  const std::string text = read_input_file(path, std::size_t{16} << 20, "HF config");
 
   YAML::Node root;
   try {
-    root = YAML::Load(text.str());
+    root = YAML::Load(text);
   } catch (const YAML::Exception& e) {
     Diagnostic d{path, e.mark.line >= 0 ? e.mark.line + 1 : 0, e.mark.column >= 0 ? e.mark.column + 1 : 0, "",
                  "not valid JSON: " + e.msg};

@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer targets in fuzz/ with clang (ASan+UBSan) in build-fuzz and runs each one for
+# SECONDS (default 60) from its seed corpus; prints the executions per target and fails on a crash.
+#
+#   scripts/fuzz.sh [SECONDS]
+#
+# Environment: WAVEL_JOBS=N build jobs (default nproc); WAVEL_FUZZ_TARGETS="config meshir ..." a subset;
+# WAVEL_FUZZ_DIR=DIR where corpora, logs and crash files go (default build-fuzz/run).
+set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$root"
+seconds=${1:-60}
+jobs=${WAVEL_JOBS:-$(nproc)}
+targets=${WAVEL_FUZZ_TARGETS:-config set meshir hf_config reference checkpoint results_h5}
+run_dir=${WAVEL_FUZZ_DIR:-$root/build-fuzz/run}
+
+if ! command -v clang++ >/dev/null; then
+  echo "[fuzz] installing clang (Debian) for libFuzzer" >&2
+  as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
+  as_root apt-get update -q && DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -q --no-install-recommends clang libclang-rt-dev
+fi
+
+# The Kokkos the main build uses (scripts/setup.sh: .deps/kokkos or KOKKOS_ROOT).
+kokkos_dir=$(sed -n 's/^Kokkos_DIR:PATH=//p' build/CMakeCache.txt 2>/dev/null || true)
+[ -n "$kokkos_dir" ] || kokkos_dir=${KOKKOS_ROOT:-$root/.deps/kokkos}
+flags="-g -O1 -fno-omit-frame-pointer -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined"
+cmake -S "$root" -B build-fuzz -DCMAKE_BUILD_TYPE=None -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
+      -DCMAKE_C_FLAGS="$flags" -DCMAKE_CXX_FLAGS="$flags" -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=address,undefined" \
+      -DWAVEL_BUILD_FUZZ=ON -DWAVEL_BUILD_TESTS=OFF -DWAVEL_BUILD_BENCH=OFF \
+      -DKokkos_DIR="$kokkos_dir" -DKokkos_ROOT="$kokkos_dir" >/dev/null
+# shellcheck disable=SC2046
+cmake --build build-fuzz -j "$jobs" --target $(for t in $targets; do printf 'fuzz_%s ' "$t"; done)
+
+export ASAN_OPTIONS=detect_leaks=0:allocator_may_return_null=0
+export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+export OMPI_MCA_plm=isolated OMPI_MCA_btl_vader_single_copy_mechanism=none OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+mkdir -p "$run_dir"
+status=0
+printf '%-12s %12s %10s %s\n' target executions exec/s result
+for t in $targets; do
+  corpus="$run_dir/corpus/$t"; mkdir -p "$corpus" "$run_dir/crashes/$t"
+  log="$run_dir/$t.log"
+  # -rss_limit_mb and -malloc_limit_mb: an input that needs more memory is a finding too.
+  if (cd "$run_dir/crashes/$t" && "$root/build-fuzz/fuzz/fuzz_$t" -max_total_time="$seconds" -print_final_stats=1 \
+        -rss_limit_mb=2048 -malloc_limit_mb=1024 -timeout=10 -max_len=65536 "$corpus" "$root/fuzz/corpus/$t") >"$log" 2>&1; then
+    result=ok
+  else
+    result="CRASH (see $log and $run_dir/crashes/$t)"; status=1
+  fi
+  execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
+  rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -1)
+  printf '%-12s %12s %10s %s\n' "$t" "${execs:-?}" "${rate:-?}" "$result"
+done
+exit $status
