@@ -417,6 +417,19 @@ Workload build_workload(const ModelSpec& model, const WorkloadShape& shape) {
     w.param_bytes = add(w.param_bytes, layer.param_bytes, "parameter bytes");
     w.kv_cache_bytes = add(w.kv_cache_bytes, layer.kv_cache_bytes, "KV cache bytes");
   }
+  // Headroom for whoever adds a few of these figures (SRAM totals, costs, the simulator): every
+  // figure of the setting stays below 2^60, so sums of up to eight of them fit in 64 bits.
+  constexpr std::int64_t kMaxFigure = std::int64_t{1} << 60;
+  for (const auto& [what, value] : {std::pair<const char*, std::int64_t>{"FLOPs per step", w.flops},
+                                    {"parameter bytes", w.param_bytes},
+                                    {"KV cache bytes", w.kv_cache_bytes}}) {
+    if (value > kMaxFigure) checked::overflow(what);
+  }
+  for (const Layer& layer : w.layers) {
+    for (const Op& op : layer.ops) {
+      if (op.input_bytes > kMaxFigure || op.output_bytes > kMaxFigure) checked::overflow("an op's activation bytes");
+    }
+  }
   return w;
 }
 

@@ -45,7 +45,11 @@ grep -q "OMP_PROC_BIND environment" "$tmp/dry.yaml" && no "--dry-run prints Kokk
 cmp -s <(grep -v '^# resolved' "$tmp/dry.yaml") <(grep -v '^# resolved' "$tmp/dry2.yaml") || no "fed-back dry run differs"
 
 # A real run, then show and check: stdout is exactly the schedule; check names its parameters on stderr.
-env -u OMP_PROC_BIND "$exe" "$tiny" -o "$tmp/run" >"$tmp/run.log" 2>&1 || { no "tiny run"; cat "$tmp/run.log"; }
+# Under Slurm (stderr a file) the progress line is on by default.
+env -u OMP_PROC_BIND SLURM_JOB_ID=4242 "$exe" "$tiny" -o "$tmp/run" >"$tmp/run.log" 2>"$tmp/run.err" \
+  || { no "tiny run"; cat "$tmp/run.log" "$tmp/run.err"; }
+grep -q "settings 2/2, tasks" "$tmp/run.err" || no "no progress line under Slurm"
+grep -q "OMP_PROC_BIND environment" "$tmp/run.log" && no "a run prints Kokkos warnings on stdout"
 env -u OMP_PROC_BIND "$exe" show "$tmp/run/results.h5" --setting 0 --schedule wavel >"$tmp/wavel.meshir" || no "show"
 expect 0 "verified OK" check "$tmp/wavel.meshir"
 grep -q "cost-model parameters: built-in defaults" "$tmp/err" || no "check does not say which parameters it uses"

@@ -12,7 +12,7 @@ namespace wavel::checked {
 /// Thrown when a product or sum of input-derived sizes does not fit in 64 bits (exit 65).
 [[noreturn]] inline void overflow(const char* what) {
   throw InputDataError(std::string("the setting is too large to model: ") + what +
-                       " does not fit in a 64-bit integer; use smaller model or workload sizes");
+                       " exceeds what 64-bit integers hold with headroom (2^60); use smaller model or workload sizes");
 }
 
 inline std::int64_t mul(std::int64_t a, std::int64_t b, const char* what = "a size") {
