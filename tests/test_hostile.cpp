@@ -270,3 +270,16 @@ TEST_CASE("forged checkpoint counts and results are data errors without library 
     CHECK(text.find("std::") == std::string::npos);
   }
 }
+
+TEST_CASE("a sweep whose axes multiply past the settings limit is refused before it is expanded") {
+  std::string axis = "[";
+  for (int i = 1; i <= 400; ++i) axis += (i > 1 ? ", " : "") + std::to_string(i);
+  axis += "]";
+  const std::string text = "workloads:\n  models: [llama3-8b]\n  input_tokens: " + axis + "\n  output_tokens: " + axis +
+                           "\n  concurrent_requests: " + axis + "\n";
+  const auto start = Clock::now();
+  auto [code, message] = outcome([&] { wavel::config::parse_config(text, "sweep.yaml", {}); });
+  CHECK(code == wavel::ExitCode::config);
+  CHECK(message.find("the limit is 100000") != std::string::npos);
+  CHECK(std::chrono::duration<double>(Clock::now() - start).count() < 5.0);
+}

@@ -21,6 +21,7 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr std::int64_t kMaxMeshSidePes = 100000;
+constexpr double kMaxSettings = 100000;  ///< settings in one sweep (README "Input limits")
 
 const Node& child_or_null(const Node& map, const std::string& key) {
   static const Node null_node;
@@ -415,6 +416,16 @@ Config parse_config(const std::string& text, const std::string& file, const std:
   read_search(v, child_or_null(root, "search"), config.search);
   read_sim(v, child_or_null(root, "sim"), config.sim);
   read_output(v, child_or_null(root, "output"), config.output, file);
+  // The sweep is the product of the axes: bound it before anything expands it.
+  const auto& a = config.workloads;
+  const double lengths = a.lengths.empty() ? static_cast<double>(a.input_tokens.size()) * a.output_tokens.size()
+                                           : static_cast<double>(a.lengths.size());
+  const double settings = static_cast<double>(a.models.size()) * a.phases.size() * a.concurrent_requests.size() * lengths;
+  if (settings > kMaxSettings) {
+    v.error(child_or_null(root, "workloads").where, "workloads",
+            "the sweep has " + format_double(settings) + " settings; the limit is " +
+                std::to_string(static_cast<std::int64_t>(kMaxSettings)) + " (split it into several configs)");
+  }
   v.throw_if_errors();
   return config;
 }

@@ -12,6 +12,7 @@
 #include <utility>
 #include <cstdlib>
 #include <filesystem>
+#include <iostream>
 #include <fstream>
 #include <sstream>
 #include <vector>
@@ -91,8 +92,13 @@ OutputDirLock make_output_dir(const std::string& dir, MPI_Comm comm) {
     const std::string path = (std::filesystem::path(dir) / ".wavel-dse.lock").string();
     const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666);
     if (fd < 0) throw OutputError("cannot create lock file '" + path + "': " + std::strerror(errno));
-    if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
-      const int saved = errno;
+    const int lock_errno = ::flock(fd, LOCK_EX | LOCK_NB) == 0 ? 0 : errno;
+    if (lock_errno == ENOLCK || lock_errno == EOPNOTSUPP || lock_errno == ENOSYS) {
+      // A file system without flock (old NFS): run unlocked rather than not at all.
+      std::cerr << "wavel-dse: warning: cannot lock '" << path << "' (" << std::strerror(lock_errno)
+                << "); concurrent runs into this directory will not be detected\n";
+    } else if (lock_errno != 0) {
+      const int saved = lock_errno;
       std::string holder(256, '\0');
       const ssize_t n = ::pread(fd, holder.data(), holder.size(), 0);
       holder.resize(n > 0 ? static_cast<std::size_t>(n) : 0);

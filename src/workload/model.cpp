@@ -10,6 +10,7 @@
 #include <sstream>
 #include <utility>
 
+#include "wavel/common/checked.hpp"
 #include "wavel/common/error.hpp"
 #include "wavel/common/input_file.hpp"
 
@@ -484,43 +485,45 @@ ModelSpec load_hf_config(const std::string& path) {
 }
 
 std::int64_t parameter_count(const ModelSpec& model) {
+  using checked::add;
+  using checked::mul;
   const std::int64_t h = model.hidden;
   std::int64_t attention = 0;
   if (model.mla) {
     const MlaSpec& a = *model.mla;
-    const std::int64_t qk = a.qk_nope_head_dim + a.qk_rope_head_dim;
-    if (a.q_lora_rank > 0) {
-      attention += h * a.q_lora_rank + a.q_lora_rank + a.q_lora_rank * model.num_heads * qk;  // q_a, norm, q_b
+    const std::int64_t qk = add(a.qk_nope_head_dim, a.qk_rope_head_dim);
+    if (a.q_lora_rank > 0) {  // q_a, its norm, q_b
+      attention = add(attention, add(add(mul(h, a.q_lora_rank), a.q_lora_rank), mul(a.q_lora_rank, model.num_heads, qk)));
     } else {
-      attention += h * model.num_heads * qk;
+      attention = add(attention, mul(h, model.num_heads, qk));
     }
-    attention += h * (a.kv_lora_rank + a.qk_rope_head_dim) + a.kv_lora_rank;             // kv_a and its norm
-    attention += a.kv_lora_rank * model.num_heads * (a.qk_nope_head_dim + a.v_head_dim);  // kv_b
-    attention += model.num_heads * a.v_head_dim * h;                                      // o
+    attention = add(attention, add(mul(h, add(a.kv_lora_rank, a.qk_rope_head_dim)), a.kv_lora_rank));  // kv_a, norm
+    attention = add(attention, mul(a.kv_lora_rank, model.num_heads, add(a.qk_nope_head_dim, a.v_head_dim)));  // kv_b
+    attention = add(attention, mul(model.num_heads, a.v_head_dim, h));  // o
   } else {
-    const std::int64_t q = model.num_heads * model.head_dim;
-    const std::int64_t kv = model.num_kv_heads * model.head_dim;
-    attention += h * (q + 2 * kv) + q * h;
-    if (model.qkv_bias) attention += q + 2 * kv;
-    if (model.qk_norm) attention += 2 * model.head_dim;
+    const std::int64_t q = mul(model.num_heads, model.head_dim);
+    const std::int64_t kv = mul(model.num_kv_heads, model.head_dim);
+    attention = add(mul(h, add(q, mul(2, kv))), mul(q, h));
+    if (model.qkv_bias) attention = add(attention, add(q, mul(2, kv)));
+    if (model.qk_norm) attention = add(attention, mul(2, model.head_dim));
   }
-  const std::int64_t norms = 2 * h;
-  const std::int64_t dense_mlp = 3 * h * model.ffn;
+  const std::int64_t norms = mul(2, h);
+  const std::int64_t dense_mlp = mul(3, h, model.ffn);
 
   std::int64_t layers = 0;
   if (model.moe) {
     const MoeSpec& e = *model.moe;
     const std::int64_t sparse_mlp =
-        h * e.num_experts + e.num_experts * 3 * h * e.expert_ffn + 3 * h * e.shared_expert_ffn;
+        add(add(mul(h, e.num_experts), mul(e.num_experts, 3, h, e.expert_ffn)), mul(3, h, e.shared_expert_ffn));
     const std::int64_t dense_layers = std::min(e.first_dense_layers, model.num_layers);
-    layers = model.num_layers * (attention + norms) + dense_layers * dense_mlp +
-             (model.num_layers - dense_layers) * sparse_mlp;
+    layers = add(add(mul(model.num_layers, add(attention, norms)), mul(dense_layers, dense_mlp)),
+                 mul(model.num_layers - dense_layers, sparse_mlp));
   } else {
-    layers = model.num_layers * (attention + norms + dense_mlp);
+    layers = mul(model.num_layers, add(add(attention, norms), dense_mlp));
   }
-  const std::int64_t embedding = model.vocab * h;
-  const std::int64_t head = h + (model.tie_embeddings ? 0 : model.vocab * h);
-  return embedding + layers + head;
+  const std::int64_t embedding = mul(model.vocab, h);
+  const std::int64_t head = add(h, model.tie_embeddings ? 0 : mul(model.vocab, h));
+  return add(add(embedding, layers), head);
 }
 
 }  // namespace wavel::workload
