@@ -35,6 +35,8 @@ cmake --build build-fuzz -j "$jobs" --target $(for t in $targets; do printf 'fuz
 export ASAN_OPTIONS=detect_leaks=0
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 export OMPI_MCA_plm=isolated OMPI_MCA_btl_vader_single_copy_mechanism=none OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+# Stack frames of the sanitizers, libFuzzer and libc, skipped to find whose code failed.
+harness_frames='interceptor|in malloc|in calloc|in realloc|in operator new|__asan|__ubsan|__sanitizer|fuzzer::|MallocHook|libc\.so|libclang_rt'
 mkdir -p "$run_dir"
 status=0
 printf '%-12s %12s %10s %s\n' target executions exec/s result
@@ -59,8 +61,8 @@ for t in $targets; do
   for crash in "$run_dir/crashes/$t"/crash-* "$run_dir/crashes/$t"/oom-* "$run_dir/crashes/$t"/timeout-*; do
     [ -e "$crash" ] || continue
     # The first stack frame that is not a sanitizer interceptor says whose bug it is.
-    frame=$(ASAN_OPTIONS=$asan "$root/build-fuzz/fuzz/fuzz_$t" "$crash" 2>&1 | grep -E '^ +#[0-9]+ ' |
-            grep -vE 'interceptor|in malloc|in calloc|in realloc|in operator new|__asan|__ubsan|libclang_rt' | head -1)
+    frame=$(ASAN_OPTIONS=$asan timeout 300 "$root/build-fuzz/fuzz/fuzz_$t" -timeout=10 "${limits[@]:0:2}" "$crash" 2>&1 |
+            grep -E '^ +#[0-9]+ ' | grep -vE "$harness_frames" | head -1)
     if [ "$t" = results_h5 ] && echo "$frame" | grep -q 'libhdf5'; then hdf5=$((hdf5 + 1)); else ours=$((ours + 1)); fi
   done
   if [ $ours -gt 0 ]; then result="$ours CRASH(ES) (see $log and $run_dir/crashes/$t)"; status=1
