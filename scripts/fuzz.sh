@@ -62,14 +62,19 @@ for t in $targets; do
     [ -e "$crash" ] || continue
     # The first stack frame that is not a sanitizer interceptor says whose bug it is.
     frame=$(ASAN_OPTIONS=$asan timeout 300 "$root/build-fuzz/fuzz/fuzz_$t" -timeout=10 "${limits[@]:0:2}" "$crash" 2>&1 |
-            grep -E '^ +#[0-9]+ ' | grep -vE "$harness_frames" | head -1)
+            grep -E '^ +#[0-9]+ ' | grep -vE "$harness_frames" | head -1 || true)
     if [ "$t" = results_h5 ] && echo "$frame" | grep -q 'libhdf5'; then hdf5=$((hdf5 + 1)); else ours=$((ours + 1)); fi
   done
   if [ $ours -gt 0 ]; then result="$ours CRASH(ES) (see $log and $run_dir/crashes/$t)"; status=1
   elif [ $hdf5 -gt 0 ]; then result="ok; $hdf5 crash(es) inside libhdf5 itself (not this tool's code)"
   else result=ok; fi
-  execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
-  rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -1)
+  # Fork mode (results.h5) reports progress lines "#N: ... exec/s R ..." instead of final stats.
+  execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1 || true)
+  rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -1 || true)
+  if [ -z "$execs" ]; then
+    execs=$(sed -n 's/^#\([0-9]*\): cov:.*/\1/p' "$log" | tail -1 || true)
+    rate=$(sed -n 's/^#[0-9]*: cov:.* exec\/s \([0-9]*\) .*/\1/p' "$log" | tail -1 || true)
+  fi
   printf '%-12s %12s %10s %s\n' "$t" "${execs:-?}" "${rate:-?}" "$result"
 done
 exit $status
