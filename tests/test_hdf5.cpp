@@ -165,11 +165,12 @@ TEST_CASE("hdf5: results round trip with units, column order and root attributes
   CHECK_FALSE(h5::has_child(file, "nope"));
 
   // Wrong-kind reads are errors, not silent conversions.
-  CHECK_THROWS_AS(h5::read_int_column(group, "latency_s"), wavel::OutputError);
-  CHECK_THROWS_AS(h5::read_double_column(group, "label"), wavel::OutputError);
-  CHECK_THROWS_AS(h5::read_string_attribute(root, "format_version"), wavel::OutputError);
-  CHECK_THROWS_AS(h5::read_double_attribute(root, "missing"), wavel::OutputError);
-  CHECK_THROWS_AS(wavel::io::read_table_h5(path, "nope"), wavel::OutputError);
+  // Reading failures are bad input data (exit 65), not output failures (73).
+  CHECK_THROWS_AS(h5::read_int_column(group, "latency_s"), wavel::InputDataError);
+  CHECK_THROWS_AS(h5::read_double_column(group, "label"), wavel::InputDataError);
+  CHECK_THROWS_AS(h5::read_string_attribute(root, "format_version"), wavel::InputDataError);
+  CHECK_THROWS_AS(h5::read_double_attribute(root, "missing"), wavel::InputDataError);
+  CHECK_THROWS_AS(wavel::io::read_table_h5(path, "nope"), wavel::InputDataError);
   CHECK_THROWS_AS(wavel::io::read_table_h5((dir / "absent.h5").string(), "settings"), wavel::InputMissingError);
   MPI_Barrier(MPI_COMM_WORLD);
 }

@@ -837,3 +837,18 @@ TEST_CASE("meshir verify: extreme numbers are reported, not overflowed") {
   CHECK(find(v.diagnostics, " bytes of SRAM per PE in region 1 (").line ==
         line_of(v.text, "region", 1));
 }
+
+TEST_CASE("meshir verify (g): figures past their documented maxima are refused (issue 15)") {
+  Schedule s = decode_schedule();
+  s.ops[0].rounds = 1000000000;  // once a billion-round loop and a bad_alloc in the simulator
+  expect_one(verify_text(s), line_of(verify_text(s).text, "op", 0), "rounds");
+  s = decode_schedule();
+  s.ops[0].work.flops = std::int64_t{1} << 62;
+  expect_one(verify_text(s), line_of(verify_text(s).text, "op", 0), "maximum is 2^60");
+  s = decode_schedule();
+  s.layer_scale = std::int64_t{1} << 40;
+  CHECK(formatted(verify_text(s).diagnostics).find("layer scale") != std::string::npos);
+  s = decode_schedule();
+  s.concurrent_requests = std::int64_t{1} << 40;
+  CHECK(formatted(verify_text(s).diagnostics).find("requests is") != std::string::npos);
+}

@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "wavel/common/error.hpp"
+#include "wavel/common/input_file.hpp"
 #include "wavel/config/schema.hpp"
 #include "wavel/config/source_tree.hpp"
 #include "wavel/wafer/wafer.hpp"
@@ -21,7 +22,10 @@ namespace {
 using config::Node;
 using config::Validator;
 
-constexpr std::int64_t kMaxInt = std::numeric_limits<std::int64_t>::max();
+// Ranges of a point (README "Input limits"): the config's own token limit and mesh side limit.
+constexpr std::int64_t kMaxTokens = std::int64_t{1} << 24;
+constexpr std::int64_t kMaxSidePes = 100000;
+constexpr double kMaxTokensPerS = 1e15;
 
 // A reference file is data, not configuration: its problems exit 65, not 78.
 [[noreturn]] void throw_data_error(std::vector<Diagnostic> diagnostics) {
@@ -106,7 +110,7 @@ std::optional<ReferencePoint> read_point(Validator& v, const Node& node, const s
   const Node* context = node.find("context_tokens");
   const Node* input = node.find("input_tokens");
   auto read_tokens = [&](const Node& n, const char* key) -> std::optional<std::int64_t> {
-    auto tokens = v.integer(n, config::join_key(path, key), 1, kMaxInt);
+    auto tokens = v.integer(n, config::join_key(path, key), 1, kMaxTokens);
     if (!tokens) ok = false;
     return tokens;
   };
@@ -138,7 +142,7 @@ std::optional<ReferencePoint> read_point(Validator& v, const Node& node, const s
 
   if (const Node* n = required("grid")) {
     const std::string key = config::join_key(path, "grid");
-    if (auto grid = v.integer(*n, key, 1, kMaxInt)) {
+    if (auto grid = v.integer(*n, key, 1, kMaxSidePes)) {
       if (max_side_pes > 0 && *grid > max_side_pes) {
         v.error(n->where, key,
                 "a region of " + std::to_string(*grid) + " x " + std::to_string(*grid) + " PEs does not fit the " +
@@ -152,8 +156,7 @@ std::optional<ReferencePoint> read_point(Validator& v, const Node& node, const s
     }
   }
   if (const Node* n = required("tpr_tokens_per_s")) {
-    const double inf = std::numeric_limits<double>::infinity();
-    if (auto tpr = v.number(*n, config::join_key(path, "tpr_tokens_per_s"), 0.0, inf, true)) {
+    if (auto tpr = v.number(*n, config::join_key(path, "tpr_tokens_per_s"), 0.0, kMaxTokensPerS, true)) {
       point.tpr_tokens_per_s = *tpr;
     } else {
       ok = false;
@@ -166,12 +169,7 @@ std::optional<ReferencePoint> read_point(Validator& v, const Node& node, const s
 }  // namespace
 
 ReferenceSet load_reference(const std::string& path) {
-  std::ifstream file(path, std::ios::binary);
-  if (!file) throw InputMissingError("cannot read reference file '" + path + "'");
-  std::ostringstream text;
-  text << file.rdbuf();
-  if (file.bad()) throw InputMissingError("error while reading reference file '" + path + "'");
-  return parse_reference(text.str(), path);
+  return parse_reference(read_input_file(path, std::size_t{16} << 20, "reference file"), path);
 }
 
 ReferenceSet parse_reference(const std::string& text, const std::string& file_label) {

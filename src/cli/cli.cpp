@@ -3,6 +3,7 @@
 
 #include <Kokkos_Core.hpp>
 #include <algorithm>
+#include <cstdlib>
 #include <map>
 #include <boost/program_options.hpp>
 #include <memory>
@@ -57,10 +58,12 @@ po::options_description visible_options() {
       ("params", po::value<std::string>()->value_name("FILE"),
        "cost-model parameters file (run: same as --set cost.params_file=FILE)")  //
       ("fit", po::value<std::string>()->value_name("A,B,..."),
-       "calibrate: parameters to fit (default: beta_cycles_per_stage,kernel_overhead_cycles,\n"
-       "gemm_efficiency,step_overhead_cycles)")  //
+       "calibrate: parameters to fit (default for a reference file: beta_cycles_per_stage,\n"
+       "gemm_efficiency,step_overhead_cycles,vector_setup_cycles; for a config: alpha_cycles_per_hop,\n"
+       "beta_cycles_per_stage,gemm_efficiency,step_overhead_cycles,kernel_overhead_cycles)")  //
       ("setting", po::value<std::int64_t>()->value_name("N"), "show: setting id")  //
-      ("schedule", po::value<std::string>()->value_name("NAME"), "show: schedule name (fullchip, waferllm)")  //
+      ("schedule", po::value<std::string>()->value_name("NAME"),
+       "show: schedule name: fullchip, waferllm, wavel (the best found) or front.N (N-th point of the front)")  //
       ("wafer", po::value<std::string>()->value_name("PRESET"),
        "check, simulate: wafer preset for clock, SIMD and links (default wse3)")  //
       ("trace", po::value<std::string>()->value_name("FILE.json"), "simulate: write a Chrome/Perfetto trace")  //
@@ -78,21 +81,25 @@ std::string usage_text() {
          "                 [--sweep-index I [--sweep-count N]] [--resume]\n"
          "       wavel-dse validate REFERENCE.yaml [--params FILE] [-o DIR]\n"
          "       wavel-dse calibrate REFERENCE.yaml [--params START] [--fit A,B,...] [-o DIR]\n"
-         "       wavel-dse show RESULTS.h5 [--setting N] [--schedule NAME]\n"
+         "       wavel-dse calibrate CONFIG.yaml [--params START] [--fit A,B,...] [-o DIR]\n"
+         "       wavel-dse show RESULTS.h5 [--setting N] [--schedule fullchip|waferllm|wavel|front.N]\n"
          "       wavel-dse check FILE.meshir [--wafer PRESET] [--params FILE]\n"
          "       wavel-dse simulate FILE.meshir [--wafer PRESET] [--params FILE] [--trace FILE.json]\n"
          "\n"
          "run: builds and scores the Full-Chip and WaferLLM schedules of every setting of the sweep in\n"
          "CONFIG.yaml, searches CUT/TUNE schedules, and writes results.h5 and summary.csv; run it under\n"
-         "mpirun/srun to spread the work over ranks. validate/calibrate compare the cost model with published measurements; show prints a\n"
-         "stored schedule; check verifies and scores a MeshIR file; simulate runs it in the mesh simulator.\n"
+         "mpirun/srun to spread the work over ranks. validate/calibrate compare the cost model with published\n"
+         "measurements (a reference file), or calibrate fits it to the mesh simulator over a config's settings;\n"
+         "show prints a stored schedule (without --schedule: the list of stored ones); check verifies and scores\n"
+         "a MeshIR file; simulate runs it in the mesh simulator. Only the data asked for goes to stdout.\n"
          "\n"
       << visible_options()
       << "  --kokkos-*                   passed to Kokkos (e.g. --kokkos-threads=N)\n"
          "\n"
          "\n"
-         "Exit codes: 0 ok, 64 usage, 65 bad data, 66 missing input, 70 internal error,\n"
-         "73 cannot write output, 75 checkpointed (requeue), 78 invalid config.\n"
+         "Exit codes: 0 ok, 64 usage, 65 bad data, 66 missing input, 69 output directory in use by another\n"
+         "run, 70 internal error, 73 cannot write output, 75 checkpointed (requeue), 78 invalid config.\n"
+         "Kokkos warnings are off unless KOKKOS_DISABLE_WARNINGS=0 is set.\n"
          "Config keys and output format: see README.md.\n";
   return out.str();
 }
@@ -230,6 +237,9 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
     std::unique_ptr<Kokkos::ScopeGuard> kokkos;
     if (!Kokkos::is_initialized()) {
       std::vector<std::string> kokkos_argv_text{"wavel-dse"};
+      // Kokkos prints its warnings (e.g. OMP_PROC_BIND unset) on stdout, which holds only the data
+      // asked for; KOKKOS_DISABLE_WARNINGS=0 brings them back (Kokkos refuses both at once).
+      if (std::getenv("KOKKOS_DISABLE_WARNINGS") == nullptr) kokkos_argv_text.push_back("--kokkos-disable-warnings");
       kokkos_argv_text.insert(kokkos_argv_text.end(), o.kokkos_args.begin(), o.kokkos_args.end());
       std::vector<char*> kokkos_argv;
       for (auto& a : kokkos_argv_text) kokkos_argv.push_back(a.data());

@@ -21,6 +21,7 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr std::int64_t kMaxMeshSidePes = 100000;
+constexpr double kMaxSettings = 100000;  ///< settings in one sweep (README "Input limits")
 
 const Node& child_or_null(const Node& map, const std::string& key) {
   static const Node null_node;
@@ -258,6 +259,7 @@ void read_cost(Validator& v, const Node& node, const wafer::WaferParams& wafer, 
     if (auto given = v.string(n, "cost.params_file")) {
       c.params_file = *given;
       const fs::path resolved = resolve_input_path(*given, n, file);
+      c.params_path = resolved.string();
       std::error_code ec;
       if (!fs::is_regular_file(resolved, ec)) {
         v.error(n.where, "cost.params_file", "params file not found: " + resolved.string());
@@ -428,6 +430,16 @@ Config parse_config(const std::string& text, const std::string& file, const std:
   read_search(v, child_or_null(root, "search"), config.search);
   read_sim(v, child_or_null(root, "sim"), config.sim);
   read_output(v, child_or_null(root, "output"), config.output, file);
+  // The sweep is the product of the axes: bound it before anything expands it.
+  const auto& a = config.workloads;
+  const double lengths = a.lengths.empty() ? static_cast<double>(a.input_tokens.size()) * a.output_tokens.size()
+                                           : static_cast<double>(a.lengths.size());
+  const double settings = static_cast<double>(a.models.size()) * a.phases.size() * a.concurrent_requests.size() * lengths;
+  if (settings > kMaxSettings) {
+    v.error(child_or_null(root, "workloads").where, "workloads",
+            "the sweep has " + format_double(settings) + " settings; the limit is " +
+                std::to_string(static_cast<std::int64_t>(kMaxSettings)) + " (split it into several configs)");
+  }
   v.throw_if_errors();
   return config;
 }
@@ -438,7 +450,13 @@ std::string format_double(double value) {
   return std::string(text, result.ptr);
 }
 
-std::string to_yaml(const Config& c) {
+std::string to_yaml(const Config& c, bool absolute_paths) {
+  const auto path_text = [&](const std::string& given, const std::string& opened) {
+    if (!absolute_paths || opened.empty() || opened == "preset") return given;
+    std::error_code ec;
+    const fs::path absolute = fs::absolute(opened, ec);
+    return ec ? given : absolute.lexically_normal().string();
+  };
   YAML::Emitter out;
   const auto num = [](double x) { return format_double(x); };
   out << YAML::BeginMap;
@@ -466,7 +484,7 @@ std::string to_yaml(const Config& c) {
   const auto& a = c.workloads;
   out << YAML::Key << "workloads" << YAML::Value << YAML::BeginMap;
   out << YAML::Key << "models" << YAML::Value << YAML::Flow << YAML::BeginSeq;
-  for (const auto& m : a.models) out << m.given;
+  for (const auto& m : a.models) out << path_text(m.given, m.spec.source);
   out << YAML::EndSeq;
   out << YAML::Key << "phases" << YAML::Value << YAML::Flow << YAML::BeginSeq;
   for (auto p : a.phases) out << std::string(workload::to_string(p));
@@ -486,7 +504,9 @@ std::string to_yaml(const Config& c) {
   out << YAML::EndMap;
 
  out << YAML::Key << "cost" << YAML::Value << YAML::BeginMap;
-  if (!c.cost.params_file.empty()) out << YAML::Key << "params_file" << YAML::Value << c.cost.params_file;
+  if (!c.cost.params_file.empty()) {
+    out << YAML::Key << "params_file" << YAML::Value << path_text(c.cost.params_file, c.cost.params_path);
+  }
   out << YAML::Key << "draws" << YAML::Value << c.cost.draws;
   out << YAML::Key << "pinned" << YAML::Value << YAML::Flow << c.cost.pinned;
   for (const auto& info : cost::param_registry()) {

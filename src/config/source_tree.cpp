@@ -3,6 +3,9 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <string>
+#include <vector>
+
 namespace wavel::config {
 
 const Node* Node::find(const std::string& key) const {
@@ -21,7 +24,25 @@ Source source_of(const YAML::Mark& mark, const std::string& file, int line_offse
   return Source{file, mark.line + 1 + line_offset, mark.column + 1 + column_offset};
 }
 
-Node convert(const YAML::Node& yaml, const std::string& file, const Source& fallback, int column_offset) {
+// Hostile YAML: an alias can point at its own ancestor (yaml-cpp then builds a cyclic graph) or be
+// repeated level after level (an "alias bomb" that expands exponentially). Both are refused.
+constexpr int kMaxDepth = 64;
+constexpr std::size_t kMaxNodes = 200000;  // after alias expansion; real configs have a few hundred
+constexpr std::size_t kMaxTextBytes = std::size_t{16} << 20;
+
+struct Budget {
+  std::string file;
+  int column_offset = 0;
+  std::size_t nodes = 0;
+  std::vector<YAML::Node> ancestors;  // the open sequences and maps, outermost first
+};
+
+[[noreturn]] void refuse(const YAML::Node& at, const Budget& b, const std::string& message) {
+  const Source where = source_of(at.Mark(), b.file, 0, b.column_offset);
+  throw ConfigError({Diagnostic{where.file, where.line, where.column, "", message}});
+}
+
+Node convert(const YAML::Node& yaml, Budget& b, const Source& fallback) {
   Node node;
   node.where = fallback;
   switch (yaml.Type()) {
@@ -32,7 +53,20 @@ Node convert(const YAML::Node& yaml, const std::string& file, const Source& fall
     default:
       break;
   }
-  node.where = source_of(yaml.Mark(), file, 0, column_offset);
+  if (++b.nodes > kMaxNodes) {
+    refuse(yaml, b, "too many YAML nodes after expanding aliases (limit " + std::to_string(kMaxNodes) + ")");
+  }
+  const int column_offset = b.column_offset;
+  node.where = source_of(yaml.Mark(), b.file, 0, column_offset);
+  if (yaml.IsSequence() || yaml.IsMap()) {
+    for (const auto& ancestor : b.ancestors) {
+      if (ancestor.is(yaml)) refuse(yaml, b, "recursive YAML alias (a node that contains itself)");
+    }
+    if (static_cast<int>(b.ancestors.size()) >= kMaxDepth) {
+      refuse(yaml, b, "YAML nested deeper than " + std::to_string(kMaxDepth) + " levels");
+    }
+    b.ancestors.push_back(yaml);
+  }
   switch (yaml.Type()) {
     case YAML::NodeType::Scalar:
       node.kind = Node::Kind::scalar;
@@ -41,32 +75,38 @@ Node convert(const YAML::Node& yaml, const std::string& file, const Source& fall
       break;
     case YAML::NodeType::Sequence:
       node.kind = Node::Kind::sequence;
-      for (const auto& item : yaml) node.items.push_back(convert(item, file, node.where, column_offset));
+      for (const auto& item : yaml) node.items.push_back(convert(item, b, node.where));
       break;
     case YAML::NodeType::Map:
       node.kind = Node::Kind::map;
       for (auto it = yaml.begin(); it != yaml.end(); ++it) {
-        Source key_where = source_of(it->first.Mark(), file, 0, column_offset);
+        Source key_where = source_of(it->first.Mark(), b.file, 0, column_offset);
         std::string key = it->first.IsScalar() ? it->first.Scalar() : std::string("<complex key>");
-        node.entries.emplace_back(key, convert(it->second, file, key_where, column_offset));
+        node.entries.emplace_back(key, convert(it->second, b, key_where));
         node.key_sources.push_back(key_where);
       }
       break;
     default:
       break;
   }
+  if (yaml.IsSequence() || yaml.IsMap()) b.ancestors.pop_back();
   return node;
 }
 
 Node parse_located(const std::string& text, const std::string& file, int column_offset) {
+  if (text.size() > kMaxTextBytes) {
+    throw ConfigError({Diagnostic{file, 0, 0, "", "input is " + std::to_string(text.size()) +
+                                                      " bytes; the limit is " + std::to_string(kMaxTextBytes)}});
+  }
   YAML::Node yaml;
   try {
     yaml = YAML::Load(text);
-  } catch (const YAML::ParserException& e) {
+  } catch (const YAML::Exception& e) {  // DeepRecursion (nesting past yaml-cpp's guard) included
     throw ConfigError({Diagnostic{file, e.mark.line + 1, e.mark.column + 1 + column_offset, "",
                                   "invalid YAML: " + e.msg}});
   }
-  return convert(yaml, file, Source{file, 1, 1 + column_offset}, column_offset);
+  Budget budget{file, column_offset, 0, {}};
+  return convert(yaml, budget, Source{file, 1, 1 + column_offset});
 }
 
 }  // namespace

@@ -291,7 +291,7 @@ void calibrate_against_sim_command(const std::string& config_path, const std::st
   const auto after = agreements(entries, sims, all, config, result.fitted, &model_latency_after);
 
   const std::string dir = output_dir.empty() ? "results/runs/calibrate-sim-" + fs::path(config_path).stem().string() : output_dir;
-  make_output_dir(dir, context.comm);
+  const OutputDirLock lock = make_output_dir(dir, context.comm);
   // The fitted op pairs, before and after.
   std::vector<std::string> kernel, phase;
   std::vector<std::int64_t> pes, op, held;

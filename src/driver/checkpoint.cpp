@@ -54,7 +54,7 @@ Checkpoint read_checkpoint(const std::string& path, const std::string& config_ha
   bytes << in.rdbuf();
   const std::string text = bytes.str();
   const auto bad = [&](const std::string& why) {
-    return Error(ExitCode::data_error, "--resume: checkpoint '" + path + "' " + why + "; refusing to start over");
+    return InputDataError("--resume: checkpoint '" + path + "' " + why + "; refusing to start over");
   };
   const std::string magic = kMagic;
   if (text.compare(0, magic.size(), magic) != 0) throw bad("is not a wavel-dse checkpoint");
@@ -64,36 +64,51 @@ Checkpoint read_checkpoint(const std::string& path, const std::string& config_ha
   const std::string body = text.substr(0, text.size() - sizeof sum);
   if (fnv1a64(body) != sum) throw bad("is corrupt (checksum mismatch)");
   const std::string packed = body.substr(magic.size());
-  Unpacker u(packed, ExitCode::data_error);
   Checkpoint c;
-  const auto format = u.get<std::uint32_t>();
-  if (format != kFormat) throw bad("has format " + std::to_string(format) + ", this build reads " + std::to_string(kFormat));
-  u.get(c.config_hash);
-  u.get(c.plan_fingerprint);
-  u.get(c.tasks);
-  if (c.config_hash != config_hash) {
-    throw bad("belongs to another config (hash " + c.config_hash + ", this config " + config_hash + ")");
+  try {
+    Unpacker u(packed, ExitCode::data_error);
+    const auto format = u.get<std::uint32_t>();
+    if (format != kFormat) throw bad("has format " + std::to_string(format) + ", this build reads " + std::to_string(kFormat));
+    u.get(c.config_hash);
+    u.get(c.plan_fingerprint);
+    u.get(c.tasks);
+    if (c.config_hash != config_hash) {
+      throw bad("belongs to another config (hash " + c.config_hash + ", this config " + config_hash + ")");
+    }
+    if (c.plan_fingerprint != plan_fingerprint || c.tasks != tasks) {
+      throw bad("was written for another task plan (" + std::to_string(c.tasks) + " tasks, this run has " +
+                std::to_string(tasks) + "; a different build or sweep slice?)");
+    }
+    std::vector<bool> seen(tasks, false);  // every task is done or open, once
+    const auto mark = [&](std::uint64_t t) {
+      if (t >= tasks) throw bad("names task " + std::to_string(t) + " of " + std::to_string(tasks));
+      if (seen[t]) throw bad("names task " + std::to_string(t) + " twice");
+      seen[t] = true;
+    };
+    c.done.resize(u.count(sizeof(std::uint64_t) + 1 + sizeof(std::uint64_t)));
+    for (auto& r : c.done) {
+      u.get(r.task);
+      r.consumed = u.get<std::uint8_t>() != 0;
+      u.get(r.result);
+      mark(r.task);
+    }
+    c.open.resize(u.count(sizeof(std::uint64_t)));
+    for (auto& t : c.open) {
+      u.get(t);
+      mark(t);
+    }
+    c.incumbents.resize(u.count(sizeof(std::uint64_t)));
+    for (auto& front : c.incumbents) front = unpack_objectives(u);
+    u.get(c.nodes);
+    u.get(c.pruned);
+    u.get(c.evaluations);
+    u.get(c.elapsed_s);
+    if (!u.done()) throw bad("has trailing bytes");
+  } catch (const InputDataError&) {
+    throw;
+  } catch (const Error& e) {  // a truncated record or an impossible count
+    throw bad(std::string("is malformed: ") + e.what());
   }
-  if (c.plan_fingerprint != plan_fingerprint || c.tasks != tasks) {
-    throw bad("was written for another task plan (" + std::to_string(c.tasks) + " tasks, this run has " +
-              std::to_string(tasks) + "; a different build or sweep slice?)");
-  }
-  c.done.resize(u.get<std::uint64_t>());
-  for (auto& r : c.done) {
-    u.get(r.task);
-    r.consumed = u.get<std::uint8_t>() != 0;
-    u.get(r.result);
-    if (r.task >= tasks) throw bad("names task " + std::to_string(r.task) + " of " + std::to_string(tasks));
-  }
-  c.open.resize(u.get<std::uint64_t>());
-  for (auto& t : c.open) u.get(t);
-  c.incumbents.resize(u.get<std::uint64_t>());
-  for (auto& front : c.incumbents) front = unpack_objectives(u);
-  u.get(c.nodes);
-  u.get(c.pruned);
-  u.get(c.evaluations);
-  u.get(c.elapsed_s);
-  if (!u.done()) throw bad("has trailing bytes");
   return c;
 }
 

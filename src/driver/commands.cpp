@@ -4,6 +4,7 @@
 #include <cmath>
 #include <filesystem>
 #include <iomanip>
+#include <iostream>
 #include <sstream>
 
 #include "wavel/calibrate/crossval.hpp"
@@ -80,6 +81,17 @@ std::vector<io::Attribute> command_provenance(const std::string& command, const 
           {"slurm_job_id", context.slurm_job_id}};
 }
 
+/// A column of a table read from `file`, by name and type (read_table_h5 checked equal lengths).
+template <class T>
+const std::vector<T>& column_of(const io::Table& table, const std::string& name, const std::string& file) {
+  for (const auto& column : table.columns) {
+    if (column.name != name) continue;
+    if (const auto* values = std::get_if<std::vector<T>>(&column.values)) return *values;
+    throw InputDataError("results file '" + file + "': column '" + table.name + "/" + name + "' has the wrong type");
+  }
+  throw InputDataError("results file '" + file + "': table '" + table.name + "' has no column '" + name + "'");
+}
+
 double cv_mape(const CrossValidationReport& cv, const std::string& name) {
   for (const auto& a : cv.attributes) {
     if (a.name == name) return std::get<double>(a.value);
@@ -114,7 +126,7 @@ void validate_command(const std::string& reference_path, const std::string& para
   const auto report = calibrate::validate(set, predict, params);
   const auto cv = cross_validation_report(set, predict, params, default_fit_names());
   const std::string dir = output_dir.empty() ? default_dir("validate", reference_path) : output_dir;
-  make_output_dir(dir, context.comm);
+  const OutputDirLock lock = make_output_dir(dir, context.comm);
   const auto table = calibrate::validation_table(set, report);
   auto attrs = command_provenance("validate", reference_path, params_path, context);
   attrs.push_back({"mape_pct", report.mape_pct});
@@ -146,7 +158,7 @@ void calibrate_command(const std::string& reference_path, const std::string& par
   const auto cv = cross_validation_report(set, predict, start, names);
   const std::string warnings = bound_warnings(result);
   const std::string dir = output_dir.empty() ? default_dir("calibrate", reference_path) : output_dir;
-  make_output_dir(dir, context.comm);
+  const OutputDirLock lock = make_output_dir(dir, context.comm);
 
   std::ostringstream header;
   header << "Fitted by: wavel-dse calibrate " << reference_path;
@@ -200,9 +212,9 @@ void show_command(const std::string& results_path, std::int64_t setting, const s
                   const RunContext& context, std::ostream& out) {
   on_root_agreed(context.comm, 0, [&] {
     const io::Table table = io::read_table_h5(results_path, "schedules");
-    const auto& ids = std::get<std::vector<std::int64_t>>(table.columns.at(0).values);
-    const auto& names = std::get<std::vector<std::string>>(table.columns.at(1).values);
-    const auto& texts = std::get<std::vector<std::string>>(table.columns.at(2).values);
+    const auto& ids = column_of<std::int64_t>(table, "setting_id", results_path);
+    const auto& names = column_of<std::string>(table, "schedule", results_path);
+    const auto& texts = column_of<std::string>(table, "meshir", results_path);
     std::string available;
     for (std::size_t i = 0; i < ids.size(); ++i) {
       if (setting >= 0 && ids[i] != setting) continue;
@@ -242,6 +254,12 @@ CheckedSchedule load_checked_schedule(const std::string& meshir_path, const std:
   meshir::VerifyOptions options{meshir_path, parsed.lines, [](const meshir::PlacedOp& op) { return cost::colours_needed(op); }};
   meshir::verify_or_throw(s, options);
   c.params = params_for(c.wafer, params_path);
+  if (context.rank == 0) {  // stdout holds only the report; say which parameters on stderr
+    std::cerr << "wavel-dse: cost-model parameters: "
+              << (params_path.empty() ? std::string("built-in defaults for the " + wafer_preset + " preset")
+                                      : "'" + params_path + "'")
+              << '\n';
+  }
   // A schedule with MeshGEMMs is a prefill; its prompt length is the GEMM rows per request.
   const std::int64_t per_batch = (s.concurrent_requests + s.microbatches - 1) / std::max<std::int64_t>(1, s.microbatches);
   for (const auto& op : s.ops) {

@@ -252,7 +252,8 @@ class Hub {
       outcome_ = Outcome::failed;
     } else if (stop_signal_ != 0) {
       if (!opt_.checkpoint_path.empty()) checkpoint();
-      outcome_ = Outcome::interrupted;
+      // "Checkpoint written" only once it is durably on disk; a failed one is this run's error.
+      outcome_ = error_code_ != 0 ? Outcome::failed : Outcome::interrupted;
     } else {
       outcome_ = Outcome::finished;
     }
@@ -438,11 +439,14 @@ class Hub {
     try {
       write_checkpoint(opt_.checkpoint_path, c);
     } catch (const Error& e) {
-      // A failed periodic checkpoint must not kill the run; a failed final one is reported below.
-      std::cerr << "wavel-dse: warning: " << e.what() << '\n';
+      // A failed periodic checkpoint must not kill the run (the previous one stays intact); a
+      // failed final one fails the run, so that nobody requeues it expecting to resume.
       if (stop_signal_ != 0) {
         error_code_ = static_cast<int>(e.code());
-        error_ = e.what();
+        error_ = std::string("stopped by ") + (stop_signal_ == SIGTERM ? "SIGTERM" : "SIGUSR1") +
+                 " but no checkpoint was written: " + e.what();
+      } else {
+        std::cerr << "wavel-dse: warning: " << e.what() << '\n';
       }
     }
   }
@@ -616,6 +620,19 @@ SweepOutcome evaluate_distributed(const config::Config& config, const std::vecto
   if (options.resume) {
     on_root_agreed(context.comm, 0, [&] {
       resumed = read_checkpoint(options.checkpoint_path, options.config_hash, plan.fingerprint, plan.tasks.size());
+      for (const auto& record : resumed->done) {
+        if (record.consumed) continue;
+        const Kind kind = plan.tasks[record.task].kind;
+        try {
+          check_task_result(kind == Kind::baselines ? TaskResultKind::baselines
+                            : kind == Kind::piece   ? TaskResultKind::piece
+                                                    : TaskResultKind::finish,
+                            record.result);
+        } catch (const Error& e) {
+          throw InputDataError("--resume: checkpoint '" + options.checkpoint_path + "' holds a corrupt result for task " +
+                               std::to_string(record.task) + ": " + e.what());
+        }
+      }
     });
   }
   MPI_Comm comm = MPI_COMM_NULL;

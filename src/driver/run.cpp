@@ -3,6 +3,7 @@
 #include "wavel/driver/run.hpp"
 
 #include <algorithm>
+#include <cstdlib>
 #include <chrono>
 #include <cmath>
 #include <cstring>
@@ -557,9 +558,13 @@ void dry_run(const config::Config& config, const RunContext& context, std::ostre
   const auto settings = selected_settings(config, slice);
   const auto results = describe_all(config, settings, context);
   if (context.rank != 0) return;
-  out << "# resolved config (" << config.file << ")\n" << config::to_yaml(config);
+  // All of it is valid YAML and the config part valid input: save it and run it as it is.
+  out << "# resolved config (" << config.file << "; input paths made absolute)\n" << config::to_yaml(config, true);
   out << "# " << settings.size() << " setting" << (settings.size() == 1 ? "" : "s") << " (dry run: nothing written)\n";
-  print_settings(out, config, settings, results);
+  std::ostringstream table;
+  print_settings(table, config, settings, results);
+  std::istringstream lines(table.str());
+  for (std::string line; std::getline(lines, line);) out << "# " << line << '\n';
 }
 
 void run(const config::Config& config, const RunContext& context, std::ostream& out, const SweepSlice& slice,
@@ -567,13 +572,26 @@ void run(const config::Config& config, const RunContext& context, std::ostream& 
   const auto settings = selected_settings(config, slice);
   const std::string resolved = config::to_yaml(config);
   const fs::path dir = config.output.dir;
-  make_output_dir(dir.string(), context.comm);
+  const OutputDirLock lock = make_output_dir(dir.string(), context.comm);
+  // A failed rerun must not leave the previous results looking current: they are set aside as
+  // *.stale now and removed once this run has written its own.
+  const std::vector<fs::path> outputs{dir / "results.h5", dir / "summary.csv"};
+  on_root_agreed(context.comm, 0, [&] {
+    for (const auto& path : outputs) {
+      std::error_code ec;
+      if (!fs::exists(path, ec)) continue;
+      fs::rename(path, path.string() + ".stale", ec);
+      if (ec) throw OutputError("cannot set the previous '" + path.string() + "' aside: " + ec.message());
+    }
+  });
 
   DistributeOptions options;
   options.checkpoint_path = (dir / "checkpoint.wckp").string();
   options.resume = run_options.resume;
   options.checkpoint_interval_s = config.search.checkpoint_interval_s;
-  options.progress = config.output.progress == "always" || (config.output.progress == "auto" && isatty(2));
+  // Under Slurm stderr is a log file, where the progress line is what tells a job's state.
+  options.progress = config.output.progress == "always" ||
+                     (config.output.progress == "auto" && (isatty(2) || std::getenv("SLURM_JOB_ID") != nullptr));
   options.config_hash = to_hex(fnv1a64(results_identity(config)));
   if (context.rank == 0 && !options.resume && fs::exists(options.checkpoint_path)) {
     std::cerr << "wavel-dse: note: starting afresh; the checkpoint '" << options.checkpoint_path
@@ -597,6 +615,7 @@ void run(const config::Config& config, const RunContext& context, std::ostream& 
   if (context.rank == 0) {
     std::error_code ignored;
     fs::remove(options.checkpoint_path, ignored);  // the results supersede it
+    for (const auto& path : outputs) fs::remove(path.string() + ".stale", ignored);
     print_settings(out, config, settings, results);
     std::int64_t grouped = 0;
     for (const auto& r : results) {

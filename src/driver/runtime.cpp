@@ -2,13 +2,23 @@
 #include "wavel/driver/runtime.hpp"
 
 #include <Kokkos_Core.hpp>
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <ctime>
+#include <utility>
 #include <cstdlib>
 #include <filesystem>
+#include <iostream>
 #include <fstream>
 #include <sstream>
 #include <vector>
 
 #include "wavel/common/error.hpp"
+#include "wavel/common/input_file.hpp"
 
 namespace wavel::driver {
 
@@ -57,25 +67,66 @@ void on_root_agreed(MPI_Comm comm, int root, const std::function<void()>& action
   throw Error(static_cast<ExitCode>(code), message);
 }
 
-void make_output_dir(const std::string& dir, MPI_Comm comm) {
+OutputDirLock::OutputDirLock(OutputDirLock&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
+
+OutputDirLock& OutputDirLock::operator=(OutputDirLock&& other) noexcept {
+  if (this != &other) {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = std::exchange(other.fd_, -1);
+  }
+  return *this;
+}
+
+OutputDirLock::~OutputDirLock() {
+  if (fd_ >= 0) ::close(fd_);  // releases the flock; the file stays, so no run races on its removal
+}
+
+OutputDirLock make_output_dir(const std::string& dir, MPI_Comm comm) {
+  OutputDirLock lock;
   on_root_agreed(comm, 0, [&] {
     std::error_code ec;
     std::filesystem::create_directories(dir, ec);
     if (ec || !std::filesystem::is_directory(dir)) {
       throw OutputError("cannot create output directory '" + dir + "': " + ec.message());
     }
+    const std::string path = (std::filesystem::path(dir) / ".wavel-dse.lock").string();
+    const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+    if (fd < 0) throw OutputError("cannot create lock file '" + path + "': " + std::strerror(errno));
+    const int lock_errno = ::flock(fd, LOCK_EX | LOCK_NB) == 0 ? 0 : errno;
+    if (lock_errno == ENOLCK || lock_errno == EOPNOTSUPP || lock_errno == ENOSYS) {
+      // A file system without flock (old NFS): run unlocked rather than not at all.
+      std::cerr << "wavel-dse: warning: cannot lock '" << path << "' (" << std::strerror(lock_errno)
+                << "); concurrent runs into this directory will not be detected\n";
+    } else if (lock_errno != 0) {
+      const int saved = lock_errno;
+      std::string holder(256, '\0');
+      const ssize_t n = ::pread(fd, holder.data(), holder.size(), 0);
+      holder.resize(n > 0 ? static_cast<std::size_t>(n) : 0);
+      while (!holder.empty() && (holder.back() == '\n' || holder.back() == '\0')) holder.pop_back();
+      ::close(fd);
+      if (saved == EWOULDBLOCK) {
+        throw Error(ExitCode::busy, "output directory '" + dir + "' is in use by another run (" +
+                                        (holder.empty() ? std::string("holder unknown") : holder) + "; lock file '" +
+                                        path + "'); wait for it or choose another directory with -o");
+      }
+      throw OutputError("cannot lock '" + path + "': " + std::strerror(saved));
+    }
+    char host[256] = "?";
+    ::gethostname(host, sizeof host - 1);
+    const std::string me = "pid " + std::to_string(::getpid()) + " on host " + host + ", started " +
+                           std::to_string(static_cast<long long>(std::time(nullptr))) + " (Unix time)\n";
+    if (::ftruncate(fd, 0) != 0 || ::pwrite(fd, me.data(), me.size(), 0) != static_cast<ssize_t>(me.size())) {
+      // The lock holds without the note; the holder is then just unnamed.
+    }
+    lock.fd_ = fd;
   });
+  return lock;
 }
 
 std::string read_file_on_root(const std::string& path, MPI_Comm comm, int root) {
   std::string text;
   on_root_agreed(comm, root, [&] {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw InputMissingError("cannot read config file '" + path + "'");
-    std::ostringstream bytes;
-    bytes << in.rdbuf();
-    if (in.bad()) throw InputMissingError("error while reading '" + path + "'");
-    text = bytes.str();
+    text = read_input_file(path, std::size_t{256} << 20, "config file");
   });
   broadcast_string(text, comm, root);
   return text;

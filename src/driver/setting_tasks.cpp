@@ -116,14 +116,14 @@ void pack_candidates(const std::vector<search::SearchCandidate>& candidates, Pac
 }
 
 void unpack_candidates(Unpacker& u, std::vector<search::SearchCandidate>& out) {
-  const auto n = u.get<std::uint64_t>();
+  const auto n = u.count(3 * sizeof(double));
   for (std::uint64_t i = 0; i < n; ++i) {
     search::SearchCandidate c;
     get_objectives(u, c.objectives);
     u.get(c.source);
     u.get(c.microbatches);
     u.get(c.sram_headroom);
-    c.leaves.resize(u.get<std::uint64_t>());
+    c.leaves.resize(u.count(sizeof(search::Leaf)));
     for (auto& l : c.leaves) u.get(l);
     out.push_back(std::move(c));
   }
@@ -251,9 +251,7 @@ SettingResult unpack_setting(Unpacker& u) {
   u.get(r.roofline_tokens_per_s);
   u.get(r.model_layers);
   u.get(r.layer_subset_layers);
-  std::uint64_t n = 0;
-  u.get(n);
-  r.schedules.resize(n);
+  r.schedules.resize(u.count(sizeof(std::uint64_t)));
   for (auto& s : r.schedules) {
     std::uint8_t placed = 0;
     u.get(s.name);
@@ -272,8 +270,7 @@ SettingResult unpack_setting(Unpacker& u) {
     u.get(s.meshir);
     u.get(s.na_reason);
   }
-  u.get(n);
-  r.front.resize(n);
+  r.front.resize(u.count(sizeof(std::uint64_t)));
   for (auto& f : r.front) {
     u.get(f.source);
     u.get(f.tokens_per_s);
@@ -290,8 +287,7 @@ SettingResult unpack_setting(Unpacker& u) {
   u.get(r.intervals);
   u.get(r.search);
   u.get(r.search_wall_s);
-  u.get(n);
-  r.sim.resize(n);
+  r.sim.resize(u.count(sizeof(std::uint64_t)));
   for (auto& x : r.sim) {
     u.get(x.schedule);
     u.get(x.model_latency_s);
@@ -301,8 +297,7 @@ SettingResult unpack_setting(Unpacker& u) {
     u.get(x.ops_simulated);
     u.get(x.events);
   }
-  u.get(n);
-  r.sim_ops.resize(n);
+  r.sim_ops.resize(u.count(sizeof(std::uint64_t)));
   for (auto& x : r.sim_ops) {
     u.get(x.schedule);
     u.get(x.op);
@@ -493,6 +488,25 @@ std::string run_finish(const config::Config& config, const workload::Workload& w
   Packer p;
   pack_setting(s, p);
   return p.take();
+}
+
+void check_task_result(TaskResultKind kind, const std::string& bytes) {
+  Unpacker u(bytes, ExitCode::data_error);
+  std::vector<search::SearchCandidate> candidates;
+  switch (kind) {
+    case TaskResultKind::baselines:
+      unpack_setting(u);
+      unpack_candidates(u, candidates);
+      break;
+    case TaskResultKind::piece:
+      unpack_stats(u);
+      unpack_candidates(u, candidates);
+      break;
+    case TaskResultKind::finish:
+      unpack_setting(u);
+      break;
+  }
+  if (!u.done()) throw Error(ExitCode::data_error, "trailing bytes after the result");
 }
 
 }  // namespace wavel::driver

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <limits>
 #include <string>
 #include <utility>
@@ -24,6 +25,8 @@ void quiet_hdf5() {
   }();
   (void)silenced;
 }
+
+constexpr std::size_t kMaxReadBytes = std::size_t{256} << 20;  // per attribute or column
 
 struct StackEntries {
   std::vector<std::string> lines;
@@ -48,12 +51,20 @@ std::string error_stack_summary() {
   return text;
 }
 
+/// Open ReadingScopes on this thread: failures then mean bad input, not failed output.
+thread_local int g_reading = 0;
+
+[[noreturn]] void throw_io(const std::string& message) {
+  if (g_reading > 0) throw wavel::InputDataError(message);
+  throw wavel::OutputError(message);
+}
+
 /// Captures the error stack *before* building the context: any further HDF5 call clears it.
 template <class Context>
 [[noreturn]] void fail(const char* func, Context&& context) {
   const std::string stack = error_stack_summary();
   const std::string where = context();
-  throw wavel::OutputError("HDF5 " + std::string(func) + " failed for " + where + ": " + stack);
+  throw_io("HDF5 " + std::string(func) + " failed for " + where + ": " + stack);
 }
 
 template <class Context>
@@ -172,7 +183,7 @@ struct Source {
 
   void expect_class(H5T_class_t wanted, const char* wanted_name) const {
     if (type_class != wanted) {
-      throw wavel::OutputError("HDF5 object " + where + " does not hold " + wanted_name + " values");
+      throw_io("HDF5 object " + where + " does not hold " + wanted_name + " values");
     }
   }
 };
@@ -188,10 +199,17 @@ Source describe(Handle object, bool is_attribute, std::string where) {
   if (source.type_class == H5T_NO_CLASS) fail("H5Tget_class", at);
   const int rank = H5Sget_simple_extent_ndims(source.space.id());
   check(rank, "H5Sget_simple_extent_ndims", at);
-  if (rank > 1) throw wavel::OutputError("HDF5 object " + where + " is not one-dimensional");
+  if (rank > 1) throw_io("HDF5 object " + where + " is not one-dimensional");
   const hssize_t count = H5Sget_simple_extent_npoints(source.space.id());
   if (count < 0) fail("H5Sget_simple_extent_npoints", at);
   source.count = static_cast<std::size_t>(count);
+  // A forged extent must not turn into a huge allocation: element size times count is capped.
+  const std::size_t element_bytes = std::max<std::size_t>(H5Tget_size(source.type.id()), sizeof(char*));
+  if (source.count > kMaxReadBytes / element_bytes) {
+    throw_io("HDF5 object " + where + " holds " + std::to_string(source.count) + " elements of " +
+             std::to_string(element_bytes) + " bytes, more than the " + std::to_string(kMaxReadBytes >> 20) +
+             " MiB a read may take");
+  }
   source.object = std::move(object);
   source.is_attribute = is_attribute;
   source.where = std::move(where);
@@ -261,8 +279,7 @@ template <class T>
 T read_single(const Source& source, hid_t mem_type, H5T_class_t wanted, const char* wanted_name) {
   std::vector<T> values = read_numbers<T>(source, mem_type, wanted, wanted_name);
   if (values.size() != 1) {
-    throw wavel::OutputError("HDF5 attribute " + source.where + " holds " + std::to_string(values.size()) +
-                             " values, expected one");
+    throw_io("HDF5 attribute " + source.where + " holds " + std::to_string(values.size()) + " values, expected one");
   }
   return values.front();
 }
@@ -316,7 +333,14 @@ void write_column_data(const Handle& group, const std::string& name, hid_t file_
     check(H5Pset_dxpl_mpio(dxpl.id(), H5FD_MPIO_COLLECTIVE), "H5Pset_dxpl_mpio", where);
     const char dummy = 0;  // non-root ranks select nothing but must not pass a null buffer
     const void* buffer = rank == root ? root_data : static_cast<const void*>(&dummy);
-    check(H5Dwrite(dataset.id(), mem_type, mem_space.id(), file_space.id(), dxpl.id(), buffer), "H5Dwrite", where);
+    const herr_t status = H5Dwrite(dataset.id(), mem_type, mem_space.id(), file_space.id(), dxpl.id(), buffer);
+    // A full disk may fail the write on the rank that holds the data only: every rank must learn
+    // it here, or the others would wait forever in the next collective call.
+    int ok = status < 0 ? 0 : 1;
+    const std::string stack = status < 0 ? error_stack_summary() : std::string();
+    MPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, comm);
+    if (status < 0) throw_io("HDF5 H5Dwrite failed for " + where() + ": " + stack);
+    if (ok == 0) throw_io("HDF5 H5Dwrite failed for " + where() + " on another rank");
   }
   write_attribute(dataset, "units", units);
   dataset.close();
@@ -340,6 +364,11 @@ void write_number_column(const Handle& group, const std::string& name, const std
 
 using detail::check;
 using detail::owned;
+
+std::string error_stack_text() { return detail::error_stack_summary(); }
+
+ReadingScope::ReadingScope() { ++detail::g_reading; }
+ReadingScope::~ReadingScope() { --detail::g_reading; }
 
 Handle::Handle(hid_t id) : id_(id) {
   if (id < 0) throw wavel::OutputError("invalid HDF5 identifier passed to wavel::io::h5::Handle");
@@ -382,9 +411,17 @@ Handle create_file(const std::string& path, MPI_Comm comm) {
 
 Handle open_file_readonly(const std::string& path) {
   detail::quiet_hdf5();
+  ReadingScope reading;
   std::error_code ec;
   if (!std::filesystem::exists(path, ec)) {
     throw wavel::InputMissingError("HDF5 file '" + path + "' does not exist");
+  }
+  if (std::filesystem::is_directory(path, ec) || !std::ifstream(path, std::ios::binary)) {
+    throw wavel::InputMissingError("cannot read HDF5 file '" + path + "'");
+  }
+  if (H5Fis_hdf5(path.c_str()) <= 0) {
+    H5Eclear2(H5E_DEFAULT);
+    throw wavel::InputDataError("'" + path + "' is not an HDF5 file");
   }
   return owned(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), "H5Fopen", [&] { return detail::quoted(path); });
 }
@@ -408,6 +445,7 @@ Handle open_dataset(const Handle& parent, const std::string& name) {
 }
 
 H5T_class_t dataset_type_class(const Handle& dataset) {
+  ReadingScope reading;
   detail::quiet_hdf5();
   auto where = [&] { return detail::object_path(dataset.id()); };
   Handle type = owned(H5Dget_type(dataset.id()), "H5Dget_type", where);
@@ -460,25 +498,29 @@ void write_attribute(const Handle& obj, const std::string& name, double value) {
 }
 
 std::string read_string_attribute(const Handle& obj, const std::string& name) {
+  ReadingScope reading;
   const detail::Source source = detail::open_attribute_source(obj, name);
   std::vector<std::string> values = detail::read_strings(source);
   if (values.size() != 1) {
-    throw wavel::OutputError("HDF5 attribute " + source.where + " holds " + std::to_string(values.size()) +
-                             " strings, expected one");
+    detail::throw_io("HDF5 attribute " + source.where + " holds " + std::to_string(values.size()) +
+                     " strings, expected one");
   }
   return std::move(values.front());
 }
 
 std::vector<std::string> read_string_list_attribute(const Handle& obj, const std::string& name) {
+  ReadingScope reading;
   return detail::read_strings(detail::open_attribute_source(obj, name));
 }
 
 std::int64_t read_int_attribute(const Handle& obj, const std::string& name) {
+  ReadingScope reading;
   return detail::read_single<std::int64_t>(detail::open_attribute_source(obj, name), H5T_NATIVE_INT64,
                                            H5T_INTEGER, "integer");
 }
 
 double read_double_attribute(const Handle& obj, const std::string& name) {
+  ReadingScope reading;
   return detail::read_single<double>(detail::open_attribute_source(obj, name), H5T_NATIVE_DOUBLE, H5T_FLOAT,
                                      "floating-point");
 }
@@ -522,16 +564,19 @@ void write_column(const Handle& group, const std::string& name, const std::vecto
 }
 
 std::vector<double> read_double_column(const Handle& group, const std::string& name) {
+  ReadingScope reading;
   return detail::read_numbers<double>(detail::open_dataset_source(group, name), H5T_NATIVE_DOUBLE, H5T_FLOAT,
                                       "floating-point");
 }
 
 std::vector<std::int64_t> read_int_column(const Handle& group, const std::string& name) {
+  ReadingScope reading;
   return detail::read_numbers<std::int64_t>(detail::open_dataset_source(group, name), H5T_NATIVE_INT64,
                                             H5T_INTEGER, "integer");
 }
 
 std::vector<std::string> read_string_column(const Handle& group, const std::string& name) {
+  ReadingScope reading;
   return detail::read_strings(detail::open_dataset_source(group, name));
 }
 

@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <exception>
 #include <filesystem>
 #include <fstream>
 #include <type_traits>
@@ -244,9 +245,9 @@ const std::vector<double> no_doubles;
 const std::vector<std::int64_t> no_ints;
 const std::vector<std::string> no_strings;
 
-void write_planned_file(const std::string& partial, const Plan& plan, const std::vector<Table>& tables,
-                        MPI_Comm comm, int root, bool is_root) {
-  h5::Handle file = h5::create_file(partial, comm);
+/// The tables and attributes into an open file; collective.
+void write_contents(const h5::Handle& file, const Plan& plan, const std::vector<Table>& tables, MPI_Comm comm,
+                    int root, bool is_root) {
   {
     h5::Handle root_group = h5::open_group(file, "/");
     for (const auto& attribute : plan.attributes) {
@@ -280,7 +281,35 @@ void write_planned_file(const std::string& partial, const Plan& plan, const std:
     }
     group.close();
   }
+}
+
+void write_planned_file(const std::string& partial, const Plan& plan, const std::vector<Table>& tables,
+                        MPI_Comm comm, int root, bool is_root) {
+  h5::Handle file = h5::create_file(partial, comm);
+  std::exception_ptr failure;
+  try {
+    write_contents(file, plan, tables, comm, root, is_root);
+  } catch (...) {
+    failure = std::current_exception();
+  }
+  // HDF5 1.10 leaves a half-destroyed file behind when H5Fclose fails (on a full disk, say), and
+  // that crashes MPI_Finalize. So flush first, where a failure leaves the file intact; if any rank
+  // failed, root frees the space the partial file holds so that closing (which flushes whatever is
+  // still dirty) can succeed, and the write is reported as failed. The partial file is removed later.
+  const herr_t flushed = H5Fflush(file.id(), H5F_SCOPE_GLOBAL);
+  const std::string flush_error = flushed < 0 ? h5::error_stack_text() : std::string();
+  int ok = failure || flushed < 0 ? 0 : 1;
+  MPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, comm);
+  if (ok == 0) {
+    if (is_root && ::truncate(partial.c_str(), 0) != 0) {
+      // Nothing more to free; the close below may then fail too.
+    }
+    MPI_Barrier(comm);
+  }
   file.close();
+  if (failure) std::rethrow_exception(failure);
+  if (flushed < 0) throw wavel::OutputError("HDF5 H5Fflush failed for '" + partial + "': " + flush_error);
+  if (ok == 0) throw wavel::OutputError("writing '" + partial + "' failed on another rank");
 }
 
 std::string quote_csv(const std::string& text) {
@@ -364,14 +393,30 @@ void write_results_h5(const std::string& path, const std::vector<Attribute>& roo
 }
 
 Table read_table_h5(const std::string& path, const std::string& table_name) {
+  // Everything below is input: a failure is a malformed file (65), never an output error.
+  const h5::ReadingScope reading;
+  const std::string where = "results file '" + path + "'";
   const h5::Handle file = h5::open_file_readonly(path);
-  if (!h5::has_child(file, table_name)) {
-    throw wavel::OutputError("results file '" + path + "' has no table '" + table_name + "'");
-  }
+  if (!h5::has_child(file, table_name)) throw wavel::InputDataError(where + " has no table '" + table_name + "'");
   const h5::Handle group = h5::open_group(file, table_name);
   Table table;
   table.name = table_name;
-  for (const auto& name : h5::read_string_list_attribute(group, "columns")) {
+  const std::vector<std::string> names = h5::read_string_list_attribute(group, "columns");
+  constexpr std::size_t kMaxColumns = 4096;
+  if (names.size() > kMaxColumns) {
+    throw wavel::InputDataError(where + ": table '" + table_name + "' lists " + std::to_string(names.size()) +
+                                " columns, more than " + std::to_string(kMaxColumns));
+  }
+  for (const auto& name : names) {
+    const std::string dataset_name = "'" + table_name + "/" + name + "'";
+    // A column is a direct child: no paths that lead elsewhere in the file, no repeats.
+    if (name.empty() || name.find('/') != std::string::npos || name == "." || name == "..") {
+      throw wavel::InputDataError(where + ": table '" + table_name + "' lists an invalid column name '" + name + "'");
+    }
+    for (const auto& earlier : table.columns) {
+      if (earlier.name == name) throw wavel::InputDataError(where + ": column " + dataset_name + " is listed twice");
+    }
+    if (!h5::has_child(group, name)) throw wavel::InputDataError(where + ": column " + dataset_name + " is missing");
     Column column;
     column.name = name;
     {
@@ -382,8 +427,17 @@ Table read_table_h5(const std::string& path, const std::string& table_name) {
         case H5T_FLOAT: column.values = h5::read_double_column(group, name); break;
         case H5T_STRING: column.values = h5::read_string_column(group, name); break;
         default:
-          throw wavel::OutputError("results file '" + path + "': column '" + table_name + "/" + name +
-                                   "' is neither integer, floating-point nor string");
+          throw wavel::InputDataError(where + ": column " + dataset_name +
+                                      " is neither integer, floating-point nor string");
+      }
+    }
+    const std::size_t rows = std::visit([](const auto& v) { return v.size(); }, column.values);
+    if (!table.columns.empty()) {
+      const std::size_t first = std::visit([](const auto& v) { return v.size(); }, table.columns.front().values);
+      if (rows != first) {
+        throw wavel::InputDataError(where + ": column " + dataset_name + " has " + std::to_string(rows) +
+                                    " rows but '" + table_name + "/" + table.columns.front().name + "' has " +
+                                    std::to_string(first));
       }
     }
     table.columns.push_back(std::move(column));
@@ -410,24 +464,39 @@ void write_csv(const std::string& path, const Table& table) {
 }
 
 void write_file_atomically(const std::string& path, const std::string& text) {
+  // Durable before it is reported: data synced, then renamed, then the directory entry synced,
+  // so a crash or a full disk never leaves a file that looks complete but is not.
   const std::string partial = path + ".partial";
+  int fd = -1;
   auto fail = [&](const std::string& why) {
-    std::error_code ec;
-    std::filesystem::remove(partial, ec);
-    throw wavel::OutputError("cannot write '" + path + "': " + why);
+    const int saved = errno;
+    if (fd >= 0) ::close(fd);
+    ::unlink(partial.c_str());
+    throw wavel::OutputError("cannot write '" + path + "': " + why + ": " + std::strerror(saved));
   };
-  {
-    std::ofstream out(partial, std::ios::binary | std::ios::trunc);
-    if (!out) fail("cannot create '" + partial + "': " + std::strerror(errno));
-    out.write(text.data(), static_cast<std::streamsize>(text.size()));
-    out.flush();
-    if (!out) fail("write to '" + partial + "' failed");
-    out.close();
-    if (!out) fail("closing '" + partial + "' failed");
+  fd = ::open(partial.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+  if (fd < 0) fail("cannot create '" + partial + "'");
+  for (std::size_t done = 0; done < text.size();) {
+    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) fail("write to '" + partial + "' failed");
+    done += static_cast<std::size_t>(n);
   }
-  std::error_code ec;
-  std::filesystem::rename(partial, path, ec);
-  if (ec) fail("cannot rename '" + partial + "': " + ec.message());
+  if (::fsync(fd) != 0) fail("fsync of '" + partial + "' failed");
+  const int closed = ::close(fd);
+  fd = -1;
+  if (closed != 0) fail("closing '" + partial + "' failed");
+  if (::rename(partial.c_str(), path.c_str()) != 0) fail("cannot rename '" + partial + "'");
+  std::string directory = std::filesystem::path(path).parent_path().string();
+  if (directory.empty()) directory = ".";
+  const int dir_fd = ::open(directory.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir_fd < 0 || ::fsync(dir_fd) != 0) {
+    const int saved = errno;
+    if (dir_fd >= 0) ::close(dir_fd);
+    throw wavel::OutputError("cannot write '" + path + "': fsync of directory '" + directory +
+                             "' failed: " + std::strerror(saved));
+  }
+  ::close(dir_fd);
 }
 
 }  // namespace wavel::io

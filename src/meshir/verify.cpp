@@ -13,6 +13,14 @@ namespace {
 
 constexpr std::int64_t int64_max = std::numeric_limits<std::int64_t>::max();
 
+// Supported ranges (README "Input limits"), so that what reaches the cost model and the simulator
+// is bounded: no billion-round loop, no op whose figures overflow when multiplied by a few.
+constexpr std::int64_t kMaxSidePes = 100000;
+constexpr std::int64_t kMaxLayers = std::int64_t{1} << 20;
+constexpr std::int64_t kMaxRounds = 64;
+constexpr std::int64_t kMaxGroup = std::int64_t{1} << 20;
+constexpr std::int64_t kMaxWork = std::int64_t{1} << 60;
+
 std::int64_t saturating_add(std::int64_t a, std::int64_t b) { return a > int64_max - b ? int64_max : a + b; }
 
 std::int64_t saturating_mul(std::int64_t a, std::int64_t b) {
@@ -99,21 +107,32 @@ class Checker {
 };
 
 void Checker::check_header() {
-  auto positive = [&](const char* key, std::int64_t value, std::int64_t min) {
+  auto positive = [&](const char* key, std::int64_t value, std::int64_t min, std::int64_t max) {
     if (value < min) {
       add(header_line(key), key, std::string(key) + " is " + std::to_string(value) + ", must be at least " +
                                      std::to_string(min));
+    } else if (value > max) {
+      add(header_line(key), key, std::string(key) + " is " + std::to_string(value) + ", the supported maximum is " +
+                                     std::to_string(max));
     }
   };
-  if (s_.grid_w_pes < 1 || s_.grid_h_pes < 1) {
+  if (s_.grid_w_pes < 1 || s_.grid_h_pes < 1 || s_.grid_w_pes > kMaxSidePes || s_.grid_h_pes > kMaxSidePes) {
     add(header_line("grid"), "grid",
         "grid is " + std::to_string(s_.grid_w_pes) + " x " + std::to_string(s_.grid_h_pes) +
-            " PEs, both sides must be at least 1");
+            " PEs, both sides must be from 1 to " + std::to_string(kMaxSidePes));
   }
-  positive("sram_per_pe_bytes", s_.sram_per_pe_bytes, 1);
-  positive("colours", s_.colours, 0);
-  positive("requests", s_.concurrent_requests, 1);
-  positive("microbatches", s_.microbatches, 1);
+  positive("sram_per_pe_bytes", s_.sram_per_pe_bytes, 1, std::int64_t{1} << 30);
+  positive("colours", s_.colours, 0, 1024);
+  positive("requests", s_.concurrent_requests, 1, std::int64_t{1} << 20);
+  positive("microbatches", s_.microbatches, 1, std::int64_t{1} << 20);
+  if (s_.layers_total > kMaxLayers) {
+    add(header_line("layers"), "layers", "layers is " + std::to_string(s_.layers_total) +
+                                             ", the supported maximum is " + std::to_string(kMaxLayers));
+  }
+  if (s_.layer_scale > kMaxLayers) {
+    add(header_line("layers"), "layers.scale", "layer scale is " + std::to_string(s_.layer_scale) +
+                                                   ", the supported maximum is " + std::to_string(kMaxLayers));
+  }
   if (s_.concurrent_requests >= 1 && s_.microbatches > s_.concurrent_requests) {
     add(header_line("microbatches"), "microbatches",
         std::to_string(s_.microbatches) + " microbatches for " + std::to_string(s_.concurrent_requests) +
@@ -206,7 +225,14 @@ void Checker::check_op(std::size_t i) {
                  std::string(to_string(op.kernel)) + " op, which stays in its region");
   }
   if (op.group < 0) op_error(i, "group", "group size " + std::to_string(op.group) + " is negative");
+  if (op.group > kMaxGroup) {
+    op_error(i, "group", "group size " + std::to_string(op.group) + " exceeds the maximum " + std::to_string(kMaxGroup));
+  }
   if (op.rounds < 1) op_error(i, "rounds", "needs at least 1 allreduce round, got " + std::to_string(op.rounds));
+  if (op.rounds > kMaxRounds) {
+    op_error(i, "rounds", std::to_string(op.rounds) + " allreduce rounds, the supported maximum is " +
+                              std::to_string(kMaxRounds));
+  }
   if (op.step < 0) op_error(i, "step", "step " + std::to_string(op.step) + " is negative");
   if (op.stage < 0) op_error(i, "stage", "stage " + std::to_string(op.stage) + " is negative");
   if (i > 0 && op.step < s_.ops[i - 1].step) {
@@ -229,6 +255,10 @@ void Checker::check_op(std::size_t i) {
       {"kv_cache_bytes", op.work.kv_cache_bytes}};
   for (const auto& [name, value] : work) {
     if (value < 0) op_error(i, std::string("work.") + name, std::string(name) + " is negative");
+    if (value > kMaxWork) {
+      op_error(i, std::string("work.") + name, std::string(name) + " is " + std::to_string(value) +
+                                                   ", the supported maximum is 2^60");
+    }
   }
 
   // (a) and (b) placement.

@@ -10,7 +10,9 @@
 #include <sstream>
 #include <utility>
 
+#include "wavel/common/checked.hpp"
 #include "wavel/common/error.hpp"
+#include "wavel/common/input_file.hpp"
 
 namespace wavel::workload {
 
@@ -90,6 +92,14 @@ const std::vector<ModelSpec>& presets() {
 
 // ---- HF config.json reading -------------------------------------------------------------------
 
+// Supported ranges (README "Input limits"): generous for real models, and small enough that the
+// op graph's products are far from overflowing (workload.cpp also checks them).
+constexpr std::int64_t kMaxLayers = 1024;
+constexpr std::int64_t kMaxHeads = 4096;
+constexpr std::int64_t kMaxExperts = 65536;
+constexpr std::int64_t kMaxVocab = std::int64_t{1} << 24;
+constexpr std::int64_t kMaxWidth = std::int64_t{1} << 20;  ///< hidden, FFN, head and latent widths
+
 struct Entry {
   YAML::Node key;
   YAML::Node value;
@@ -136,8 +146,9 @@ class ConfigReader {
     return it == entries_.end() ? nullptr : &it->second;
   }
 
-  /// An integer >= min_value; reports and returns nullopt if absent (when required) or invalid.
-  std::optional<std::int64_t> integer(const std::string& key, bool required, std::int64_t min_value = 1) {
+  /// An integer in [min_value, max_value]; reports and returns nullopt if absent (when required) or invalid.
+  std::optional<std::int64_t> integer(const std::string& key, bool required, std::int64_t min_value = 1,
+                                      std::int64_t max_value = kMaxWidth) {
     const Entry* e = entry(key);
     if (e == nullptr) {
       if (required) report_missing(key);
@@ -154,6 +165,10 @@ class ConfigReader {
     }
     if (value < min_value) {
       report(e->key, key, "expected " + expectation(min_value) + ", got " + std::to_string(value));
+      return std::nullopt;
+    }
+    if (value > max_value) {
+      report(e->key, key, "is " + std::to_string(value) + "; the supported maximum is " + std::to_string(max_value));
       return std::nullopt;
     }
     return value;
@@ -234,14 +249,20 @@ class ConfigReader {
   std::vector<Diagnostic> diagnostics_;
 };
 
-std::string model_name_from_path(const std::string& path) {
+/// The file's stem, or for a `config.json` its folder's name (made absolute, so `./config.json`
+/// is named after the working directory), else the last part of `_name_or_path`.
+std::string model_name_from_path(const std::string& path, const std::string& name_or_path) {
   const std::filesystem::path p(path);
   const std::string stem = p.stem().string();
-  if (stem == "config") {
-    const std::string parent = p.parent_path().filename().string();
-    if (!parent.empty() && parent != "." && parent != "..") return parent;
-  }
-  return stem;
+  if (stem != "config") return stem;
+  std::error_code ec;
+  const std::filesystem::path absolute = std::filesystem::absolute(p, ec).lexically_normal();
+  const std::string parent = (ec ? p : absolute).parent_path().filename().string();
+  if (!parent.empty() && parent != "." && parent != ".." && parent != "/") return parent;
+  std::string given = name_or_path;
+  while (!given.empty() && given.back() == '/') given.pop_back();
+  given = given.substr(given.find_last_of('/') == std::string::npos ? 0 : given.find_last_of('/') + 1);
+  return given.empty() ? stem : given;
 }
 
 /// Reads the MoE keys of the Mixtral, Qwen-MoE and DeepSeek families into `model.moe`.
@@ -262,8 +283,8 @@ void read_moe(ConfigReader& in, ModelSpec& model, std::optional<std::int64_t> la
     }
     return;
   }
-  const auto experts = in.integer(experts_key, true);
-  const auto top_k = in.integer("num_experts_per_tok", true);
+  const auto experts = in.integer(experts_key, true, 1, kMaxExperts);
+  const auto top_k = in.integer("num_experts_per_tok", true, 1, kMaxExperts);
   if (experts && top_k && *top_k > *experts) {
     in.report_at_key("num_experts_per_tok", "routes each token to " + std::to_string(*top_k) +
                                                 " experts but there are only " + std::to_string(*experts));
@@ -281,7 +302,7 @@ void read_moe(ConfigReader& in, ModelSpec& model, std::optional<std::int64_t> la
 
   MoeSpec moe;
   if (in.has("n_shared_experts")) {  // DeepSeek: shared experts each as wide as a routed one
-    const auto shared = in.integer("n_shared_experts", false, 0);
+    const auto shared = in.integer("n_shared_experts", false, 0, kMaxExperts);
     if (shared && expert_ffn) {
       moe.num_shared_experts = *shared;
       moe.shared_expert_ffn = *shared * *expert_ffn;
@@ -296,7 +317,7 @@ void read_moe(ConfigReader& in, ModelSpec& model, std::optional<std::int64_t> la
 
   // Only a leading run of dense layers is modelled; interleaved dense/MoE layouts are not.
   if (in.has("first_k_dense_replace")) {
-    if (auto k = in.integer("first_k_dense_replace", false, 0)) moe.first_dense_layers = *k;
+    if (auto k = in.integer("first_k_dense_replace", false, 0, kMaxLayers)) moe.first_dense_layers = *k;
   }
   if (const Entry* e = in.entry("mlp_only_layers"); e != nullptr && !e->value.IsNull()) {
     bool leading_run = e->value.IsSequence();
@@ -322,7 +343,7 @@ void read_moe(ConfigReader& in, ModelSpec& model, std::optional<std::int64_t> la
   }
   for (const char* key : {"decoder_sparse_step", "moe_layer_freq"}) {
     if (!in.has(key)) continue;
-    if (auto step = in.integer(key, false); step && *step != 1) {
+    if (auto step = in.integer(key, false, 1, kMaxLayers); step && *step != 1) {
       in.report_at_key(key, "unsupported: MoE layers every " + std::to_string(*step) +
                                 " layers; only every layer (1) is modelled");
     }
@@ -374,18 +395,13 @@ std::optional<ModelSpec> find_model_preset(std::string_view name) {
 }
 
 ModelSpec load_hf_config(const std::string& path) {
-  std::ifstream file(path, std::ios::binary);
-  if (!file || std::filesystem::is_directory(path)) {
-    throw InputMissingError("cannot read HF config '" + path + "'");
-  }
-  std::ostringstream text;
-  text << file.rdbuf();
-  if (file.bad()) throw InputMissingError("cannot read HF config '" + path + "'");
+  if (std::filesystem::is_directory(path)) throw InputMissingError("cannot read HF config '" + path + "'");
+  const std::string text = read_input_file(path, std::size_t{16} << 20, "HF config");
 
   YAML::Node root;
   try {
-    root = YAML::Load(text.str());
-  } catch (const YAML::ParserException& e) {
+    root = YAML::Load(text);
+  } catch (const YAML::Exception& e) {
     Diagnostic d{path, e.mark.line >= 0 ? e.mark.line + 1 : 0, e.mark.column >= 0 ? e.mark.column + 1 : 0, "",
                  "not valid JSON: " + e.msg};
     throw DataError({d});
@@ -399,16 +415,16 @@ ModelSpec load_hf_config(const std::string& path) {
 
   ConfigReader in(path, root);
   ModelSpec model;
-  model.name = model_name_from_path(path);
+  model.name = model_name_from_path(path, in.string("_name_or_path"));
   model.source = path;
 
-  const auto layers = in.integer("num_hidden_layers", true);
+  const auto layers = in.integer("num_hidden_layers", true, 1, kMaxLayers);
   const auto hidden = in.integer("hidden_size", true);
-  const auto heads = in.integer("num_attention_heads", true);
-  const auto vocab = in.integer("vocab_size", true);
+  const auto heads = in.integer("num_attention_heads", true, 1, kMaxHeads);
+  const auto vocab = in.integer("vocab_size", true, 1, kMaxVocab);
   // HF default: no (or null) num_key_value_heads means plain multi-head attention.
   std::optional<std::int64_t> kv_heads = heads;
-  if (in.has("num_key_value_heads")) kv_heads = in.integer("num_key_value_heads", true);
+  if (in.has("num_key_value_heads")) kv_heads = in.integer("num_key_value_heads", true, 1, kMaxHeads);
   // MLA derives its head widths from its own keys (read_mla).
   const bool is_mla = in.has("kv_lora_rank");
   std::optional<std::int64_t> head_dim;
@@ -469,43 +485,45 @@ ModelSpec load_hf_config(const std::string& path) {
 }
 
 std::int64_t parameter_count(const ModelSpec& model) {
+  using checked::add;
+  using checked::mul;
   const std::int64_t h = model.hidden;
   std::int64_t attention = 0;
   if (model.mla) {
     const MlaSpec& a = *model.mla;
-    const std::int64_t qk = a.qk_nope_head_dim + a.qk_rope_head_dim;
-    if (a.q_lora_rank > 0) {
-      attention += h * a.q_lora_rank + a.q_lora_rank + a.q_lora_rank * model.num_heads * qk;  // q_a, norm, q_b
+    const std::int64_t qk = add(a.qk_nope_head_dim, a.qk_rope_head_dim);
+    if (a.q_lora_rank > 0) {  // q_a, its norm, q_b
+      attention = add(attention, add(add(mul(h, a.q_lora_rank), a.q_lora_rank), mul(a.q_lora_rank, model.num_heads, qk)));
     } else {
-      attention += h * model.num_heads * qk;
+      attention = add(attention, mul(h, model.num_heads, qk));
     }
-    attention += h * (a.kv_lora_rank + a.qk_rope_head_dim) + a.kv_lora_rank;             // kv_a and its norm
-    attention += a.kv_lora_rank * model.num_heads * (a.qk_nope_head_dim + a.v_head_dim);  // kv_b
-    attention += model.num_heads * a.v_head_dim * h;                                      // o
+    attention = add(attention, add(mul(h, add(a.kv_lora_rank, a.qk_rope_head_dim)), a.kv_lora_rank));  // kv_a, norm
+    attention = add(attention, mul(a.kv_lora_rank, model.num_heads, add(a.qk_nope_head_dim, a.v_head_dim)));  // kv_b
+    attention = add(attention, mul(model.num_heads, a.v_head_dim, h));  // o
   } else {
-    const std::int64_t q = model.num_heads * model.head_dim;
-    const std::int64_t kv = model.num_kv_heads * model.head_dim;
-    attention += h * (q + 2 * kv) + q * h;
-    if (model.qkv_bias) attention += q + 2 * kv;
-    if (model.qk_norm) attention += 2 * model.head_dim;
+    const std::int64_t q = mul(model.num_heads, model.head_dim);
+    const std::int64_t kv = mul(model.num_kv_heads, model.head_dim);
+    attention = add(mul(h, add(q, mul(2, kv))), mul(q, h));
+    if (model.qkv_bias) attention = add(attention, add(q, mul(2, kv)));
+    if (model.qk_norm) attention = add(attention, mul(2, model.head_dim));
   }
-  const std::int64_t norms = 2 * h;
-  const std::int64_t dense_mlp = 3 * h * model.ffn;
+  const std::int64_t norms = mul(2, h);
+  const std::int64_t dense_mlp = mul(3, h, model.ffn);
 
   std::int64_t layers = 0;
   if (model.moe) {
     const MoeSpec& e = *model.moe;
     const std::int64_t sparse_mlp =
-        h * e.num_experts + e.num_experts * 3 * h * e.expert_ffn + 3 * h * e.shared_expert_ffn;
+        add(add(mul(h, e.num_experts), mul(e.num_experts, 3, h, e.expert_ffn)), mul(3, h, e.shared_expert_ffn));
     const std::int64_t dense_layers = std::min(e.first_dense_layers, model.num_layers);
-    layers = model.num_layers * (attention + norms) + dense_layers * dense_mlp +
-             (model.num_layers - dense_layers) * sparse_mlp;
+    layers = add(add(mul(model.num_layers, add(attention, norms)), mul(dense_layers, dense_mlp)),
+                 mul(model.num_layers - dense_layers, sparse_mlp));
   } else {
-    layers = model.num_layers * (attention + norms + dense_mlp);
+    layers = mul(model.num_layers, add(add(attention, norms), dense_mlp));
   }
-  const std::int64_t embedding = model.vocab * h;
-  const std::int64_t head = h + (model.tie_embeddings ? 0 : model.vocab * h);
-  return embedding + layers + head;
+  const std::int64_t embedding = mul(model.vocab, h);
+  const std::int64_t head = add(h, model.tie_embeddings ? 0 : mul(model.vocab, h));
+  return add(add(embedding, layers), head);
 }
 
 }  // namespace wavel::workload

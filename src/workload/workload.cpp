@@ -3,11 +3,15 @@
 
 #include <utility>
 
+#include "wavel/common/checked.hpp"
 #include "wavel/common/error.hpp"
 
 namespace wavel::workload {
 
 namespace {
+
+using checked::add;
+using checked::mul;
 
 // Elementwise FLOP constants: rough operation counts, kept tiny next to the matmuls they sit between.
 constexpr std::int64_t kNormFlopsPerElement = 4;        // square, accumulate, rsqrt scale, weight scale
@@ -33,10 +37,10 @@ class LayerBuilder {
     op.m = m;
     op.k = k;
     op.n = n;
-    op.flops = 2 * batch * m * k * n;
-    op.weight_bytes = weight_params * dt_;
-    op.input_bytes = batch * m * k * dt_;
-    op.output_bytes = batch * m * n * dt_;
+    op.flops = mul(2, batch, m, k, n);
+    op.weight_bytes = mul(weight_params, dt_);
+    op.input_bytes = mul(batch, m, k, dt_);
+    op.output_bytes = mul(batch, m, n, dt_);
     return push(std::move(op));
   }
 
@@ -47,15 +51,15 @@ class LayerBuilder {
     op.m = m;
     op.n = n;
     op.flops = flops;
-    op.weight_bytes = weight_params * dt_;
-    op.input_bytes = operands * m * n * dt_;
-    op.output_bytes = m * n * dt_;
+    op.weight_bytes = mul(weight_params, dt_);
+    op.input_bytes = mul(operands, m, n, dt_);
+    op.output_bytes = mul(m, n, dt_);
     return push(std::move(op));
   }
 
   /// RMSNorm over rows of width n, with an n-wide weight.
   int norm(std::string name, std::int64_t rows, std::int64_t n, std::vector<int> inputs) {
-    return elementwise(std::move(name), OpKind::norm, rows, n, kNormFlopsPerElement * rows * n, n, 1,
+    return elementwise(std::move(name), OpKind::norm, rows, n, mul(kNormFlopsPerElement, rows, n), n, 1,
                        std::move(inputs));
   }
 
@@ -66,9 +70,9 @@ class LayerBuilder {
     layer.name = std::move(name);
     layer.is_moe = is_moe;
     for (const Op& o : ops_) {
-      layer.param_bytes += o.weight_bytes;
-      layer.kv_cache_bytes += o.kv_cache_bytes;
-      layer.flops += o.flops;
+      layer.param_bytes = add(layer.param_bytes, o.weight_bytes);
+      layer.kv_cache_bytes = add(layer.kv_cache_bytes, o.kv_cache_bytes);
+      layer.flops = add(layer.flops, o.flops);
     }
     layer.ops = std::move(ops_);
     return layer;
@@ -107,18 +111,18 @@ struct StepDims {
 int attention_core(LayerBuilder& b, const ModelSpec& model, const StepDims& d, std::int64_t kv_heads,
                    std::int64_t qk_width, std::int64_t v_width, std::int64_t k_cache_bytes, std::int64_t v_cache_bytes,
                    std::vector<int> key_inputs, std::vector<int> value_inputs) {
-  const std::int64_t batch = d.requests * model.num_heads;
+  const std::int64_t batch = mul(d.requests, model.num_heads);
   const int scores = b.matmul("attn_scores", OpKind::attn_scores, batch, d.query_rows, qk_width, d.context, 0,
                               std::move(key_inputs));
   b.op(scores).kv_cache_bytes = k_cache_bytes;
-  const std::int64_t probs = d.query_rows * d.context;
+  const std::int64_t probs = mul(d.query_rows, d.context);
   const int softmax = b.elementwise("softmax", OpKind::softmax, d.query_rows, d.context,
-                                    kSoftmaxFlopsPerElement * batch * probs, 0, 1, {scores});
+                                    mul(kSoftmaxFlopsPerElement, batch, probs), 0, 1, {scores});
   // Softmax runs once per (request, head) like the products around it; the helper is unbatched.
   Op& sm = b.op(softmax);
   sm.batch = batch;
-  sm.input_bytes *= batch;
-  sm.output_bytes *= batch;
+  sm.input_bytes = mul(sm.input_bytes, batch);
+  sm.output_bytes = mul(sm.output_bytes, batch);
   value_inputs.insert(value_inputs.begin(), softmax);
   const int values = b.matmul("attn_values", OpKind::attn_values, batch, d.query_rows, d.context, v_width, 0,
                               std::move(value_inputs));
@@ -134,35 +138,35 @@ int attention_core(LayerBuilder& b, const ModelSpec& model, const StepDims& d, s
 int standard_attention(LayerBuilder& b, const ModelSpec& model, const StepDims& d) {
   const std::int64_t h = model.hidden;
   const std::int64_t hd = model.head_dim;
-  const std::int64_t q_width = model.num_heads * hd;
-  const std::int64_t kv_width = model.num_kv_heads * hd;
+  const std::int64_t q_width = mul(model.num_heads, hd);
+  const std::int64_t kv_width = mul(model.num_kv_heads, hd);
   const std::int64_t q_bias = model.qkv_bias ? q_width : 0;
   const std::int64_t kv_bias = model.qkv_bias ? kv_width : 0;
   const std::int64_t M = d.tokens;
 
   const int norm = b.norm("attn_norm", M, h, {kLayerInput});
-  const int q = b.matmul("q_proj", OpKind::matmul, 1, M, h, q_width, h * q_width + q_bias, {norm});
-  const int k = b.matmul("k_proj", OpKind::matmul, 1, M, h, kv_width, h * kv_width + kv_bias, {norm});
-  const int v = b.matmul("v_proj", OpKind::matmul, 1, M, h, kv_width, h * kv_width + kv_bias, {norm});
+  const int q = b.matmul("q_proj", OpKind::matmul, 1, M, h, q_width, add(mul(h, q_width), q_bias), {norm});
+  const int k = b.matmul("k_proj", OpKind::matmul, 1, M, h, kv_width, add(mul(h, kv_width), kv_bias), {norm});
+  const int v = b.matmul("v_proj", OpKind::matmul, 1, M, h, kv_width, add(mul(h, kv_width), kv_bias), {norm});
   std::vector<int> rope_inputs{q, k};
   if (model.qk_norm) {
     // Qwen3: per-head RMSNorm of Q and K (one head_dim-wide weight each) before RoPE.
-    const std::int64_t rows = M * (model.num_heads + model.num_kv_heads);
-    const int qk = b.elementwise("qk_norm", OpKind::norm, rows, hd, kNormFlopsPerElement * rows * hd, 2 * hd, 1,
+    const std::int64_t rows = mul(M, add(model.num_heads, model.num_kv_heads));
+    const int qk = b.elementwise("qk_norm", OpKind::norm, rows, hd, mul(kNormFlopsPerElement, rows, hd), 2 * hd, 1,
                                  {q, k});
     rope_inputs = {qk};
   }
-  const std::int64_t rope_rows = M * (model.num_heads + model.num_kv_heads);
-  const int rope = b.elementwise("rope", OpKind::rope, rope_rows, hd, kRopeFlopsPerPair * rope_rows * hd / 2, 0, 1,
+  const std::int64_t rope_rows = mul(M, add(model.num_heads, model.num_kv_heads));
+  const int rope = b.elementwise("rope", OpKind::rope, rope_rows, hd, mul(kRopeFlopsPerPair, rope_rows, hd) / 2, 0, 1,
                                  rope_inputs);
-  const int append = b.elementwise("kv_append", OpKind::kv_append, M, 2 * kv_width, 0, 0, 1, {rope, v});
+  const int append = b.elementwise("kv_append", OpKind::kv_append, M, mul(2, kv_width), 0, 0, 1, {rope, v});
 
   // GQA: K and V are cached per KV head; the query heads of a group share them.
-  const std::int64_t per_token_bytes = kv_width * model.dtype_bytes;
-  const std::int64_t cache_bytes = d.requests * d.kv_capacity * per_token_bytes;
+  const std::int64_t per_token_bytes = mul(kv_width, model.dtype_bytes);
+  const std::int64_t cache_bytes = mul(d.requests, d.kv_capacity, per_token_bytes);
   const int values = attention_core(b, model, d, model.num_kv_heads, hd, hd, cache_bytes, cache_bytes, {rope, append}, {append});
-  const int o = b.matmul("o_proj", OpKind::matmul, 1, M, q_width, h, q_width * h, {values});
-  return b.elementwise("attn_residual", OpKind::residual, M, h, kResidualFlopsPerElement * M * h, 0, 2,
+  const int o = b.matmul("o_proj", OpKind::matmul, 1, M, q_width, h, mul(q_width, h), {values});
+  return b.elementwise("attn_residual", OpKind::residual, M, h, mul(kResidualFlopsPerElement, M, h), 0, 2,
                        {kLayerInput, o});
 }
 
@@ -173,38 +177,38 @@ int latent_attention(LayerBuilder& b, const ModelSpec& model, const StepDims& d)
   const MlaSpec& a = *model.mla;
   const std::int64_t h = model.hidden;
   const std::int64_t heads = model.num_heads;
-  const std::int64_t qk_width = a.qk_nope_head_dim + a.qk_rope_head_dim;
-  const std::int64_t latent = a.kv_lora_rank + a.qk_rope_head_dim;
+  const std::int64_t qk_width = add(a.qk_nope_head_dim, a.qk_rope_head_dim);
+  const std::int64_t latent = add(a.kv_lora_rank, a.qk_rope_head_dim);
   const std::int64_t M = d.tokens;
 
   const int norm = b.norm("attn_norm", M, h, {kLayerInput});
   int q = 0;
   if (a.q_lora_rank > 0) {
-    const int q_a = b.matmul("q_a_proj", OpKind::matmul, 1, M, h, a.q_lora_rank, h * a.q_lora_rank, {norm});
+    const int q_a = b.matmul("q_a_proj", OpKind::matmul, 1, M, h, a.q_lora_rank, mul(h, a.q_lora_rank), {norm});
     const int q_a_norm = b.norm("q_a_norm", M, a.q_lora_rank, {q_a});
-    q = b.matmul("q_b_proj", OpKind::matmul, 1, M, a.q_lora_rank, heads * qk_width,
-                 a.q_lora_rank * heads * qk_width, {q_a_norm});
+    q = b.matmul("q_b_proj", OpKind::matmul, 1, M, a.q_lora_rank, mul(heads, qk_width),
+                 mul(a.q_lora_rank, heads, qk_width), {q_a_norm});
   } else {
-    q = b.matmul("q_proj", OpKind::matmul, 1, M, h, heads * qk_width, h * heads * qk_width, {norm});
+    q = b.matmul("q_proj", OpKind::matmul, 1, M, h, mul(heads, qk_width), mul(h, heads, qk_width), {norm});
   }
-  const int kv_a = b.matmul("kv_a_proj", OpKind::matmul, 1, M, h, latent, h * latent, {norm});
+  const int kv_a = b.matmul("kv_a_proj", OpKind::matmul, 1, M, h, latent, mul(h, latent), {norm});
   const int kv_a_norm = b.norm("kv_a_norm", M, a.kv_lora_rank, {kv_a});
-  const std::int64_t kv_b_width = heads * (a.qk_nope_head_dim + a.v_head_dim);
+  const std::int64_t kv_b_width = mul(heads, add(a.qk_nope_head_dim, a.v_head_dim));
   const int kv_b = b.matmul("kv_b_proj", OpKind::matmul, 1, M, a.kv_lora_rank, kv_b_width,
-                            a.kv_lora_rank * kv_b_width, {kv_a_norm});
+                            mul(a.kv_lora_rank, kv_b_width), {kv_a_norm});
   // RoPE rotates each head's query rope part and the one key rope part shared by all heads.
-  const std::int64_t rope_rows = M * (heads + 1);
+  const std::int64_t rope_rows = mul(M, add(heads, 1));
   const int rope = b.elementwise("rope", OpKind::rope, rope_rows, a.qk_rope_head_dim,
-                                 kRopeFlopsPerPair * rope_rows * a.qk_rope_head_dim / 2, 0, 1, {q, kv_a});
+                                 mul(kRopeFlopsPerPair, rope_rows, a.qk_rope_head_dim) / 2, 0, 1, {q, kv_a});
   const int append = b.elementwise("kv_append", OpKind::kv_append, M, latent, 0, 0, 1, {kv_a_norm, rope});
 
   // One latent cache serves both keys and values; charge it once, to the scores.
-  const std::int64_t cache_bytes = d.requests * d.kv_capacity * latent * model.dtype_bytes;
+  const std::int64_t cache_bytes = mul(d.requests, d.kv_capacity, latent, model.dtype_bytes);
   const int values =
       attention_core(b, model, d, heads, qk_width, a.v_head_dim, cache_bytes, 0, {rope, kv_b, append}, {kv_b, append});
-  const int o = b.matmul("o_proj", OpKind::matmul, 1, M, heads * a.v_head_dim, h, heads * a.v_head_dim * h,
+  const int o = b.matmul("o_proj", OpKind::matmul, 1, M, mul(heads, a.v_head_dim), h, mul(heads, a.v_head_dim, h),
                          {values});
-  return b.elementwise("attn_residual", OpKind::residual, M, h, kResidualFlopsPerElement * M * h, 0, 2,
+  return b.elementwise("attn_residual", OpKind::residual, M, h, mul(kResidualFlopsPerElement, M, h), 0, 2,
                        {kLayerInput, o});
 }
 
@@ -212,32 +216,32 @@ void dense_mlp(LayerBuilder& b, const ModelSpec& model, std::int64_t M, int resi
   const std::int64_t h = model.hidden;
   const std::int64_t f = model.ffn;
   const int norm = b.norm("mlp_norm", M, h, {residual});
-  const int gate = b.matmul("gate_proj", OpKind::matmul, 1, M, h, f, h * f, {norm});
-  const int up = b.matmul("up_proj", OpKind::matmul, 1, M, h, f, h * f, {norm});
-  const int act = b.elementwise("act", OpKind::activation, M, f, kActivationFlopsPerElement * M * f, 0, 2,
+  const int gate = b.matmul("gate_proj", OpKind::matmul, 1, M, h, f, mul(h, f), {norm});
+  const int up = b.matmul("up_proj", OpKind::matmul, 1, M, h, f, mul(h, f), {norm});
+  const int act = b.elementwise("act", OpKind::activation, M, f, mul(kActivationFlopsPerElement, M, f), 0, 2,
                                 {gate, up});
-  const int down = b.matmul("down_proj", OpKind::matmul, 1, M, f, h, f * h, {act});
-  b.elementwise("mlp_residual", OpKind::residual, M, h, kResidualFlopsPerElement * M * h, 0, 2, {residual, down});
+  const int down = b.matmul("down_proj", OpKind::matmul, 1, M, f, h, mul(f, h), {act});
+  b.elementwise("mlp_residual", OpKind::residual, M, h, mul(kResidualFlopsPerElement, M, h), 0, 2, {residual, down});
 }
 
 /// Routed experts count FLOPs for the M x top_k routed rows only; their weights count all experts.
 void moe_mlp(LayerBuilder& b, const ModelSpec& model, std::int64_t M, int residual) {
   const MoeSpec& e = *model.moe;
   const std::int64_t h = model.hidden;
-  const std::int64_t routed = M * e.experts_per_token;
+  const std::int64_t routed = mul(M, e.experts_per_token);
   const int norm = b.norm("mlp_norm", M, h, {residual});
-  const int router = b.matmul("router", OpKind::router, 1, M, h, e.num_experts, h * e.num_experts, {norm});
+  const int router = b.matmul("router", OpKind::router, 1, M, h, e.num_experts, mul(h, e.num_experts), {norm});
   const int dispatch = b.elementwise("moe_dispatch", OpKind::moe_dispatch, routed, h, 0, 0, 1, {norm, router});
   // gate and up of each expert run as one GEMM of width 2 x expert_ffn.
-  const int gate_up = b.matmul("expert_gate_up", OpKind::expert_matmul, 1, routed, h, 2 * e.expert_ffn,
-                               e.num_experts * h * 2 * e.expert_ffn, {dispatch});
+  const int gate_up = b.matmul("expert_gate_up", OpKind::expert_matmul, 1, routed, h, mul(2, e.expert_ffn),
+                               mul(e.num_experts, h, 2, e.expert_ffn), {dispatch});
   const int act = b.elementwise("expert_act", OpKind::activation, routed, e.expert_ffn,
-                                kActivationFlopsPerElement * routed * e.expert_ffn, 0, 2, {gate_up});
+                                mul(kActivationFlopsPerElement, routed, e.expert_ffn), 0, 2, {gate_up});
   const int down = b.matmul("expert_down", OpKind::expert_matmul, 1, routed, e.expert_ffn, h,
-                            e.num_experts * e.expert_ffn * h, {act});
+                            mul(e.num_experts, e.expert_ffn, h), {act});
   const int combine = b.elementwise("moe_combine", OpKind::moe_combine, routed, h,
-                                    kCombineFlopsPerElement * routed * h, 0, 1, {down, router});
-  b.op(combine).output_bytes = M * h * model.dtype_bytes;
+                                    mul(kCombineFlopsPerElement, routed, h), 0, 1, {down, router});
+  b.op(combine).output_bytes = mul(M, h, model.dtype_bytes);
   for (int i : {dispatch, gate_up, act, down, combine}) {  // what an expert CUT splits
     b.op(i).experts = e.num_experts;
     b.op(i).experts_per_token = e.experts_per_token;
@@ -246,14 +250,14 @@ void moe_mlp(LayerBuilder& b, const ModelSpec& model, std::int64_t M, int residu
   std::vector<int> addends{residual, combine};
   if (e.shared_expert_ffn > 0) {
     const std::int64_t sf = e.shared_expert_ffn;
-    const int s_gate_up = b.matmul("shared_gate_up", OpKind::matmul, 1, M, h, 2 * sf, h * 2 * sf, {norm});
-    const int s_act = b.elementwise("shared_act", OpKind::activation, M, sf, kActivationFlopsPerElement * M * sf,
+    const int s_gate_up = b.matmul("shared_gate_up", OpKind::matmul, 1, M, h, mul(2, sf), mul(h, 2, sf), {norm});
+    const int s_act = b.elementwise("shared_act", OpKind::activation, M, sf, mul(kActivationFlopsPerElement, M, sf),
                                     0, 2, {s_gate_up});
-    const int s_down = b.matmul("shared_down", OpKind::matmul, 1, M, sf, h, sf * h, {s_act});
+    const int s_down = b.matmul("shared_down", OpKind::matmul, 1, M, sf, h, mul(sf, h), {s_act});
     addends.push_back(s_down);
   }
   const auto n_addends = static_cast<std::int64_t>(addends.size());
-  b.elementwise("mlp_residual", OpKind::residual, M, h, kResidualFlopsPerElement * (n_addends - 1) * M * h, 0,
+  b.elementwise("mlp_residual", OpKind::residual, M, h, mul(kResidualFlopsPerElement, n_addends - 1, M, h), 0,
                 n_addends, addends);
 }
 
@@ -360,15 +364,15 @@ Workload build_workload(const ModelSpec& model, const WorkloadShape& shape) {
   StepDims d;
   d.requests = R;
   if (shape.phase == Phase::prefill) {
-    d.tokens = R * shape.input_tokens;
+    d.tokens = mul(R, shape.input_tokens, "tokens per step");
     d.query_rows = shape.input_tokens;
     d.context = shape.input_tokens;
     d.kv_capacity = shape.input_tokens;
   } else {
     d.tokens = R;
     d.query_rows = 1;
-    d.context = shape.input_tokens + shape.output_tokens / 2;  // mean context over the generation
-    d.kv_capacity = shape.input_tokens + shape.output_tokens;
+    d.context = add(shape.input_tokens, shape.output_tokens / 2);  // mean context over the generation
+    d.kv_capacity = add(shape.input_tokens, shape.output_tokens);
   }
   w.tokens_per_step = d.tokens;
   w.context_tokens = d.context;
@@ -378,8 +382,8 @@ Workload build_workload(const ModelSpec& model, const WorkloadShape& shape) {
 
   {
     LayerBuilder b(dt);
-    Op& embed = b.op(b.elementwise("embedding", OpKind::embedding, M, h, 0, model.vocab * h, 1, {kLayerInput}));
-    embed.input_bytes = M * kTokenIdBytes;
+    Op& embed = b.op(b.elementwise("embedding", OpKind::embedding, M, h, 0, mul(model.vocab, h), 1, {kLayerInput}));
+    embed.input_bytes = mul(M, kTokenIdBytes);
     w.layers.push_back(b.finish("embed", false));
   }
 
@@ -401,17 +405,30 @@ Workload build_workload(const ModelSpec& model, const WorkloadShape& shape) {
     const int norm = b.norm("final_norm", M, h, {kLayerInput});
     // Prefill needs logits only for each request's last prompt token.
     const std::int64_t logit_rows = shape.phase == Phase::prefill ? R : M;
-    b.matmul("lm_head", OpKind::lm_head, 1, logit_rows, h, model.vocab, model.vocab * h, {norm});
+    b.matmul("lm_head", OpKind::lm_head, 1, logit_rows, h, model.vocab, mul(model.vocab, h), {norm});
     Layer head = b.finish("head", false);
     // A tied LM head reads the embedding matrix, which the embed layer already holds.
-    if (model.tie_embeddings) head.param_bytes -= model.vocab * h * dt;
+    if (model.tie_embeddings) head.param_bytes -= mul(model.vocab, h, dt);
     w.layers.push_back(std::move(head));
   }
 
   for (const Layer& layer : w.layers) {
-    w.flops += layer.flops;
-    w.param_bytes += layer.param_bytes;
-    w.kv_cache_bytes += layer.kv_cache_bytes;
+    w.flops = add(w.flops, layer.flops, "FLOPs per step");
+    w.param_bytes = add(w.param_bytes, layer.param_bytes, "parameter bytes");
+    w.kv_cache_bytes = add(w.kv_cache_bytes, layer.kv_cache_bytes, "KV cache bytes");
+  }
+  // Headroom for whoever adds a few of these figures (SRAM totals, costs, the simulator): every
+  // figure of the setting stays below 2^60, so sums of up to eight of them fit in 64 bits.
+  constexpr std::int64_t kMaxFigure = std::int64_t{1} << 60;
+  for (const auto& [what, value] : {std::pair<const char*, std::int64_t>{"FLOPs per step", w.flops},
+                                    {"parameter bytes", w.param_bytes},
+                                    {"KV cache bytes", w.kv_cache_bytes}}) {
+    if (value > kMaxFigure) checked::overflow(what);
+  }
+  for (const Layer& layer : w.layers) {
+    for (const Op& op : layer.ops) {
+      if (op.input_bytes > kMaxFigure || op.output_bytes > kMaxFigure) checked::overflow("an op's activation bytes");
+    }
   }
   return w;
 }
@@ -430,9 +447,9 @@ Workload split_requests(const Workload& w, std::int64_t parts) {
   part.moe_capacity_factor = w.moe_capacity_factor;
   part.kv_cache_bytes = 0;
   for (auto& layer : part.layers) {
-    layer.kv_cache_bytes *= parts;
-    part.kv_cache_bytes += layer.kv_cache_bytes;
-    for (auto& op : layer.ops) op.kv_cache_bytes *= parts;
+    layer.kv_cache_bytes = mul(layer.kv_cache_bytes, parts);
+    part.kv_cache_bytes = add(part.kv_cache_bytes, layer.kv_cache_bytes);
+    for (auto& op : layer.ops) op.kv_cache_bytes = mul(op.kv_cache_bytes, parts);
   }
   return part;
 }

@@ -13,6 +13,7 @@ enum class ExitCode : int {
   usage = 64,         ///< bad command line
   data_error = 65,    ///< input data (not the config) is malformed
   no_input = 66,      ///< an input file does not exist or cannot be read
+  busy = 69,          ///< the output directory is locked by another run (EX_UNAVAILABLE)
   internal = 70,      ///< a bug or an unexpected library failure
   cant_create = 73,   ///< output cannot be created or written
   checkpointed = 75,  ///< stopped early after a checkpoint; requeue
@@ -62,6 +63,12 @@ class DataError : public DiagnosticError {
  public:
   explicit DataError(std::vector<Diagnostic> diagnostics)
       : DiagnosticError(ExitCode::data_error, std::move(diagnostics)) {}
+};
+
+/// Malformed binary input (an HDF5 file, a checkpoint) where no line position applies: exit 65.
+class InputDataError : public Error {
+ public:
+  explicit InputDataError(const std::string& what) : Error(ExitCode::data_error, what) {}
 };
 
 /// A named input file is missing or unreadable.

@@ -66,6 +66,7 @@ struct OutputConfig {
 /// keys given inline in the `cost` section.
 struct CostConfig {
   std::string params_file;      ///< as given ("" = none); relative to the config file
+  std::string params_path;      ///< the file opened for it (params_file resolved)
   cost::CostParams params;      ///< resolved values
   cost::ParamUncertaintySpec uncertainty;  ///< from the params file, pinned parameters conditioned out
   std::int64_t draws = 64;      ///< parameter draws per setting for the 90 % intervals (0: none)
@@ -105,7 +106,9 @@ struct Config {
 Config parse_config(const std::string& text, const std::string& file, const std::vector<std::string>& overrides);
 
 /// The resolved configuration as YAML: every default filled in, presets expanded.
-std::string to_yaml(const Config& config);
+/// With `absolute_paths`, model and params files are written as the absolute paths that were opened,
+/// so that the text is valid input wherever it is saved (what --dry-run prints).
+std::string to_yaml(const Config& config, bool absolute_paths = false);
 
 /// Shortest decimal text that reads back as exactly `value`.
 std::string format_double(double value);

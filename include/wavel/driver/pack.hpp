@@ -56,6 +56,17 @@ class Unpacker {
   }
   [[nodiscard]] bool done() const { return pos_ == bytes_.size(); }
 
+  /// A record count, each record taking at least `min_bytes` (> 0): a count the remaining bytes
+  /// cannot hold throws before anything is allocated for it.
+  std::uint64_t count(std::size_t min_bytes) {
+    const auto n = get<std::uint64_t>();
+    if (n > (bytes_.size() - pos_) / min_bytes) {
+      throw Error(code_, "record count " + std::to_string(n) + " exceeds what the " +
+                             std::to_string(bytes_.size() - pos_) + " remaining bytes can hold");
+    }
+    return n;
+  }
+
  private:
   void need(std::uint64_t n) const {
     if (n > bytes_.size() - pos_) throw Error(code_, "truncated record (" + std::to_string(n) + " bytes wanted, " +
@@ -84,7 +95,7 @@ inline void pack_objectives(const std::vector<search::Objectives>& v, Packer& p)
   for (const auto& o : v) put_objectives(p, o);
 }
 inline std::vector<search::Objectives> unpack_objectives(Unpacker& u) {
-  std::vector<search::Objectives> v(u.get<std::uint64_t>());
+  std::vector<search::Objectives> v(u.count(2 * sizeof(double) + sizeof(std::int64_t)));
   for (auto& o : v) get_objectives(u, o);
   return v;
 }

@@ -28,8 +28,25 @@ std::string read_file_on_root(const std::string& path, MPI_Comm comm, int root =
 /// Broadcasts `text` from `root` (any size) into `text` on every rank.
 void broadcast_string(std::string& text, MPI_Comm comm, int root = 0);
 
-/// Creates `dir` (and its parents) on rank 0; every rank throws OutputError if that fails.
-void make_output_dir(const std::string& dir, MPI_Comm comm);
+/// Exclusive use of an output directory by one run: rank 0 holds an flock on `<dir>/.wavel-dse.lock`
+/// (which names the holder: pid, host, start time) until this object is destroyed or released.
+class OutputDirLock {
+ public:
+  OutputDirLock() = default;
+  OutputDirLock(OutputDirLock&& other) noexcept;
+  OutputDirLock& operator=(OutputDirLock&& other) noexcept;
+  OutputDirLock(const OutputDirLock&) = delete;
+  OutputDirLock& operator=(const OutputDirLock&) = delete;
+  ~OutputDirLock();
+
+ private:
+  friend OutputDirLock make_output_dir(const std::string& dir, MPI_Comm comm);
+  int fd_ = -1;
+};
+
+/// Creates `dir` (and its parents) on rank 0 and locks it; every rank throws OutputError if that
+/// fails, or wavel::Error with exit code 69 (ExitCode::busy) naming the holder if another run has it.
+[[nodiscard]] OutputDirLock make_output_dir(const std::string& dir, MPI_Comm comm);
 
 /// Runs `action` on `root` only and makes its outcome collective: if it throws a wavel::Error,
 /// every rank throws an error with the same exit code and message.

@@ -64,4 +64,11 @@ std::string run_piece(const config::Config& config, const config::Setting& setti
 std::string run_finish(const config::Config& config, const workload::Workload& w,
                        const std::string& baselines, const std::vector<std::string>& pieces, TaskCounters& counters);
 
+/// What a task's bytes hold: run_baselines', run_piece's or run_finish's result.
+enum class TaskResultKind { baselines, piece, finish };
+
+/// Decodes bytes of that kind read from outside (a checkpoint) without using them; malformed ones
+/// throw wavel::Error with exit code 65 (never a bad_alloc or a library exception).
+void check_task_result(TaskResultKind kind, const std::string& bytes);
+
 }  // namespace wavel::driver

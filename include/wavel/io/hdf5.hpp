@@ -24,15 +24,30 @@ class Handle {
 
   [[nodiscard]] hid_t id() const noexcept { return id_; }
   [[nodiscard]] bool valid() const noexcept { return id_ >= 0; }
-  void close();  ///< closes now; throws on failure
+  void close();  ///< closes now; throws on failure, and the handle is released either way
 
  private:
   hid_t id_ = H5I_INVALID_HID;
 };
 
+/// While one is alive on this thread, HDF5 failures are reported as bad input data
+/// (wavel::InputDataError, exit 65) instead of output failures (wavel::OutputError, exit 73).
+/// Every read_* function below opens one itself; readers wrap opening and walking a file in one.
+class ReadingScope {
+ public:
+  ReadingScope();
+  ~ReadingScope();
+  ReadingScope(const ReadingScope&) = delete;
+  ReadingScope& operator=(const ReadingScope&) = delete;
+};
+
+/// The outermost and innermost entries of the calling thread's HDF5 error stack, for messages.
+std::string error_stack_text();
+
 /// Creates (truncating) a file for collective MPI-IO access by every rank of comm.
 Handle create_file(const std::string& path, MPI_Comm comm);
-/// Opens an existing file read-only, for one process (no MPI-IO).
+/// Opens an existing file read-only, for one process (no MPI-IO): wavel::InputMissingError if it is
+/// absent or unreadable, wavel::InputDataError if it is not an HDF5 file.
 Handle open_file_readonly(const std::string& path);
 
 Handle create_group(const Handle& parent, const std::string& name);

@@ -57,7 +57,8 @@ std::optional<ModelSpec> find_model_preset(std::string_view name);
 /// wavel::DataError naming every missing or unsupported key otherwise.
 ModelSpec load_hf_config(const std::string& path);
 
-/// Total parameter count (embedding, all layers, final norm, LM head unless tied).
+/// Total parameter count (embedding, all layers, final norm, LM head unless tied); checked arithmetic
+/// (wavel::InputDataError if it does not fit in 64 bits).
 std::int64_t parameter_count(const ModelSpec& model);
 
 }  // namespace wavel::workload

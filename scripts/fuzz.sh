@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer targets in fuzz/ with clang (ASan+UBSan) in build-fuzz and runs each one for
+# SECONDS (default 60) from its seed corpus; prints the executions per target and fails on a crash
+# (for results.h5, on a crash whose first frame is not inside libhdf5, which has its own bugs).
+#
+#   scripts/fuzz.sh [SECONDS]
+#
+# Environment: WAVEL_JOBS=N build jobs (default nproc); WAVEL_FUZZ_TARGETS="config meshir ..." a subset;
+# WAVEL_FUZZ_DIR=DIR where corpora, logs and crash files go (default build-fuzz/run).
+set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$root"
+seconds=${1:-60}
+jobs=${WAVEL_JOBS:-$(nproc)}
+targets=${WAVEL_FUZZ_TARGETS:-config set meshir hf_config reference checkpoint results_h5}
+run_dir=${WAVEL_FUZZ_DIR:-$root/build-fuzz/run}
+
+if ! command -v clang++ >/dev/null; then
+  echo "[fuzz] installing clang (Debian) for libFuzzer" >&2
+  as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
+  as_root apt-get update -q && DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -q --no-install-recommends clang libclang-rt-dev
+fi
+
+# The Kokkos the main build uses (scripts/setup.sh: .deps/kokkos or KOKKOS_ROOT).
+kokkos_dir=$(sed -n 's/^Kokkos_DIR:PATH=//p' build/CMakeCache.txt 2>/dev/null || true)
+[ -n "$kokkos_dir" ] || kokkos_dir=${KOKKOS_ROOT:-$root/.deps/kokkos}
+flags="-g -O1 -fno-omit-frame-pointer -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined"
+cmake -S "$root" -B build-fuzz -DCMAKE_BUILD_TYPE=None -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
+      -DCMAKE_C_FLAGS="$flags" -DCMAKE_CXX_FLAGS="$flags" -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=address,undefined" \
+      -DWAVEL_BUILD_FUZZ=ON -DWAVEL_BUILD_TESTS=OFF -DWAVEL_BUILD_BENCH=OFF \
+      -DKokkos_DIR="$kokkos_dir" -DKokkos_ROOT="$kokkos_dir" >/dev/null
+# shellcheck disable=SC2046
+cmake --build build-fuzz -j "$jobs" --target $(for t in $targets; do printf 'fuzz_%s ' "$t"; done)
+
+export ASAN_OPTIONS=detect_leaks=0
+export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+export OMPI_MCA_plm=isolated OMPI_MCA_btl_vader_single_copy_mechanism=none OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+# Stack frames of the sanitizers, libFuzzer and libc, skipped to find whose code failed.
+harness_frames='interceptor|in malloc|in calloc|in realloc|in operator new|__asan|__ubsan|__sanitizer|fuzzer::|MallocHook|libc\.so|libclang_rt'
+mkdir -p "$run_dir"
+status=0
+printf '%-12s %12s %10s %s\n' target executions exec/s result
+for t in $targets; do
+  corpus="$run_dir/corpus/$t"; mkdir -p "$corpus" "$run_dir/crashes/$t"
+  log="$run_dir/$t.log"
+  # -rss_limit_mb and -malloc_limit_mb: an input that needs more memory is a finding too. Except that
+  # libhdf5 mallocs whatever sizes a forged file header states and handles the NULL it gets back
+  # (as glibc returns it in production): for results.h5 such a malloc fails instead of stopping.
+  limits=(-rss_limit_mb=2048 -malloc_limit_mb=1024)
+  asan=$ASAN_OPTIONS
+  if [ "$t" = results_h5 ]; then
+    # libhdf5 1.10 itself is not memory-safe on forged files (e.g. H5HG_read copies a length read
+    # from the file): keep fuzzing past crashes, then fail only on those not inside libhdf5.
+    limits=(-rss_limit_mb=2048 -malloc_limit_mb=0 -fork=1 -ignore_crashes=1)
+    asan=$ASAN_OPTIONS:allocator_may_return_null=1
+  fi
+  rm -f "$run_dir/crashes/$t"/crash-* "$run_dir/crashes/$t"/oom-* "$run_dir/crashes/$t"/timeout-*
+  (cd "$run_dir/crashes/$t" && ASAN_OPTIONS=$asan "$root/build-fuzz/fuzz/fuzz_$t" -max_total_time="$seconds" \
+      -print_final_stats=1 "${limits[@]}" -timeout=10 -max_len=65536 "$corpus" "$root/fuzz/corpus/$t") >"$log" 2>&1 || true
+  ours=0 hdf5=0
+  for crash in "$run_dir/crashes/$t"/crash-* "$run_dir/crashes/$t"/oom-* "$run_dir/crashes/$t"/timeout-*; do
+    [ -e "$crash" ] || continue
+    # The first stack frame that is not a sanitizer interceptor says whose bug it is.
+    frame=$(ASAN_OPTIONS=$asan timeout 300 "$root/build-fuzz/fuzz/fuzz_$t" -timeout=10 "${limits[@]:0:2}" "$crash" 2>&1 |
+            grep -E '^ +#[0-9]+ ' | grep -vE "$harness_frames" | head -1 || true)
+    if [ "$t" = results_h5 ] && echo "$frame" | grep -q 'libhdf5'; then hdf5=$((hdf5 + 1)); else ours=$((ours + 1)); fi
+  done
+  if [ $ours -gt 0 ]; then result="$ours CRASH(ES) (see $log and $run_dir/crashes/$t)"; status=1
+  elif [ $hdf5 -gt 0 ]; then result="ok; $hdf5 crash(es) inside libhdf5 itself (not this tool's code)"
+  else result=ok; fi
+  # Fork mode (results.h5) reports progress lines "#N: ... exec/s R ..." instead of final stats.
+  execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1 || true)
+  rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -1 || true)
+  if [ -z "$execs" ]; then
+    execs=$(sed -n 's/^#\([0-9]*\): cov:.*/\1/p' "$log" | tail -1 || true)
+    rate=$(sed -n 's/^#[0-9]*: cov:.* exec\/s \([0-9]*\) .*/\1/p' "$log" | tail -1 || true)
+  fi
+  printf '%-12s %12s %10s %s\n' "$t" "${execs:-?}" "${rate:-?}" "$result"
+done
+exit $status

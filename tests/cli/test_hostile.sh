@@ -1,0 +1,114 @@
+#!/usr/bin/env bash
+# Hostile input and unlucky operators (issue 15): the documented exit code, no crash, nothing on
+# stdout but the data, an exclusive output directory, no stale results, and (as root, on a small
+# tmpfs) a full disk that is reported, not crashed on, and no checkpoint claimed that does not exist.
+set -u
+exe=$(realpath "$1"); src=$2; tmp=$3
+rm -rf "$tmp"; mkdir -p "$tmp"
+fail=0
+tiny="$src/configs/tiny.yaml"
+no() { echo "FAIL: $*"; fail=1; }
+# expect CODE PATTERN ARGS...: exit code and a message fragment (stdout or stderr).
+expect() {
+  local want=$1 pattern=$2; shift 2
+  timeout 60 "$exe" "$@" >"$tmp/out" 2>"$tmp/err"; local got=$?
+  if [ "$got" != "$want" ]; then no "wavel-dse $* exited $got, expected $want"; cat "$tmp/err"; return; fi
+  if [ -n "$pattern" ] && ! grep -qF -- "$pattern" "$tmp/out" "$tmp/err"; then
+    no "wavel-dse $*: output lacks '$pattern'"; cat "$tmp/out" "$tmp/err"; return; fi
+  if grep -qE 'std::|vector::|basic_string|bad_alloc' "$tmp/err"; then no "wavel-dse $*: C++ library text"; cat "$tmp/err"; fi
+  echo "ok: wavel-dse $* -> $got"
+}
+
+# YAML aliases: a self-reference (file and --set) and an alias bomb, each refused at once.
+printf 'workloads:\n  models: [llama3-8b]\nwafer: &a [*a]\n' >"$tmp/self.yaml"
+expect 78 "self.yaml:3:" --dry-run "$tmp/self.yaml"
+expect 78 "recursive YAML alias" --dry-run "$tiny" --set 'wafer=&a [*a]'
+{ echo 'l0: &l0 [x, x, x, x, x, x, x, x, x, x]'
+  for i in 1 2 3 4 5 6 7 8; do p="*l$((i - 1))"; echo "l$i: &l$i [$p, $p, $p, $p, $p, $p, $p, $p, $p, $p]"; done
+} >"$tmp/bomb.yaml"
+expect 78 "too many YAML nodes" --dry-run "$tmp/bomb.yaml"
+
+# Bounds: a HF config.json with 2^31 layers, a MeshIR op with a billion rounds.
+mkdir -p "$tmp/huge"
+sed 's/"num_hidden_layers": [0-9]*/"num_hidden_layers": 2147483648/' "$src/tests/data/hf/llama3-8b/config.json" >"$tmp/huge/config.json"
+expect 78 "num_hidden_layers: is 2147483648; the supported maximum is 1024" --dry-run "$tiny" --set "workloads.models=[$tmp/huge]"
+
+# Kokkos is quiet: stdout of --help and --dry-run is only the data, even with OMP_PROC_BIND unset.
+env -u OMP_PROC_BIND "$exe" --help >"$tmp/help.txt" 2>&1
+grep -q "OMP_PROC_BIND environment" "$tmp/help.txt" && no "--help prints Kokkos warnings"
+grep -qF "calibrate CONFIG.yaml" "$tmp/help.txt" || no "--help lacks 'calibrate CONFIG.yaml'"
+grep -qF "front.N" "$tmp/help.txt" || no "--help lacks the front.N schedule names"
+env -u OMP_PROC_BIND "$exe" --dry-run "$tiny" >"$tmp/dry.yaml" 2>"$tmp/dry.err" || no "--dry-run failed"
+grep -q "OMP_PROC_BIND environment" "$tmp/dry.yaml" && no "--dry-run prints Kokkos warnings on stdout"
+# The dry run's whole stdout is valid input: run it from elsewhere and get the same settings.
+(cd "$tmp" && "$exe" --dry-run dry.yaml >dry2.yaml 2>/dev/null) || no "the --dry-run output is not a valid config"
+cmp -s <(grep -v '^# resolved' "$tmp/dry.yaml") <(grep -v '^# resolved' "$tmp/dry2.yaml") || no "fed-back dry run differs"
+
+# A real run, then show and check: stdout is exactly the schedule; check names its parameters on stderr.
+# Under Slurm (stderr a file) the progress line is on by default.
+env -u OMP_PROC_BIND SLURM_JOB_ID=4242 "$exe" "$tiny" -o "$tmp/run" >"$tmp/run.log" 2>"$tmp/run.err" \
+  || { no "tiny run"; cat "$tmp/run.log" "$tmp/run.err"; }
+grep -q "settings 2/2, tasks" "$tmp/run.err" || no "no progress line under Slurm"
+grep -q "OMP_PROC_BIND environment" "$tmp/run.log" && no "a run prints Kokkos warnings on stdout"
+env -u OMP_PROC_BIND "$exe" show "$tmp/run/results.h5" --setting 0 --schedule wavel >"$tmp/wavel.meshir" || no "show"
+expect 0 "verified OK" check "$tmp/wavel.meshir"
+grep -q "cost-model parameters: built-in defaults" "$tmp/err" || no "check does not say which parameters it uses"
+# show on files that are not results: 65 (bad data) or 66 (missing), never 73 (cannot write).
+expect 65 "not an HDF5 file" show "$tiny"
+expect 66 "does not exist" show "$tmp/absent.h5"
+if /usr/bin/python3 -c 'import h5py' 2>/dev/null; then
+  cp "$tmp/run/results.h5" "$tmp/short.h5"
+  /usr/bin/python3 - "$tmp/short.h5" <<'PY'
+import sys, h5py
+with h5py.File(sys.argv[1], "r+") as f:
+    g = f["schedules"]
+    text = g["meshir"][:1]
+    del g["meshir"]
+    g.create_dataset("meshir", data=text)
+    g["meshir"].attrs["units"] = ""
+PY
+  expect 65 "schedules/meshir' has 1 rows" show "$tmp/short.h5" --setting 1 --schedule wavel
+fi
+
+# The output directory is exclusive: a second run is refused naming the holder (exit 69).
+mkdir -p "$tmp/locked"
+echo "pid 4242 on host elsewhere" >"$tmp/locked/.wavel-dse.lock"
+flock "$tmp/locked/.wavel-dse.lock" sleep 30 &
+holder=$!
+sleep 0.3
+expect 69 "in use by another run (pid 4242 on host elsewhere" "$tiny" -o "$tmp/locked"
+kill "$holder"; wait "$holder" 2>/dev/null
+
+# A failed rerun leaves no results that look current: the old ones are set aside as *.stale.
+mkdir -p "$tmp/run/summary.csv.partial"   # makes writing summary.csv fail
+expect 73 "summary.csv" "$tiny" -o "$tmp/run" --set output.hdf5=false
+[ -e "$tmp/run/results.h5" ] && no "a failed rerun left the previous results.h5 in place"
+[ -e "$tmp/run/summary.csv" ] && no "a failed rerun left the previous summary.csv in place"
+[ -e "$tmp/run/results.h5.stale" ] || no "the previous results.h5 was not kept as results.h5.stale"
+rmdir "$tmp/run/summary.csv.partial"
+expect 0 "results:" "$tiny" -o "$tmp/run"
+[ -e "$tmp/run/results.h5.stale" ] && no "a complete rerun left results.h5.stale behind"
+
+# A full disk (root only: a small tmpfs).
+mnt="$tmp/full"
+mkdir -p "$mnt"
+if [ "$(id -u)" = 0 ] && mount -t tmpfs -o size=150k tmpfs "$mnt" 2>/dev/null; then
+  trap 'umount "$mnt" 2>/dev/null' EXIT
+  expect 73 "cannot write results file" "$tiny" -o "$mnt/run"
+  ls "$mnt/run" | grep -q partial && no "a partial file was left on the full disk"
+  # SIGUSR1 when the disk is full: no "checkpoint written" and no requeue code when there is none.
+  rm -rf "$mnt/run"
+  "$exe" "$src/configs/quickstart.yaml" -o "$mnt/sig" >"$tmp/sig.log" 2>&1 &
+  pid=$!
+  for _ in $(seq 1 200); do [ -f "$mnt/sig/.wavel-dse.lock" ] && break; sleep 0.05; done
+  dd if=/dev/zero of="$mnt/filler" bs=4k status=none 2>/dev/null
+  t0=$(date +%s); kill -USR1 "$pid"; wait "$pid"; rc=$?; echo "SIGUSR1 run stopped after $(( $(date +%s) - t0 )) s"
+  [ $rc = 73 ] || { no "SIGUSR1 on a full disk exited $rc, expected 73"; cat "$tmp/sig.log"; }
+  grep -q "no checkpoint was written" "$tmp/sig.log" || no "SIGUSR1 on a full disk does not say the checkpoint failed"
+  grep -q "checkpoint written" "$tmp/sig.log" && no "SIGUSR1 on a full disk claims a checkpoint"
+  [ -e "$mnt/sig/checkpoint.wckp" ] && no "a checkpoint file appeared on a full disk"
+  umount "$mnt"; trap - EXIT
+else
+  echo "skip: full-disk checks need root and tmpfs"
+fi
+exit $fail

@@ -1,0 +1,285 @@
+// Hostile inputs (issue 15): every parser refuses them with its documented error, quickly and
+// with bounded memory, never with a crash or C++ library text.
+#include <doctest/doctest.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <string>
+
+#include "test_support.hpp"
+#include "wavel/calibrate/reference.hpp"
+#include "wavel/common/error.hpp"
+#include "wavel/common/hash.hpp"
+#include "wavel/config/config.hpp"
+#include "wavel/driver/checkpoint.hpp"
+#include "wavel/driver/pack.hpp"
+#include "wavel/driver/setting_tasks.hpp"
+#include "wavel/workload/model.hpp"
+#include "wavel/workload/workload.hpp"
+#include "wavel/cost/params.hpp"
+#include "wavel/io/hdf5.hpp"
+#include "wavel/io/results.hpp"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// The error a callable throws, as (exit code, message); code ok if it returned.
+template <class F>
+std::pair<wavel::ExitCode, std::string> outcome(F&& f) {
+  try {
+    f();
+  } catch (const wavel::Error& e) {
+    return {e.code(), e.what()};
+  }
+  return {wavel::ExitCode::ok, ""};
+}
+
+// An alias bomb: each level repeats the previous one ten times.
+std::string alias_bomb(int levels) {
+  std::string text = "a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n";
+  for (int i = 1; i <= levels; ++i) {
+    const std::string p = "*a" + std::to_string(i - 1);
+    text += "a" + std::to_string(i) + ": &a" + std::to_string(i) + " [" + p + "," + p + "," + p + "," + p + "," +
+            p + "," + p + "," + p + "," + p + "," + p + "," + p + "]\n";
+  }
+  return text;
+}
+
+}  // namespace
+
+TEST_CASE("a self-referencing YAML alias is refused, in the file and in --set") {
+  const char* minimal = "workloads:\n  models: [llama3-8b]\n";
+  auto [code, text] = outcome([&] { wavel::config::parse_config(std::string(minimal) + "wafer: &a [*a]\n", "c.yaml", {}); });
+  CHECK(code == wavel::ExitCode::config);
+  CHECK(text.find("c.yaml:3:") != std::string::npos);
+  CHECK(text.find("recursive YAML alias") != std::string::npos);
+
+  std::tie(code, text) = outcome([&] { wavel::config::parse_config(minimal, "c.yaml", {"wafer=&a [*a]"}); });
+  CHECK(code == wavel::ExitCode::config);
+  CHECK(text.find("--set[1]") != std::string::npos);
+  CHECK(text.find("recursive YAML alias") != std::string::npos);
+
+  // A map that contains itself, one level down.
+  std::tie(code, text) = outcome([&] { wavel::config::parse_config(std::string(minimal) + "sim: &s {x: {y: *s}}\n", "c.yaml", {}); });
+  CHECK(code == wavel::ExitCode::config);
+  CHECK(text.find("recursive YAML alias") != std::string::npos);
+}
+
+TEST_CASE("self-referencing aliases in reference and params files are data errors") {
+  auto [code, text] = outcome([] { wavel::calibrate::parse_reference("source: &a [*a]\n", "ref.yaml"); });
+  CHECK(code == wavel::ExitCode::data_error);
+  CHECK(text.find("recursive YAML alias") != std::string::npos);
+  std::tie(code, text) = outcome([] { wavel::cost::parse_params("alpha: &a [*a]\n", "p.yaml", wavel::cost::CostParams{}); });
+  CHECK(code != wavel::ExitCode::ok);
+  CHECK(code != wavel::ExitCode::internal);
+  CHECK(text.find("recursive YAML alias") != std::string::npos);
+}
+
+TEST_CASE("an alias bomb is refused within a second") {
+  const auto start = Clock::now();
+  auto [code, text] = outcome([] { wavel::config::parse_config(alias_bomb(9), "bomb.yaml", {}); });
+  CHECK(code == wavel::ExitCode::config);
+  CHECK(text.find("too many YAML nodes") != std::string::npos);
+  // A correctness bound, not a speed target: without the cap this takes minutes and gigabytes.
+  CHECK(std::chrono::duration<double>(Clock::now() - start).count() < 5.0);
+  // Deep nesting is refused too, before the stack is at risk.
+  std::tie(code, text) = outcome([] {
+    wavel::config::parse_config(std::string(5000, '[') + std::string(5000, ']'), "deep.yaml", {});
+  });
+  CHECK(code == wavel::ExitCode::config);
+}
+
+TEST_CASE("results.h5 readers check every column's type, rank and length") {
+  namespace h5 = wavel::io::h5;
+  const auto dir = wavel::test::scratch_dir("hostile-h5");
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  if (rank != 0) return;  // one process writes and reads its own files
+  const std::string path = (dir / "short.h5").string();
+  {
+    h5::Handle file = h5::create_file(path, MPI_COMM_SELF);
+    h5::Handle group = h5::create_group(file, "schedules");
+    h5::write_attribute(group, "columns", std::vector<std::string>{"setting_id", "schedule", "meshir"});
+    h5::write_column(group, "setting_id", std::vector<std::int64_t>{0, 0, 1}, 3, "1", MPI_COMM_SELF);
+    h5::write_column(group, "schedule", std::vector<std::string>{"fullchip", "waferllm", "fullchip"}, 3, "",
+                     MPI_COMM_SELF);
+    h5::write_column(group, "meshir", std::vector<std::string>{"x"}, 1, "", MPI_COMM_SELF);  // too short
+    group.close();
+    file.close();
+  }
+  auto [code, text] = outcome([&] { wavel::io::read_table_h5(path, "schedules"); });
+  CHECK(code == wavel::ExitCode::data_error);
+  CHECK(text.find("short.h5") != std::string::npos);
+  CHECK(text.find("schedules/meshir") != std::string::npos);
+  CHECK(text.find("1 rows") != std::string::npos);
+
+  std::tie(code, text) = outcome([&] { wavel::io::read_table_h5(path, "nope"); });
+  CHECK(code == wavel::ExitCode::data_error);
+
+  // Not HDF5 at all, or absent: 65 and 66, not "cannot write output" (73).
+  const std::string not_h5 = (dir / "text.h5").string();
+  { std::ofstream(not_h5) << "wafer: wse3\n"; }
+  std::tie(code, text) = outcome([&] { wavel::io::read_table_h5(not_h5, "schedules"); });
+  CHECK(code == wavel::ExitCode::data_error);
+  CHECK(text.find("not an HDF5 file") != std::string::npos);
+  std::tie(code, text) = outcome([&] { wavel::io::read_table_h5((dir / "absent.h5").string(), "schedules"); });
+  CHECK(code == wavel::ExitCode::no_input);
+}
+
+namespace {
+
+// This rank's own scratch directory, so ranks never write the same file.
+std::filesystem::path own_dir(const std::string& name) {
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  const auto dir = wavel::test::scratch_dir(name) / ("rank" + std::to_string(rank));
+  std::filesystem::create_directories(dir);
+  return dir;
+}
+
+// The shipped Llama 3 8B config.json with one key's value replaced.
+std::string hf_with(const std::string& key, const std::string& value) {
+  std::string text = wavel::test::read_text(wavel::test::source_path("tests/data/hf/llama3-8b/config.json"));
+  const auto at = text.find("\"" + key + "\"");
+  REQUIRE(at != std::string::npos);
+  const auto colon = text.find(':', at);
+  const auto end = text.find_first_of(",}", colon);
+  return text.replace(colon + 1, end - colon - 1, " " + value);
+}
+
+}  // namespace
+
+TEST_CASE("HF config.json values beyond their documented ranges are data errors, at once") {
+  const auto dir = own_dir("hostile-hf");
+  const struct {
+    const char* key;
+    const char* value;
+  } cases[] = {{"num_hidden_layers", "2147483648"}, {"vocab_size", "4611686018427387904"},
+               {"hidden_size", "4611686018427387904"}, {"num_attention_heads", "1048576"},
+               {"intermediate_size", "9223372036854775807"}};
+  for (const auto& c : cases) {
+    CAPTURE(c.key);
+    const auto path = dir / "config.json";
+    { std::ofstream(path) << hf_with(c.key, c.value); }
+    const auto start = Clock::now();
+    auto [code, text] = outcome([&] { wavel::workload::load_hf_config(path.string()); });
+    CHECK(code == wavel::ExitCode::data_error);
+    CHECK(text.find(c.key) != std::string::npos);
+    CHECK(text.find("supported maximum") != std::string::npos);
+    CHECK(std::chrono::duration<double>(Clock::now() - start).count() < 5.0);
+  }
+}
+
+TEST_CASE("a HF config.json is named after its folder, even as ./config.json") {
+  const auto dir = own_dir("hostile-hf-name") / "my-model";
+  std::filesystem::create_directories(dir);
+  { std::ofstream(dir / "config.json") << hf_with("vocab_size", "128256"); }
+  CHECK(wavel::workload::load_hf_config((dir / "config.json").string()).name == "my-model");
+  const auto cwd = std::filesystem::current_path();
+  std::filesystem::current_path(dir);
+  const auto model = wavel::workload::load_hf_config("config.json");
+  std::filesystem::current_path(cwd);
+  CHECK(model.name == "my-model");
+}
+
+TEST_CASE("op-graph sizes that overflow 64 bits are data errors, not undefined behaviour") {
+  // Within every per-key range, but the product of the largest ones is too large to count.
+  wavel::workload::ModelSpec m = *wavel::workload::find_model_preset("llama3-8b");
+  m.vocab = std::int64_t{1} << 24;
+  m.hidden = std::int64_t{1} << 20;
+  m.ffn = std::int64_t{1} << 20;
+  m.num_heads = 4096;
+  m.num_kv_heads = 4096;
+  m.head_dim = 256;
+  m.num_layers = 1024;
+  wavel::workload::WorkloadShape shape{wavel::workload::Phase::prefill, 1 << 20, 1 << 24, 1};
+  auto [code, text] = outcome([&] { wavel::workload::build_workload(m, shape); });
+  CHECK(code == wavel::ExitCode::data_error);
+  CHECK(text.find("too large to model") != std::string::npos);
+}
+
+TEST_CASE("reference points beyond their ranges are data errors") {
+  const std::string text =
+      "source: test\nwafer: wse2\npoints:\n  - {model: llama3-8b, phase: decode, context_tokens: 4611686018427387904,"
+      " grid: 600, tpr_tokens_per_s: 10}\n";
+  auto [code, message] = outcome([&] { wavel::calibrate::parse_reference(text, "ref.yaml"); });
+  CHECK(code == wavel::ExitCode::data_error);
+  CHECK(message.find("context_tokens") != std::string::npos);
+}
+
+namespace {
+
+// A checkpoint whose checksum is right but whose contents are forged by `body`.
+std::string forged_checkpoint(const std::function<void(wavel::driver::Packer&)>& body) {
+  wavel::driver::Packer p;
+  p.put(std::uint32_t{1});
+  p.put(std::string("hash"));
+  p.put(std::uint64_t{42});
+  p.put(std::uint64_t{3});
+  body(p);
+  std::string text = "WAVEL-DSE CHECKPOINT\n" + p.bytes();
+  const std::uint64_t sum = wavel::fnv1a64(text);
+  text.append(reinterpret_cast<const char*>(&sum), sizeof sum);
+  return text;
+}
+
+}  // namespace
+
+TEST_CASE("forged checkpoint counts and results are data errors without library text") {
+  const auto dir = own_dir("hostile-checkpoint");
+  const auto path = (dir / "checkpoint.wckp").string();
+  const std::function<void(wavel::driver::Packer&)> forgeries[] = {
+      [](wavel::driver::Packer& p) { p.put(std::uint64_t{1} << 60); },  // done count
+      [](wavel::driver::Packer& p) {
+        p.put(std::uint64_t{0});
+        p.put(std::uint64_t{1} << 61);  // open count
+      },
+      [](wavel::driver::Packer& p) {
+        p.put(std::uint64_t{2});  // the same task done twice
+        for (int i = 0; i < 2; ++i) {
+          p.put(std::uint64_t{1});
+          p.put(std::uint8_t{1});
+          p.put(std::string());
+        }
+      },
+      [](wavel::driver::Packer& p) {
+        p.put(std::uint64_t{0});
+        p.put(std::uint64_t{0});
+        p.put(std::uint64_t{1});
+        p.put(std::uint64_t{1} << 59);  // incumbents of one setting
+      }};
+  for (const auto& forge : forgeries) {
+    { std::ofstream(path, std::ios::binary) << forged_checkpoint(forge); }
+    auto [code, text] = outcome([&] { wavel::driver::read_checkpoint(path, "hash", 42, 3); });
+    CHECK(code == wavel::ExitCode::data_error);
+    CHECK(text.find("std::") == std::string::npos);
+    CHECK(text.find("vector") == std::string::npos);
+    CHECK(text.find(path) != std::string::npos);
+  }
+  // Results stored in a checkpoint are decoded before use: a forged count inside one is refused.
+  wavel::driver::Packer blob;
+  for (int i = 0; i < 14; ++i) blob.put(std::int64_t{0});
+  blob.put(std::uint64_t{1} << 58);  // schedules
+  for (auto kind : {wavel::driver::TaskResultKind::baselines, wavel::driver::TaskResultKind::finish,
+                    wavel::driver::TaskResultKind::piece}) {
+    auto [code, text] = outcome([&] { wavel::driver::check_task_result(kind, blob.bytes()); });
+    CHECK(code == wavel::ExitCode::data_error);
+    CHECK(text.find("std::") == std::string::npos);
+  }
+}
+
+TEST_CASE("a sweep whose axes multiply past the settings limit is refused before it is expanded") {
+  std::string axis = "[";
+  for (int i = 1; i <= 400; ++i) axis += (i > 1 ? ", " : "") + std::to_string(i);
+  axis += "]";
+  const std::string text = "workloads:\n  models: [llama3-8b]\n  input_tokens: " + axis + "\n  output_tokens: " + axis +
+                           "\n  concurrent_requests: " + axis + "\n";
+  const auto start = Clock::now();
+  auto [code, message] = outcome([&] { wavel::config::parse_config(text, "sweep.yaml", {}); });
+  CHECK(code == wavel::ExitCode::config);
+  CHECK(message.find("the limit is 100000") != std::string::npos);
+  CHECK(std::chrono::duration<double>(Clock::now() - start).count() < 5.0);
+}
