@@ -54,6 +54,8 @@ Network::Network(const NetworkConfig& config) : config_(config) {
   channel_free_.assign(n * kChannelsPerPe, 0.0);
   pe_free_.assign(n, 0.0);
   colours_.assign(n, 0);
+  colour_count_.assign(n, 0);
+  channel_users_.assign(n * kChannelsPerPe, 0);
 }
 
 std::int64_t Network::pe_at(std::int64_t x, std::int64_t y) const {
@@ -94,31 +96,43 @@ ItemId Network::task(std::int64_t pe, double duration_cycles, SpanKind kind) {
 
 ItemId Network::join() { return new_item(Kind::join); }
 
-int Network::note_colour(const SendSpec& spec) {
+int Network::note_route(const SendSpec& spec, std::int64_t units) {
   if (spec.colour < 0 || spec.colour > 63) throw InternalError("sim::Network: colour outside 0..63");
   const std::uint64_t bit = std::uint64_t{1} << spec.colour;
   const std::int64_t w = config_.width_pes;
+  const auto add = static_cast<unsigned>(std::min<std::int64_t>(units, 2));
+  auto use = [&](std::int64_t pe, Port port) {
+    auto& users = channel_users_[static_cast<std::size_t>(pe) * kChannelsPerPe + static_cast<std::size_t>(port)];
+    users = static_cast<std::uint8_t>(std::min(2u, users + add));
+  };
   int relays = 0;
   auto mark = [&](std::int64_t pe) {
     auto& set = colours_[static_cast<std::size_t>(pe)];
     if ((set & bit) != 0) return;  // most routes reuse colours the router already carries
-    if (__builtin_popcountll(set) >= config_.routable_colours) {
+    auto& count = colour_count_[static_cast<std::size_t>(pe)];
+    if (count >= config_.routable_colours) {
       ++relays;  // out of colours: this router hands the route to its PE, which re-sends it
       return;
     }
     set |= bit;
+    ++count;
   };
   const std::int64_t x0 = spec.src_pe % w, y0 = spec.src_pe / w;
   const std::int64_t x1 = spec.dst_pe % w, y1 = spec.dst_pe / w;
   const std::int64_t sx = x1 >= x0 ? 1 : -1, sy = y1 >= y0 ? 1 : -1;
+  if (spec.inject && config_.model_ramps) use(spec.src_pe, Port::ramp_in);
   for (std::int64_t x = x0;; x += sx) {
     mark(y0 * w + x);
     if (x == x1) break;
+    use(y0 * w + x, sx > 0 ? Port::east : Port::west);
   }
-  for (std::int64_t y = y0 + sy; y0 != y1; y += sy) {
-    mark(y * w + x1);
-    if (y == y1) break;
+  for (std::int64_t y = y0; y != y1; y += sy) {
+    use(y * w + x1, sy > 0 ? Port::south : Port::north);
+    mark((y + sy) * w + x1);
   }
+  if (spec.folded_hops > 0) use(spec.src_pe, Port::north);
+  if (spec.folded_hops > 1) use(spec.src_pe, Port::south);
+  if (spec.eject && config_.model_ramps) use(spec.dst_pe, Port::ramp_out);
   return relays;
 }
 
@@ -150,7 +164,6 @@ ItemId Network::send(const SendSpec& spec) {
     throw InternalError("sim::Network: folded hops must be 0..2 and only on a message to itself");
   }
   if (spec.bytes < 0) throw InternalError("sim::Network: negative message size");
-  const int relays = note_colour(spec);
   const std::int64_t wavelets = ceil_div(spec.bytes, config_.link_bytes_per_cycle);
   std::int64_t unit = wavelets;
   if (config_.fidelity == Fidelity::packet) unit = config_.packet_wavelets;
@@ -164,6 +177,7 @@ ItemId Network::send(const SendSpec& spec) {
                             std::to_string(units) + " transport units, more than the " +
                             std::to_string(config_.max_items) + " items a simulation may hold");
   }
+  const int relays = note_route(spec, units);
   ++stats_.messages;
   stats_.units = checked_add(stats_.units, units, "transport units");
   stats_.wavelet_hops = checked_add(stats_.wavelet_hops, checked_mul(wavelets, hops, "wavelet-hops"), "wavelet-hops");
@@ -408,6 +422,31 @@ void Network::complete(ItemId id, double finish, double head) {
   }
 }
 
+std::size_t Network::channel_of(const Item& m, std::int64_t step, double& latency) const {
+  const std::int64_t inject = (m.flags & Flag::inject) != 0 ? 1 : 0;
+  std::int64_t k = step - inject;
+  latency = config_.hop_cycles;
+  if (k < 0) {
+    latency = 0.0;
+    return static_cast<std::size_t>(m.a) * kChannelsPerPe + static_cast<std::size_t>(Port::ramp_in);
+  }
+  if (k < m.nx) {
+    const bool minus = (m.flags & Flag::x_minus) != 0;
+    const std::int64_t pe = m.a + (minus ? -k : k);
+    return static_cast<std::size_t>(pe) * kChannelsPerPe + static_cast<std::size_t>(minus ? Port::west : Port::east);
+  }
+  if ((k -= m.nx) < m.ny) {
+    const bool minus = (m.flags & Flag::y_minus) != 0;
+    const std::int64_t pe = m.corner + (minus ? -k : k) * config_.width_pes;
+    return static_cast<std::size_t>(pe) * kChannelsPerPe + static_cast<std::size_t>(minus ? Port::north : Port::south);
+  }
+  if ((k -= m.ny) < m.folded) {
+    return static_cast<std::size_t>(m.a) * kChannelsPerPe + static_cast<std::size_t>(k == 0 ? Port::north : Port::south);
+  }
+  latency = 0.0;
+  return static_cast<std::size_t>(m.b) * kChannelsPerPe + static_cast<std::size_t>(Port::ramp_out);
+}
+
 void Network::process(Event ev) {
   // A message keeps moving without a round trip through the heap while its next step would be
   // popped next anyway: keys are unique, so this is the same order as pushing it.
@@ -442,27 +481,8 @@ void Network::process(Event ev) {
           complete(ev.item, end, now + extra);
           return;
         }
-        // Which channel this step acquires, and the head latency across it.
-        std::int64_t k = static_cast<std::int64_t>(ev.step) - inject;
-        std::size_t channel = 0;
-        double latency = config_.hop_cycles;
-        if (k < 0) {
-          channel = static_cast<std::size_t>(it.a) * kChannelsPerPe + static_cast<std::size_t>(Port::ramp_in);
-          latency = 0.0;
-        } else if (k < it.nx) {
-          const bool minus = (it.flags & Flag::x_minus) != 0;
-          const std::int64_t pe = it.a + (minus ? -k : k);
-          channel = static_cast<std::size_t>(pe) * kChannelsPerPe + static_cast<std::size_t>(minus ? Port::west : Port::east);
-        } else if ((k -= it.nx) < it.ny) {
-          const bool minus = (it.flags & Flag::y_minus) != 0;
-          const std::int64_t pe = it.corner + (minus ? -k : k) * config_.width_pes;
-          channel = static_cast<std::size_t>(pe) * kChannelsPerPe + static_cast<std::size_t>(minus ? Port::north : Port::south);
-        } else if ((k -= it.ny) < it.folded) {
-          channel = static_cast<std::size_t>(it.a) * kChannelsPerPe + static_cast<std::size_t>(k == 0 ? Port::north : Port::south);
-        } else {
-          channel = static_cast<std::size_t>(it.b) * kChannelsPerPe + static_cast<std::size_t>(Port::ramp_out);
-          latency = 0.0;
-        }
+        double latency = 0.0;
+        const std::size_t channel = channel_of(it, ev.step, latency);
         double& free = channel_free_[channel];
         const double start = std::max(now, free);
         if (ev.step == 0 && (it.flags & Flag::streamed) != 0) {
@@ -482,7 +502,10 @@ void Network::process(Event ev) {
         }
         ev.time_bits = bits_of(start + latency);
         ++ev.step;
-        if (is_next(ev)) continue;
+        // The next channel is taken now if no other unit ever crosses it (its turn cannot be
+        // contested) or if its request would be popped next anyway: either way the order is the same.
+        double next_latency = 0.0;
+        if (channel_users_[channel_of(it, ev.step, next_latency)] < 2 || is_next(ev)) continue;
         push(ev);
         return;
       }
@@ -521,7 +544,7 @@ double Network::finish_cycles(ItemId item) const {
 
 int Network::colours_max() const {
   int most = 0;
-  for (std::uint64_t set : colours_) most = std::max(most, __builtin_popcountll(set));
+  for (std::uint8_t count : colour_count_) most = std::max<int>(most, count);
   return most;
 }
 

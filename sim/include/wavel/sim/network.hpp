@@ -212,7 +212,8 @@ class Network {
   ItemId new_item(Kind kind);
   ItemId new_message(const SendSpec& spec, double serial_cycles);
   void add_edge(ItemId from, ItemId to);
-  int note_colour(const SendSpec& spec);  // returns the relays the route needs
+  int note_route(const SendSpec& spec, std::int64_t units);  // colours and channel users; returns the relays
+  std::size_t channel_of(const Item& m, std::int64_t step, double& latency) const;
   void add_stream_edge(ItemId from, ItemId to);
   void process(Event ev);
   void complete(ItemId id, double finish, double head);
@@ -245,6 +246,10 @@ class Network {
   std::vector<double> channel_free_;   // per (PE, port): when the channel is next free
   std::vector<double> pe_free_;        // per PE: when its core is next free
   std::vector<std::uint64_t> colours_; // per PE: colour bit set of its router
+  std::vector<std::uint8_t> colour_count_;   // per PE: bits set in colours_
+  // Per channel: transport units whose path crosses it, saturated at 2. A channel only one unit
+  // ever crosses is never contended, so that unit takes it without waiting for its turn.
+  std::vector<std::uint8_t> channel_users_;
   std::vector<double> first_start_;    // record_spans: when each message entered its first channel
   std::vector<double> head_;           // messages: when the first wavelet was delivered
   std::vector<double> tail_min_;       // streamed messages: earliest delivery of the last wavelet
