@@ -24,6 +24,7 @@
 #include "wavel/common/error.hpp"
 #include "wavel/common/hash.hpp"
 #include "wavel/driver/checkpoint.hpp"
+#include "wavel/driver/detail/task_plan.hpp"
 #include "wavel/driver/format.hpp"
 #include "wavel/driver/pack.hpp"
 #include "wavel/driver/setting_tasks.hpp"
@@ -33,6 +34,7 @@ namespace wavel::driver {
 
 namespace {
 
+using namespace detail;
 using Clock = std::chrono::steady_clock;
 
 std::atomic<int> g_signal{0};  // the signal that asked for a checkpoint, 0 if none
@@ -40,163 +42,6 @@ std::atomic<int> g_signal{0};  // the signal that asked for a checkpoint, 0 if n
 extern "C" void on_checkpoint_signal(int sig) { g_signal.store(sig); }
 
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
-
-enum class Kind : std::uint8_t { baselines, piece, finish };
-
-struct Task {
-  Kind kind = Kind::baselines;
-  std::size_t setting = 0;       ///< index into the settings
-  search::SearchPiece piece;     ///< pieces only
-  std::size_t group = 0;         ///< tasks sharing cached state: a setting's baselines, or (setting, micro-batches)
-  std::size_t finish = 0;        ///< the finishing task that consumes this one (finish: itself)
-};
-
-struct Plan {
-  std::vector<Task> tasks;
-  std::vector<std::vector<std::size_t>> inputs;  ///< per task: for a finish, its baselines then its pieces
-  std::size_t groups = 0;
-  std::uint64_t fingerprint = 0;
-};
-
-Plan make_plan(const config::Config& config, const std::vector<config::Setting>& settings) {
-  Plan plan;
-  const auto options = search::options_from(config.search);
-  std::ostringstream text;
-  for (std::size_t s = 0; s < settings.size(); ++s) {
-    const std::size_t first = plan.tasks.size();
-    plan.tasks.push_back(Task{Kind::baselines, s, {}, plan.groups++, 0});
-    std::int64_t last_mb = -1;
-    for (const auto& piece : search::search_pieces(settings[s].shape, config.wafer, options)) {
-      if (piece.microbatches != last_mb) ++plan.groups;
-      last_mb = piece.microbatches;
-      plan.tasks.push_back(Task{Kind::piece, s, piece, plan.groups - 1, 0});
-    }
-    const std::size_t finish = plan.tasks.size();
-    plan.tasks.push_back(Task{Kind::finish, s, {}, plan.groups++, finish});
-    plan.inputs.resize(plan.tasks.size());
-    for (std::size_t t = first; t < finish; ++t) {
-      plan.tasks[t].finish = finish;
-      plan.inputs[finish].push_back(t);
-    }
-  }
-  for (const auto& t : plan.tasks) {
-    text << static_cast<int>(t.kind) << ' ' << settings[t.setting].id << ' ' << t.piece.microbatches << ' '
-         << t.piece.footprint << ' ' << t.piece.chunk << ' ' << t.piece.chunks << '\n';
-  }
-  plan.fingerprint = fnv1a64(text.str());
-  return plan;
-}
-
-// Message tags on the hub's own communicator.
-constexpr int kReportTag = 1;
-constexpr int kReplyTag = 2;
-// Replies other than a task index.
-constexpr std::int64_t kFinished = -1;
-constexpr std::int64_t kStop = -2;
-
-// Waits for a message without spinning a core (ranks may outnumber cores).
-MPI_Status wait_message(MPI_Comm comm, int source, int tag) {
-  MPI_Status status;
-  int flag = 0;
-  for (;;) {
-    MPI_Iprobe(source, tag, comm, &flag, &status);
-    if (flag) return status;
-    std::this_thread::sleep_for(std::chrono::microseconds(100));
-  }
-}
-
-std::string receive(MPI_Comm comm, const MPI_Status& probed) {
-  int size = 0;
-  MPI_Get_count(&probed, MPI_CHAR, &size);
-  std::string bytes(static_cast<std::size_t>(size), '\0');
-  MPI_Recv(bytes.data(), size, MPI_CHAR, probed.MPI_SOURCE, probed.MPI_TAG, comm, MPI_STATUS_IGNORE);
-  return bytes;
-}
-
-void send(MPI_Comm comm, int dest, int tag, const std::string& bytes) {
-  if (bytes.size() > static_cast<std::size_t>(std::numeric_limits<int>::max())) {
-    throw InternalError("a task message exceeds 2 GiB");
-  }
-  MPI_Send(bytes.data(), static_cast<int>(bytes.size()), MPI_CHAR, dest, tag, comm);
-}
-
-// What task `t` needs: the incumbents of its setting (a piece), or its inputs' results (a finish).
-std::string task_input(const Plan& plan, std::size_t t, const std::vector<std::string>& results,
-                       const std::vector<search::Objectives>& incumbents) {
-  Packer p;
-  if (plan.tasks[t].kind == Kind::piece) {
-    pack_objectives(incumbents, p);
-  } else if (plan.tasks[t].kind == Kind::finish) {
-    p.put(static_cast<std::uint64_t>(plan.inputs[t].size()));
-    for (std::size_t in : plan.inputs[t]) p.put(results[in]);
-  }
-  return p.take();
-}
-
-// Adds schedules found to a setting's incumbents, keeping only its Pareto front.
-void merge_incumbents(std::vector<search::Objectives>& incumbents, const std::vector<search::Objectives>& found) {
-  incumbents.insert(incumbents.end(), found.begin(), found.end());
-  for (std::size_t i = 0; i < incumbents.size(); ++i) incumbents[i].id = static_cast<std::int64_t>(i);
-  incumbents = search::pareto_front(incumbents);
-}
-
-// A worker's report: the task it finished (or -1), how it went, and what it found.
-struct Report {
-  std::int64_t task = -1;
-  std::int32_t error_code = 0;
-  std::string error;
-  std::int32_t signal = 0;
-  TaskCounters counters;
-  double busy_s = 0;
-  std::string result;
-};
-
-std::string pack_report(const Report& r) {
-  Packer p;
-  p.put(r.task);
-  p.put(r.error_code);
-  p.put(r.error);
-  p.put(r.signal);
-  p.put(r.counters.nodes);
-  p.put(r.counters.pruned);
-  p.put(r.counters.evaluations);
-  pack_objectives(r.counters.found, p);
-  p.put(r.counters.best_tokens_per_s);
-  p.put(r.counters.front_size);
-  p.put(r.busy_s);
-  p.put(r.result);
-  return p.take();
-}
-
-Report unpack_report(const std::string& bytes) {
-  Unpacker u(bytes);
-  Report r;
-  u.get(r.task);
-  u.get(r.error_code);
-  u.get(r.error);
-  u.get(r.signal);
-  u.get(r.counters.nodes);
-  u.get(r.counters.pruned);
-  u.get(r.counters.evaluations);
-  r.counters.found = unpack_objectives(u);
-  u.get(r.counters.best_tokens_per_s);
-  u.get(r.counters.front_size);
-  u.get(r.busy_s);
-  u.get(r.result);
-  return r;
-}
-
-std::string human_duration(double s) {
-  std::ostringstream out;
-  if (s < 120) {
-    out << static_cast<long>(s + 0.5) << " s";
-  } else if (s < 7200) {
-    out << static_cast<long>(s / 60 + 0.5) << " min";
-  } else {
-    out << std::fixed << std::setprecision(1) << s / 3600 << " h";
-  }
-  return out.str();
-}
 
 // Runs tasks for whoever asks; a single instance on rank 0's second thread.
 class Hub {

@@ -31,4 +31,16 @@ std::string human(double value, const char* unit) {
   return out.str();
 }
 
+std::string human_duration(double s) {
+  std::ostringstream out;
+  if (s < 120) {
+    out << static_cast<long>(s + 0.5) << " s";
+  } else if (s < 7200) {
+    out << static_cast<long>(s / 60 + 0.5) << " min";
+  } else {
+    out << std::fixed << std::setprecision(1) << s / 3600 << " h";
+  }
+  return out.str();
+}
+
 }  // namespace wavel::driver

@@ -9,4 +9,7 @@ namespace wavel::driver {
 /// "62.82 M" (no unit), "512"; "-" when not finite.
 std::string human(double value, const char* unit);
 
+/// A duration for the progress line: "42 s", "17 min", "3.5 h".
+std::string human_duration(double s);
+
 }  // namespace wavel::driver
