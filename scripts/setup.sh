@@ -49,9 +49,16 @@ build_kokkos() {
   mkdir -p "$src"
   if ! ls "$src"/trilinos_*.orig.tar.* >/dev/null 2>&1; then
     if ! grep -rqs '^Types:.*deb-src' /etc/apt/sources.list.d/ && ! grep -qs '^deb-src' /etc/apt/sources.list; then
-      [ -f "$sources" ] || { echo "[setup] no $sources to derive a deb-src entry from" >&2; return 1; }
-      say "adding a deb-src entry derived from $sources"
-      sed 's/^Types: deb$/Types: deb-src/' "$sources" | as_root tee /etc/apt/sources.list.d/wavel-deb-src.sources >/dev/null
+      if [ -f "$sources" ]; then
+        say "adding a deb-src entry derived from $sources"
+        sed 's/^Types: deb$/Types: deb-src/' "$sources" | as_root tee /etc/apt/sources.list.d/wavel-deb-src.sources >/dev/null
+      elif grep -qs '^deb ' /etc/apt/sources.list; then
+        # One-line format (minimal images and debootstrap chroots).
+        say "adding deb-src entries derived from /etc/apt/sources.list"
+        sed -n 's/^deb /deb-src /p' /etc/apt/sources.list | as_root tee /etc/apt/sources.list.d/wavel-deb-src.list >/dev/null
+      else
+        echo "[setup] neither $sources nor /etc/apt/sources.list to derive a deb-src entry from" >&2; return 1
+      fi
       as_root apt-get update -q
     fi
     say "downloading Debian's trilinos source (about 166 MB)"

@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # Runs the quickstart config at 1, 2 and 4 ranks (4 oversubscribed), with 2, 1 and 2 threads per rank:
-# the tables and CSV must be identical byte for byte, and every rank must have done work.
+# the tables and CSV must be identical byte for byte, and every rank must have done work. Without the
+# SRAM-derived root boundaries (cli_end_to_end runs the full config once): the distribution under test
+# is the same, the runs take ~40 % less CI time.
 set -u
 exe=$1; src=$2; tmp=$3; mpiexec=$4
 rm -rf "$tmp"; mkdir -p "$tmp"
 fail=0
 for np in 1 2 4; do
   threads=$(( np == 2 ? 1 : 2 ))
-  OMP_NUM_THREADS=$threads "$mpiexec" -n $np --oversubscribe --bind-to none "$exe" "$src/configs/quickstart.yaml" --output "$tmp/np$np" \
+  OMP_NUM_THREADS=$threads "$mpiexec" -n $np --oversubscribe --bind-to none "$exe" "$src/configs/quickstart.yaml" --set search.sram_boundaries=false --output "$tmp/np$np" \
     >"$tmp/np$np.log" 2>&1 || { echo "FAIL: run at $np ranks"; cat "$tmp/np$np.log"; exit 1; }
   # Everything but the root group's provenance attributes (rank count, time).
   for g in settings front schedules sim_pairs; do h5dump -g /$g "$tmp/np$np/results.h5"; done | grep -v '^HDF5 "' >"$tmp/np$np.dump"
