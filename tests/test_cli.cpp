@@ -41,7 +41,12 @@ const char* kSmall =
     "workloads:\n"
     "  models: [llama3-8b]\n"
     "  phases: [prefill, decode]\n"
-    "  concurrent_requests: [1, 2, 3]\n";
+    "  concurrent_requests: [1, 2, 3]\n"
+    "search:\n"  // the mechanics under test do not need the widest space (CI time)
+    "  sram_boundaries: false\n"
+    "  max_cut_depth: 2\n"
+    "  cut_ratios: [0.5]\n"
+    "  strip_counts: [3]\n";
 
 }  // namespace
 
