@@ -1,4 +1,5 @@
-// Printer and parser of the MeshIR text form: one header item, region or op per line, `#` comments.
+// Parser of the MeshIR text form (one header item, region or op per line, `#` comments); the printer
+// is print.cpp.
 #include "wavel/meshir/text.hpp"
 
 #include <algorithm>
@@ -20,68 +21,6 @@
 namespace wavel::meshir {
 
 namespace {
-
-// ---------------------------------------------------------------------------------------------
-// Printing
-
-std::string quote(const std::string& text) {
-  std::string out = "\"";
-  for (const char c : text) {
-    const auto byte = static_cast<unsigned char>(c);
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (c == '\n') {
-      out += "\\n";
-    } else if (c == '\t') {
-      out += "\\t";
-    } else if (c == '\r') {
-      out += "\\r";
-    } else if (byte < 0x20 || byte == 0x7f) {
-      // Any other control byte would break the one-item-per-line layout, so it is spelled in hex.
-      char hex[8];
-      std::snprintf(hex, sizeof hex, "\\x%02x", static_cast<unsigned>(byte));
-      out += hex;
-    } else {
-      out += c;
-    }
-  }
-  out += '"';
-  return out;
-}
-
-std::string pair_text(std::int64_t a, std::int64_t b) { return std::to_string(a) + "x" + std::to_string(b); }
-
-std::string layout_text(const Layout& l) {
-  std::string out;
-  out += "x:" + std::string(to_string(l.on_x));
-  out += ",y:" + std::string(to_string(l.on_y));
-  out += ",part:" + pair_text(l.part_x, l.part_y);
-  out += ",repl:" + pair_text(l.repl_x, l.repl_y);
-  out += ",tile:" + pair_text(l.tile_rows, l.tile_cols);
-  return out;
-}
-
-std::string work_text(const OpWork& w) {
-  std::ostringstream out;
-  out << "batch:" << w.batch << ",m:" << w.m << ",k:" << w.k << ",n:" << w.n << ",flops:" << w.flops
-      << ",weight_bytes:" << w.weight_bytes << ",input_bytes:" << w.input_bytes << ",output_bytes:" << w.output_bytes
-      << ",kv_cache_bytes:" << w.kv_cache_bytes << ",heads:" << w.heads << ",kv_heads:" << w.kv_heads;
-  return out.str();
-}
-
-std::string inputs_text(const std::vector<int>& inputs) {
-  if (inputs.empty()) return "-";
-  std::string out;
-  for (std::size_t i = 0; i < inputs.size(); ++i) {
-    if (i > 0) out += ',';
-    out += std::to_string(inputs[i]);
-  }
-  return out;
-}
-
-// ---------------------------------------------------------------------------------------------
-// Parsing
 
 /// A piece of a line with the 1-based column where it starts.
 struct Piece {
@@ -631,35 +570,6 @@ ParsedSchedule Parser::run(const std::string& text) {
 }
 
 }  // namespace
-
-std::string print(const Schedule& s) {
-  std::ostringstream out;
-  out << "meshir " << text_format_version << '\n';
-  out << "schedule " << quote(s.name) << '\n';
-  out << "grid " << s.grid_w_pes << ' ' << s.grid_h_pes << '\n';
-  out << "sram_per_pe_bytes " << s.sram_per_pe_bytes << '\n';
-  out << "colours " << s.colours << '\n';
-  out << "requests " << s.concurrent_requests << '\n';
-  out << "microbatches " << s.microbatches << '\n';
-  out << "layers " << s.layers_total << " scale " << s.layer_scale << '\n';
-  for (const auto& [x, y] : s.defective_pes) out << "defect " << x << ' ' << y << '\n';
-  if (!s.regions.empty()) out << "# region INDEX X Y W H\n";
-  for (std::size_t i = 0; i < s.regions.size(); ++i) {
-    const Rect& r = s.regions[i];
-    out << "region " << i << ' ' << r.x << ' ' << r.y << ' ' << r.w << ' ' << r.h << '\n';
-  }
-  if (!s.ops.empty()) out << "# op INDEX \"NAME\" FIELD=VALUE ...\n";
-  for (std::size_t i = 0; i < s.ops.size(); ++i) {
-    const PlacedOp& op = s.ops[i];
-    out << "op " << i << ' ' << quote(op.name) << " kernel=" << to_string(op.kernel) << " region=" << op.region
-        << " used=" << op.used.x << ',' << op.used.y << ',' << op.used.w << ',' << op.used.h << " step=" << op.step
-        << " stage=" << op.stage << " inputs=" << inputs_text(op.inputs) << " in=" << layout_text(op.in_layout)
-        << " out=" << layout_text(op.out_layout) << " reduce=" << to_string(op.reduce_axis)
-        << " group=" << op.group << " rounds=" << op.rounds << " to_region=" << op.to_region
-        << " repeat=" << (op.once ? "once" : "layers") << " attn=" << to_string(op.attention) << " work=" << work_text(op.work) << '\n';
-  }
-  return out.str();
-}
 
 ParsedSchedule parse_with_lines(const std::string& text, const std::string& file_label) {
   return Parser(file_label).run(text);
