@@ -7,6 +7,8 @@
 
 #include "wavel/driver/setting_tasks.hpp"
 #include "wavel/meshir/text.hpp"
+#include "wavel/search/pareto.hpp"
+#include "wavel/search/search.hpp"
 
 namespace wavel::driver {
 
@@ -19,16 +21,18 @@ bool same_problem(const config::Setting& a, const config::Setting& b) {
 
 double best_tokens_per_s(const SettingResult& r) { return r.front.empty() ? 0.0 : r.front.front().tokens_per_s; }
 
-// The best point, grouped, enters the front; own points it dominates leave it.
-void take_grouped_best(SettingResult& r, const FrontEntry& donor, std::int64_t groups, std::int64_t donor_requests) {
+search::Objectives objectives_of(const FrontEntry& f) { return {f.tokens_per_s, f.latency_s, f.pes_used, 0}; }
+
+// The best point, grouped, enters the front; own points no better in the front's objectives leave it.
+void take_grouped_best(SettingResult& r, const FrontEntry& donor, std::int64_t groups, std::int64_t donor_requests,
+                       const search::ObjectiveSet& set) {
   FrontEntry g = donor;
   g.request_groups = donor.request_groups * groups;
   g.source = "grouped:" + std::to_string(g.request_groups) + "x" +
              std::to_string(donor_requests / donor.request_groups);
   std::vector<FrontEntry> kept{g};
   for (const auto& f : r.front) {
-    const bool dominated = f.tokens_per_s <= g.tokens_per_s && f.latency_s >= g.latency_s && f.pes_used >= g.pes_used;
-    if (!dominated) kept.push_back(f);
+    if (!search::no_worse(objectives_of(g), objectives_of(f), set)) kept.push_back(f);
   }
   r.front = std::move(kept);
 }
@@ -37,6 +41,7 @@ void take_grouped_best(SettingResult& r, const FrontEntry& donor, std::int64_t g
 
 void apply_request_grouping(const config::Config& config, const std::vector<config::Setting>& settings,
                             std::vector<SettingResult>& results) {
+  const search::ObjectiveSet objectives = search::options_from(config.search).objectives;
   // Smaller request counts first, so a donor already carries its own best grouping.
   std::vector<std::size_t> order(results.size());
   std::iota(order.begin(), order.end(), 0);
@@ -63,7 +68,7 @@ void apply_request_grouping(const config::Config& config, const std::vector<conf
         changed = true;
       }
       if (!donor.front.empty() && best_tokens_per_s(donor) > best_tokens_per_s(r)) {
-        take_grouped_best(r, donor.front.front(), groups, donor_requests);
+        take_grouped_best(r, donor.front.front(), groups, donor_requests, objectives);
         changed = true;
       }
     }

@@ -15,12 +15,15 @@ bool equal_in(const Objectives& a, const Objectives& b, const ObjectiveSet& s) {
 
 }  // namespace
 
+bool no_worse(const Objectives& a, const Objectives& b, const ObjectiveSet& s) {
+  return (!s.throughput || a.tokens_per_s >= b.tokens_per_s) && (!s.latency || a.latency_s <= b.latency_s) &&
+         (!s.pes || a.pes <= b.pes);
+}
+
 bool dominates(const Objectives& a, const Objectives& b, const ObjectiveSet& s) {
-  const bool no_worse = (!s.throughput || a.tokens_per_s >= b.tokens_per_s) && (!s.latency || a.latency_s <= b.latency_s) &&
-                        (!s.pes || a.pes <= b.pes);
   const bool better = (s.throughput && a.tokens_per_s > b.tokens_per_s) || (s.latency && a.latency_s < b.latency_s) ||
                       (s.pes && a.pes < b.pes);
-  return no_worse && better;
+  return no_worse(a, b, s) && better;
 }
 
 std::vector<Objectives> pareto_front(std::vector<Objectives> points, const ObjectiveSet& set) {

@@ -22,6 +22,9 @@ struct ObjectiveSet {
   bool pes = true;
 };
 
+/// a is no worse than b in every selected objective (equal points included).
+bool no_worse(const Objectives& a, const Objectives& b, const ObjectiveSet& set = {});
+
 /// a dominates b: no worse in every selected objective and better in at least one.
 bool dominates(const Objectives& a, const Objectives& b, const ObjectiveSet& set = {});
 
