@@ -116,3 +116,31 @@ TEST_CASE("grouping stays within one model, phase and lengths") {
     CHECK(r[i].front.front().source == "grouped:2x1");
   }
 }
+
+TEST_CASE("a grouped point displaces front points only in the front's own objectives") {
+  // At R = 2 the own front holds (800 tok/s, 1 ms, 500 PEs); the grouped 1-request point is
+  // (900 tok/s, 1 ms, 1000 PEs): it displaces the own point when PEs are not an objective, and
+  // leaves it (fewer PEs) when they are.
+  for (const bool with_pes : {true, false}) {
+    const auto c = config::parse_config(std::string("workloads:\n"
+                                                    "  models: [llama3-8b]\n"
+                                                    "  phases: [decode]\n"
+                                                    "  concurrent_requests: [1, 2]\n"
+                                                    "  lengths: [[2048, 128]]\n"
+                                                    "cost:\n"
+                                                    "  draws: 0\n"
+                                                    "search:\n"
+                                                    "  objectives: ") +
+                                            (with_pes ? "[throughput, latency, pes]\n" : "[throughput, latency]\n"),
+                                        "g.yaml", {});
+    const auto settings = config::expand_sweep(c);
+    REQUIRE(settings.size() == 2);
+    std::vector<driver::SettingResult> r(2);
+    for (auto& s : r) s.schedules = {schedule("fullchip", 0), schedule("waferllm", 0)};
+    r[0].front.push_back(driver::FrontEntry{"search", 900, 1e-3, 1000, 1, 1, 0.5, ""});
+    r[1].front.push_back(driver::FrontEntry{"search", 800, 1e-3, 500, 1, 1, 0.5, ""});
+    driver::apply_request_grouping(c, settings, r);
+    CHECK(r[1].front.front().source == "grouped:2x1");
+    CHECK(r[1].front.size() == (with_pes ? 2u : 1u));
+  }
+}
