@@ -634,10 +634,35 @@ TEST_CASE("meshir verify (a): rectangles off the grid or outside their region") 
 
 TEST_CASE("meshir verify (b): defective PEs") {
   Schedule s = decode_schedule();
-  SUBCASE("inside a region") {
+  SUBCASE("inside the used rectangles of a region's ops") {
     s.defective_pes.emplace_back(3, 4);
     const Verified v = verify_text(s);
-    expect_one(v, line_of(v.text, "region", 0), "region 0 (x,y,w,h 0,0,10,10) contains the defective PE (3,4)");
+    INFO(formatted(v.diagnostics));
+    REQUIRE(v.diagnostics.size() == 3);  // embed, q_proj and the transfer compute on region 0's PEs
+    for (int op = 0; op < 3; ++op) {
+      CHECK(v.diagnostics[static_cast<std::size_t>(op)].line == line_of(v.text, "op", op));
+      CHECK(v.diagnostics[static_cast<std::size_t>(op)].message.find(
+                "used rectangle (x,y,w,h 0,0,10,10) contains the defective PE (3,4)") != std::string::npos);
+      CHECK(v.diagnostics[static_cast<std::size_t>(op)].key_path == "ops[" + std::to_string(op) + "].used");
+    }
+  }
+  SUBCASE("in a region, outside every used rectangle: accepted, and routes may cross it") {
+    // Region 1 widens to the grid's last column and its ops move one column right, leaving its first
+    // column idle: the defect there, at (10,5), is on row 5, which carries the transfer from region 0.
+    s.regions[1] = Rect{10, 0, 11, 10};
+    s.defective_pes = {{10, 5}};
+    for (std::size_t i = 3; i < s.ops.size(); ++i) s.ops[i].used.x = 11;
+    const Verified v = verify_text(s);
+    INFO(formatted(v.diagnostics));
+    CHECK(v.diagnostics.empty());
+    // The transfer lands on the used part of region 1, not on the region's centre.
+    CHECK(wavel::meshir::used_part(s, 1) == Rect{11, 0, 10, 10});
+    CHECK(wavel::meshir::used_part(s, 0) == Rect{0, 0, 10, 10});
+    // A used rectangle that covers a defective PE of its region is refused.
+    s.ops[5].used = Rect{10, 5, 10, 5};
+    const Verified bad = verify_text(s);
+    expect_one(bad, line_of(bad.text, "op", 5),
+               "op 'layer.1.up_proj': used rectangle (x,y,w,h 10,5,10,5) contains the defective PE (10,5)");
   }
   SUBCASE("inside a used rectangle that strays from its region") {
     s.ops[5].used = Rect{11, 5, 10, 5};

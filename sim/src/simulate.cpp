@@ -55,7 +55,7 @@ std::string memo_key(const meshir::Schedule& schedule, const PlacedOp& op) {
   if (moves_between_regions(op.kernel) && op.to_region >= 0 &&
       op.to_region < static_cast<int>(schedule.regions.size())) {
     const meshir::Rect& r = op.used;
-    const meshir::Rect& to = schedule.regions[static_cast<std::size_t>(op.to_region)];
+    const meshir::Rect to = meshir::used_part(schedule, op.to_region);  // where the data lands
     add(std::llabs((2 * r.x + r.w) - (2 * to.x + to.w)));
     add(std::llabs((2 * r.y + r.h) - (2 * to.y + to.h)));
     add(to.w);
@@ -94,7 +94,7 @@ void add_mover_contention(const meshir::Schedule& schedule, const wafer::WaferPa
       const KernelPlan plan = plan_kernel(schedule, op, micro, po);
       std::int64_t bytes = 0;
       for (const LineWork& l : plan.lines) bytes = std::max(bytes, l.message_bytes);
-      const meshir::Rect& to = schedule.regions[static_cast<std::size_t>(op.to_region)];
+      const meshir::Rect to = meshir::used_part(schedule, op.to_region);  // where the data lands
       const std::int64_t dx = (2 * to.x + to.w) - (2 * op.used.x + op.used.w);
       const std::int64_t dy = (2 * to.y + to.h) - (2 * op.used.y + op.used.h);
       const int direction = std::llabs(dx) >= std::llabs(dy) ? (dx >= 0 ? 0 : 1) : (dy >= 0 ? 2 : 3);

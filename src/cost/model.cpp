@@ -279,10 +279,10 @@ OpCost op_cost(const meshir::Schedule& schedule, const PlacedOp& op, const wafer
       if (op.to_region < 0 || op.to_region >= static_cast<int>(schedule.regions.size())) {
         throw InternalError("op '" + op.name + "' moves data to an invalid region");
       }
-      // From the source region to the destination region, as the search costs it.
-      c = transfer_cost(schedule.regions[static_cast<std::size_t>(op.region)],
-                        schedule.regions[static_cast<std::size_t>(op.to_region)],
-                        static_cast<double>(op.work.input_bytes), wafer, params);
+      // From the PEs holding the data (the mover's used rectangle) to the used part of the
+      // destination region, as the search costs it.
+      c = transfer_cost(op.used, meshir::used_part(schedule, op.to_region), static_cast<double>(op.work.input_bytes),
+                        wafer, params);
       break;
     }
   }

@@ -1,6 +1,7 @@
 // Names of MeshIR kernels, dimensions and axes, as printed in the text form and in results.
 #include "wavel/meshir/schedule.hpp"
 
+#include <algorithm>
 #include <array>
 #include <utility>
 
@@ -68,5 +69,21 @@ std::optional<AttentionRole> parse_attention_role(std::string_view text) { retur
 std::optional<Kernel> parse_kernel(std::string_view text) { return value_of(kernel_names, text); }
 std::optional<Dim> parse_dim(std::string_view text) { return value_of(dim_names, text); }
 std::optional<Axis> parse_axis(std::string_view text) { return value_of(axis_names, text); }
+
+Rect used_part(const Schedule& schedule, int region) {
+  bool any = false;
+  std::int64_t x0 = 0, y0 = 0, x1 = 0, y1 = 0;
+  for (const PlacedOp& op : schedule.ops) {
+    if (op.region != region || op.used.w < 1 || op.used.h < 1) continue;
+    x0 = any ? std::min(x0, op.used.x) : op.used.x;
+    y0 = any ? std::min(y0, op.used.y) : op.used.y;
+    x1 = any ? std::max(x1, op.used.x + op.used.w) : op.used.x + op.used.w;
+    y1 = any ? std::max(y1, op.used.y + op.used.h) : op.used.y + op.used.h;
+    any = true;
+  }
+  if (any) return Rect{x0, y0, x1 - x0, y1 - y0};
+  if (region < 0 || static_cast<std::size_t>(region) >= schedule.regions.size()) return Rect{};
+  return schedule.regions[static_cast<std::size_t>(region)];
+}
 
 }  // namespace wavel::meshir

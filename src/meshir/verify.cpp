@@ -158,13 +158,7 @@ void Checker::check_regions() {
           "region " + std::to_string(r) + " (x,y,w,h " + rect_text(rect) + ") lies outside the " +
               std::to_string(s_.grid_w_pes) + " x " + std::to_string(s_.grid_h_pes) + " grid");
     }
-    for (const auto& [x, y] : s_.defective_pes) {
-      if (holds(rect, x, y)) {
-        add(region_line(r), path,
-            "region " + std::to_string(r) + " (x,y,w,h " + rect_text(rect) + ") contains the defective PE (" +
-                std::to_string(x) + "," + std::to_string(y) + ")");
-      }
-    }
+    // A region may hold defective PEs: only the used rectangles of its ops must avoid them (below).
   }
 }
 
@@ -265,28 +259,25 @@ void Checker::check_op(std::size_t i) {
   if (op.used.w < 1 || op.used.h < 1) {
     op_error(i, "used", "used rectangle " + rect_text(op.used) + " is empty");
   } else {
-    bool in_region = false;
     if (!grid_contains(op.used)) {
       op_error(i, "used",
                "used rectangle (x,y,w,h " + rect_text(op.used) + ") lies outside the " +
                    std::to_string(s_.grid_w_pes) + " x " + std::to_string(s_.grid_h_pes) + " grid");
     } else if (region_ok(op.region)) {
       const Rect& region = s_.regions[static_cast<std::size_t>(op.region)];
-      in_region = inside(op.used, region);
-      if (!in_region) {
+      if (!inside(op.used, region)) {
         op_error(i, "used",
                  "used rectangle (x,y,w,h " + rect_text(op.used) + ") is not inside its region " +
                      std::to_string(op.region) + " (" + rect_text(region) + ")");
       }
     }
-    // A used rectangle inside its region is covered by the region's own defect check.
-    if (!in_region) {
-      for (const auto& [x, y] : s_.defective_pes) {
-        if (holds(op.used, x, y)) {
-          op_error(i, "used",
-                   "used rectangle (x,y,w,h " + rect_text(op.used) + ") contains the defective PE (" +
-                       std::to_string(x) + "," + std::to_string(y) + ")");
-        }
+    // The PEs an op computes on must work; a defective PE elsewhere in the region stays idle, and its
+    // router still forwards (the wafer model), so routes may cross it.
+    for (const auto& [x, y] : s_.defective_pes) {
+      if (holds(op.used, x, y)) {
+        op_error(i, "used",
+                 "used rectangle (x,y,w,h " + rect_text(op.used) + ") contains the defective PE (" +
+                     std::to_string(x) + "," + std::to_string(y) + ")");
       }
     }
   }

@@ -50,6 +50,26 @@ std::vector<std::int64_t> used_sides(std::int64_t side, const std::vector<double
   return sides;
 }
 
+std::pair<std::int64_t, std::int64_t> sram_family_size(int family, std::int64_t k, std::int64_t w, std::int64_t h,
+                                                       std::int64_t step_pes) {
+  const std::int64_t free_side = std::max<std::int64_t>(1, k * step_pes);
+  if (family == 0) return {w, std::min(h, free_side)};
+  if (family == 1) return {std::min(w, free_side), h};
+  // The region's aspect: the longer side in steps, the shorter in proportion (rounded up).
+  if (w >= h) {
+    const std::int64_t uw = std::min(w, free_side);
+    return {uw, std::clamp<std::int64_t>((uw * h + w - 1) / w, 1, h)};
+  }
+  const std::int64_t uh = std::min(h, free_side);
+  return {std::clamp<std::int64_t>((uh * w + h - 1) / h, 1, w), uh};
+}
+
+std::int64_t sram_family_members(int family, std::int64_t w, std::int64_t h, std::int64_t step_pes) {
+  if (step_pes < 1) return 0;
+  const std::int64_t side = family == 0 ? h : family == 1 ? w : std::max(w, h);
+  return (side + step_pes - 1) / step_pes;
+}
+
 namespace {
 
 std::uint64_t table_key(int type, std::int64_t w, std::int64_t h, int tune) {
@@ -172,10 +192,10 @@ PlanEvaluator::Impl::LeafCost PlanEvaluator::Impl::leaf(int a, int b, std::int64
   return out;
 }
 
-double PlanEvaluator::Impl::transfer(const Rect& from_region, const Rect& to_region, int after_block) const {
+double PlanEvaluator::Impl::transfer(const Rect& from_used, const Rect& to_used, int after_block) const {
   // The transfer is placed with the receiving block, so it repeats as that block does.
   const double scale = block_scale[static_cast<std::size_t>(after_block) + 1];
-  return scale * cost::transfer_cost(from_region, to_region,
+  return scale * cost::transfer_cost(from_used, to_used,
                                      static_cast<double>(blocks[static_cast<std::size_t>(after_block)].output_bytes),
                                      wafer, params)
                      .total_cycles;
@@ -194,7 +214,7 @@ meshir::Schedule PlanEvaluator::Impl::build(const std::vector<Leaf>& leaves) con
     const Leaf& leaf = leaves[l];
     s.regions.push_back(leaf.region);
     const int region = static_cast<int>(s.regions.size()) - 1;  // expert CUTs append strip regions after it
-    const Rect used{leaf.region.x, leaf.region.y, leaf.used_w, leaf.used_h};
+    const Rect used = leaf.used();
     for (int i = leaf.first_block; i < leaf.end_block; ++i) {
       placer.place(blocks[static_cast<std::size_t>(i)].ops, region, used, static_cast<int>(l),
                    tunes[static_cast<std::size_t>(leaf.tune)]);
@@ -228,7 +248,7 @@ Objectives PlanEvaluator::evaluate(const std::vector<Leaf>& leaves) const {
     const Leaf& leaf = leaves[l];
     const auto c = impl_->leaf(leaf.first_block, leaf.end_block, leaf.used_w, leaf.used_h, leaf.tune);
     if (!c.fits) return Objectives{0.0, std::numeric_limits<double>::infinity(), pes, 0};
-    if (l > 0) pass += impl_->transfer(leaves[l - 1].region, leaf.region, leaf.first_block - 1);
+    if (l > 0) pass += impl_->transfer(leaves[l - 1].used(), leaf.used(), leaf.first_block - 1);
     pass += c.cycles;
     bottleneck = std::max(bottleneck, c.cycles);
     pes += leaf.region.pes();

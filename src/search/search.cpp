@@ -69,6 +69,8 @@ SearchOptions options_from(const config::SearchConfig& search) {
   o.square_step_pes = search.square_step_pes;
   o.square_sides = search.square_sides;
   o.seed = search.seed;
+  o.all_anchors = search.all_anchors;
+  o.sram_used_step_pes = search.sram_used_step_pes;
   const auto has = [&](const char* name) {
     return std::find(search.objectives.begin(), search.objectives.end(), name) != search.objectives.end();
   };
@@ -99,7 +101,7 @@ std::vector<SearchCandidate> seed_candidates(const workload::Workload& workload,
   std::vector<SearchCandidate> out;
   for (const auto& [name, schedule] : seeds) {
     const auto c = cost::evaluate(schedule, wafer, params, decode, workload.shape.input_tokens);
-    // A seed that does not fit or does not verify (e.g. a region on a defective PE) is not a schedule.
+    // A seed that does not fit or does not verify (e.g. a used rectangle on a defective PE) is not a schedule.
     if (c.sram_headroom < 0 ||
         !meshir::verify(schedule, name, {}, [](const meshir::PlacedOp& op) { return cost::colours_needed(op); }).empty()) {
       continue;

@@ -1,5 +1,5 @@
-// The CUT/TUNE solver. Partial results carry their interface (first leaf's region, last leaf's
-// region) so the transfers between leaves are costed exactly as cost::evaluate costs them. Lower
+// The CUT/TUNE solver. Partial results carry their interface (first leaf's used rectangle, last
+// leaf's used rectangle) so the transfers between leaves are costed exactly as cost::evaluate costs them. Lower
 // bounds come from the memoized block-cost table: a block costs at least its cheapest feasible used
 // size and TUNE anywhere it could end up below a sub-problem, and a transfer at least its launch and
 // its bytes over the widest links the two children allow.
@@ -88,8 +88,12 @@ double Solver::tree_log10(const Rect& rect) {
 std::pair<double, double> Solver::tree_size(std::int64_t w, std::int64_t h, int a, int b, int depth) {
   const auto key = std::make_tuple(w, h, a, b, depth);
   if (auto it = tree_memo_.find(key); it != tree_memo_.end()) return it->second;
-  const double leaves = std::log10(static_cast<double>(ev_.tunes.size() * used_sides(w, opt_.used_fractions).size() *
-                                                       used_sides(h, opt_.used_fractions).size()));
+  // Shapes only: every distinct corner with all_anchors, else one (defects are not looked at here).
+  std::size_t placements = 0;
+  for (const auto& [uw, uh] : used_sizes(w, h, a, b)) {
+    placements += opt_.all_anchors ? static_cast<std::size_t>((uw < w ? 2 : 1) * (uh < h ? 2 : 1)) : 1;
+  }
+  const double leaves = std::log10(static_cast<double>(ev_.tunes.size() * std::max<std::size_t>(1, placements)));
   double schedules = leaves, nodes = leaves;
   if (b - a >= 2 && depth < opt_.max_cut_depth) {
     for (const auto& c : cut_options(Rect{0, 0, w, h}, a, b, depth == 0, /*mirrors=*/true)) {
@@ -109,7 +113,7 @@ std::pair<double, double> Solver::tree_size(std::int64_t w, std::int64_t h, int 
 void Solver::leaves_of(int id, const Rect& rect, std::vector<Leaf>& out) const {
   const Plan& p = plans_[static_cast<std::size_t>(id)];
   if (p.leaf) {
-    out.push_back(Leaf{rect, p.used_w, p.used_h, p.tune, p.a, p.b});
+    out.push_back(Leaf{rect, p.used_w, p.used_h, p.tune, p.a, p.b, p.used_dx, p.used_dy});
     return;
   }
   for (int i = 0; i < 2; ++i) leaves_of(p.parts[i], shifted(p.offsets[i], rect.x, rect.y), out);
@@ -289,72 +293,112 @@ std::vector<Solver::CutOption> Solver::cut_options(const Rect& rect, int a, int 
   return options;
 }
 
+// Used sizes of a leaf holding blocks [a, b) in a w x h region: every pair of the fractions' sides,
+// then (search.sram_used_step_pes) the smallest member of each SRAM family that holds the blocks'
+// weights and KV cache. Each size once, in this order.
+std::vector<std::pair<std::int64_t, std::int64_t>> Solver::used_sizes(std::int64_t w, std::int64_t h, int a,
+                                                                       int b) const {
+  std::vector<std::pair<std::int64_t, std::int64_t>> sizes;
+  for (auto uw : used_sides(w, opt_.used_fractions)) {
+    for (auto uh : used_sides(h, opt_.used_fractions)) sizes.emplace_back(uw, uh);
+  }
+  const std::int64_t step = opt_.sram_used_step_pes;
+  const std::int64_t need = resident_prefix_[static_cast<std::size_t>(b)] - resident_prefix_[static_cast<std::size_t>(a)];
+  for (int family = 0; family < kSramFamilies && step > 0; ++family) {
+    const std::int64_t members = sram_family_members(family, w, h, step);
+    for (std::int64_t k = 1; k <= members; ++k) {
+      const auto size = sram_family_size(family, k, w, h, step);
+      if (need > size.first * size.second * ev_.wafer.sram_per_pe_bytes) continue;
+      if (std::find(sizes.begin(), sizes.end(), size) == sizes.end()) sizes.push_back(size);
+      break;
+    }
+  }
+  return sizes;
+}
+
+// Offsets of a used_w x used_h rectangle at the corners of `rect` (top-left, top-right, bottom-left,
+// bottom-right; each distinct one once) whose PEs are all free of defects: the first of them, or
+// every one with search.all_anchors. Without defects the first is the top-left corner.
+std::vector<std::pair<std::int64_t, std::int64_t>> Solver::anchors(const Rect& rect, std::int64_t used_w,
+                                                                    std::int64_t used_h) const {
+  std::vector<std::pair<std::int64_t, std::int64_t>> out;
+  const std::int64_t right = rect.w - used_w, bottom = rect.h - used_h;
+  for (const auto& corner : {std::make_pair<std::int64_t, std::int64_t>(0, 0), std::make_pair(right, std::int64_t{0}),
+                             std::make_pair(std::int64_t{0}, bottom), std::make_pair(right, bottom)}) {
+    if (std::find(out.begin(), out.end(), corner) != out.end()) continue;
+    if (contains_defect(Rect{rect.x + corner.first, rect.y + corner.second, used_w, used_h})) continue;
+    out.push_back(corner);
+    if (!opt_.all_anchors) break;
+  }
+  return out;
+}
+
 std::vector<Point> Solver::leaf_points(const Rect& rect, int a, int b) {
   std::vector<Point> points;
-  const auto widths = used_sides(rect.w, opt_.used_fractions);
-  const auto heights = used_sides(rect.h, opt_.used_fractions);
+  const auto sizes = used_sizes(rect.w, rect.h, a, b);
   const int tunes = static_cast<int>(ev_.tunes.size());
   std::vector<int> types;
   for (int i = a; i < b; ++i) types.push_back(ev_.blocks[static_cast<std::size_t>(i)].type);
   std::sort(types.begin(), types.end());
   types.erase(std::unique(types.begin(), types.end()), types.end());
-  // MeshIR regions must be free of defective PEs (the verifier's rule), so a leaf on a region holding
-  // one is no candidate, whatever part of it the leaf would use.
-  if (contains_defect(rect)) return points;
   // A used rectangle whose PEs cannot hold the blocks' weights and KV cache is no candidate
-  // (per-PE residency is at least the even share), so its costs are never computed.
+  // (per-PE residency is at least the even share), so its costs are never computed. Nor is one
+  // that no corner of the region can hold free of defective PEs (MeshIR's rule for used rectangles).
   const std::int64_t need = resident_prefix_[static_cast<std::size_t>(b)] - resident_prefix_[static_cast<std::size_t>(a)];
   const auto holds = [&](std::int64_t w, std::int64_t h) { return need <= w * h * ev_.wafer.sram_per_pe_bytes; };
+  std::vector<std::vector<std::pair<std::int64_t, std::int64_t>>> placements;
   std::vector<TableKey> wanted;
-  for (auto w : widths) {
-    for (auto h : heights) {
-      if (!holds(w, h)) continue;
-      for (int t = 0; t < tunes; ++t) {
-        for (int type : types) wanted.emplace_back(type, w, h, t);
-      }
+  for (const auto& [w, h] : sizes) {
+    placements.push_back(holds(w, h) ? anchors(rect, w, h) : std::vector<std::pair<std::int64_t, std::int64_t>>{});
+    if (placements.back().empty()) continue;
+    for (int t = 0; t < tunes; ++t) {
+      for (int type : types) wanted.emplace_back(type, w, h, t);
     }
   }
   ev_.ensure(std::move(wanted));
-  for (auto w : widths) {
-    for (auto h : heights) {
-      if (!holds(w, h)) continue;
-      // Fastest tune that fits, ties to the lower index: a deterministic parallel reduction.
-      CostId best{kInf, INT_MAX};
-      const PlanEvaluator::Impl& ev = ev_;
-      on_host_space(ev.serial, static_cast<std::size_t>(tunes), 4096, [&](auto space) {
-        Kokkos::parallel_reduce(
-            "wavel::search::leaf_tune", Kokkos::RangePolicy<decltype(space)>(space, 0, tunes),
-            [&](const int t, CostId& acc) {
-              const auto c = ev.leaf(a, b, w, h, t);
-              const CostId mine{c.fits ? c.cycles : kInf, t};
-              if (MinCostId::less(mine, acc)) acc = mine;
-            },
-            MinCostId(best));
-      });
-      stats_->tunes_scored += tunes;
-      if (!std::isfinite(best.cost)) continue;
+  for (std::size_t i = 0; i < sizes.size(); ++i) {
+    const auto [w, h] = sizes[i];
+    if (placements[i].empty()) continue;
+    // Fastest tune that fits, ties to the lower index: a deterministic parallel reduction.
+    CostId best{kInf, INT_MAX};
+    const PlanEvaluator::Impl& ev = ev_;
+    on_host_space(ev.serial, static_cast<std::size_t>(tunes), 4096, [&](auto space) {
+      Kokkos::parallel_reduce(
+          "wavel::search::leaf_tune", Kokkos::RangePolicy<decltype(space)>(space, 0, tunes),
+          [&](const int t, CostId& acc) {
+            const auto c = ev.leaf(a, b, w, h, t);
+            const CostId mine{c.fits ? c.cycles : kInf, t};
+            if (MinCostId::less(mine, acc)) acc = mine;
+          },
+          MinCostId(best));
+    });
+    stats_->tunes_scored += tunes;
+    if (!std::isfinite(best.cost)) continue;
+    for (const auto& [dx, dy] : placements[i]) {
+      const Rect used{dx, dy, w, h};
       if (opt_.exhaustive) {
         // Keep every feasible tune: exhaustive mode does no dominance pruning.
         for (int t = 0; t < tunes; ++t) {
           const auto c = ev_.leaf(a, b, w, h, t);
-          if (c.fits) points.push_back(leaf_point(rect, a, b, w, h, t, c.cycles));
+          if (c.fits) points.push_back(leaf_point(rect, a, b, used, t, c.cycles));
         }
       } else {
         stats_->pruned_tune += tunes - 1;  // same region and interface, slower or equal: dominated
-        points.push_back(leaf_point(rect, a, b, w, h, best.id, best.cost));
+        points.push_back(leaf_point(rect, a, b, used, best.id, best.cost));
       }
     }
   }
   return points;
 }
 
-Point Solver::leaf_point(const Rect& rect, int a, int b, std::int64_t used_w, std::int64_t used_h, int tune,
-                         double cycles) {
+Point Solver::leaf_point(const Rect& rect, int a, int b, const Rect& used, int tune, double cycles) {
   Plan p;
   p.a = a;
   p.b = b;
-  p.used_w = used_w;
-  p.used_h = used_h;
+  p.used_w = used.w;
+  p.used_h = used.h;
+  p.used_dx = used.x;
+  p.used_dy = used.y;
   p.tune = tune;
   plans_.push_back(p);
   ++stats_->nodes_visited;
@@ -362,8 +406,8 @@ Point Solver::leaf_point(const Rect& rect, int a, int b, std::int64_t used_w, st
   pt.offset = Rect{0, 0, rect.w, rect.h};
   pt.pass = cycles;
   pt.stage = cycles;
-  pt.entry = pt.offset;
-  pt.exit = pt.offset;
+  pt.entry = used;  // transfers start and end on the used PEs
+  pt.exit = used;
   pt.plan = static_cast<int>(plans_.size()) - 1;
   pt.pes = rect.pes();
   return pt;
@@ -381,24 +425,30 @@ double Solver::min_block(int type, std::int64_t w, std::int64_t h, int depth) {
   const std::int64_t need = ev_.blocks[static_cast<std::size_t>(ev_.representative[static_cast<std::size_t>(type)])].resident_bytes;
   if (need > w * h * sram) return min_block_memo_.emplace(key, kInf).first->second;
   const int tunes = static_cast<int>(ev_.tunes.size());
-  const auto widths = used_sides(w, opt_.used_fractions);
-  const auto heights = used_sides(h, opt_.used_fractions);
+  // Every size a leaf holding the block may use here: the fractions' sides, and every member of the
+  // SRAM families that holds the block (a leaf with more blocks takes a larger member).
+  std::vector<std::pair<std::int64_t, std::int64_t>> sizes;
+  for (auto uw : used_sides(w, opt_.used_fractions)) {
+    for (auto uh : used_sides(h, opt_.used_fractions)) sizes.emplace_back(uw, uh);
+  }
+  for (int family = 0; family < kSramFamilies && opt_.sram_used_step_pes > 0; ++family) {
+    const std::int64_t members = sram_family_members(family, w, h, opt_.sram_used_step_pes);
+    for (std::int64_t k = 1; k <= members; ++k) sizes.push_back(sram_family_size(family, k, w, h, opt_.sram_used_step_pes));
+  }
+  std::sort(sizes.begin(), sizes.end());
+  sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
   std::vector<TableKey> wanted;
-  for (auto uw : widths) {
-    for (auto uh : heights) {
-      if (need > uw * uh * sram) continue;
-      for (int t = 0; t < tunes; ++t) wanted.emplace_back(type, uw, uh, t);
-    }
+  for (const auto& [uw, uh] : sizes) {
+    if (need > uw * uh * sram) continue;
+    for (int t = 0; t < tunes; ++t) wanted.emplace_back(type, uw, uh, t);
   }
   ev_.ensure(std::move(wanted));
   double best = kInf;
-  for (auto uw : widths) {
-    for (auto uh : heights) {
-      if (need > uw * uh * sram) continue;
-      for (int t = 0; t < tunes; ++t) {
-        const BlockCost& c = ev_.get(type, uw, uh, t);
-        if (c.resident + c.buffers <= ev_.wafer.sram_per_pe_bytes) best = std::min(best, c.cycles);
-      }
+  for (const auto& [uw, uh] : sizes) {
+    if (need > uw * uh * sram) continue;
+    for (int t = 0; t < tunes; ++t) {
+      const BlockCost& c = ev_.get(type, uw, uh, t);
+      if (c.resident + c.buffers <= ev_.wafer.sram_per_pe_bytes) best = std::min(best, c.cycles);
     }
   }
   if (depth < opt_.max_cut_depth) {

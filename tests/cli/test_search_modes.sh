@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Search checks on whole runs: pruned and exhaustive give the same front (tiny, and tiny at 4 requests
-# with SRAM-derived and absolute cut positions, where bound pruning fires); 1 and 2 threads give identical files; on the quickstart the search alone
+# Search checks on whole runs: pruned and exhaustive give the same front (tiny, tiny at 4 requests
+# with SRAM-derived and absolute cut positions, where bound pruning fires, and tiny with a defect,
+# used rectangles at every free corner and sized by SRAM need); 1 and 2 threads give identical files; on the quickstart the search alone
 # (search.seed_baselines: false) is at least as fast as both baselines in every setting, and bound and
 # incumbent pruning both fire.
 set -u
@@ -16,6 +17,12 @@ run exhaustive 1 "$src/configs/tiny.yaml" --set search.exhaustive=true
 richer=(--set 'workloads.concurrent_requests=[4]' --set search.sram_cuts=3 --set search.cut_step_pes=5 --set sim.samples=0)
 run pruned4 1 "$src/configs/tiny.yaml" "${richer[@]}"
 run exhaustive4 1 "$src/configs/tiny.yaml" "${richer[@]}" --set search.exhaustive=true
+# Used rectangles at every free corner and sized by SRAM need, with a defect (one CUT level: the
+# exhaustive tree with every anchor is too large for CI at two).
+anchors=(--set search.all_anchors=true --set search.sram_used_step_pes=4 --set 'wafer.defective_pes=[[1, 1]]'
+         --set search.max_cut_depth=1 --set sim.samples=0)
+run pruned_anchors 1 "$src/configs/tiny.yaml" "${anchors[@]}"
+run exhaustive_anchors 1 "$src/configs/tiny.yaml" "${anchors[@]}" --set search.exhaustive=true
 run threads2 2 "$src/configs/tiny.yaml"
 run quick 2 "$src/configs/quickstart.yaml" --set search.seed_baselines=false
 
@@ -31,7 +38,7 @@ def front(name):
     with h5py.File(f"{tmp}/{name}/results.h5", "r") as f:
         g = f["front"]
         return sorted(zip(g["setting_id"][:], g["tokens_per_s"][:], g["latency_s"][:], g["pes_used"][:]))
-for p, e in (("pruned", "exhaustive"), ("pruned4", "exhaustive4")):
+for p, e in (("pruned", "exhaustive"), ("pruned4", "exhaustive4"), ("pruned_anchors", "exhaustive_anchors")):
     if front(p) != front(e):
         print(f"FAIL: {p} and {e} fronts differ"); ok = False
 def total(name, column):

@@ -52,6 +52,8 @@ struct SearchConfig {
   std::int64_t square_step_pes = 15;            ///< P x P square layouts: every multiple of this (0: none)
   std::vector<std::int64_t> square_sides;       ///< P x P square layouts: these sides too
   bool seed_baselines = true;                   ///< the baselines enter the front as seeds
+  bool all_anchors = false;                     ///< used rectangles at every region corner free of defects
+  std::int64_t sram_used_step_pes = 0;          ///< used sizes also from SRAM need at this granularity (0: none)
 };
 
 /// Where and what to write.

@@ -73,9 +73,9 @@ OpCost op_cost(const meshir::Schedule& schedule, const meshir::PlacedOp& op, con
 ScheduleCost evaluate(const meshir::Schedule& schedule, const wafer::WaferParams& wafer, const CostParams& params,
                       bool decode, std::int64_t prompt_tokens);
 
-/// Cost of moving `bytes` from region `from` to region `to` (transfers, MoE dispatch and combine):
-/// alpha x centre-to-centre hops + bytes over as many links as the narrowest side of either region
-/// + launch.
+/// Cost of moving `bytes` from rectangle `from` to rectangle `to` (transfers, MoE dispatch and
+/// combine: the mover's used rectangle and the destination region's meshir::used_part): alpha x
+/// centre-to-centre hops + bytes over as many links as the narrowest side of either rectangle + launch.
 OpCost transfer_cost(const meshir::Rect& from, const meshir::Rect& to, double bytes, const wafer::WaferParams& wafer,
                      const CostParams& params);
 

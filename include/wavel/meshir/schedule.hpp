@@ -137,4 +137,9 @@ std::optional<Kernel> parse_kernel(std::string_view text);
 std::optional<Dim> parse_dim(std::string_view text);
 std::optional<Axis> parse_axis(std::string_view text);
 
+/// Where a region's data lies: the smallest rectangle holding the used rectangles of the ops that run
+/// in it (a mover runs in its source region), or the region itself when no op does. Movers carry data
+/// from this part of their source region to this part of their destination region.
+Rect used_part(const Schedule& schedule, int region);
+
 }  // namespace wavel::meshir

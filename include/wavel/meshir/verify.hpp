@@ -60,7 +60,8 @@ struct VerifyOptions {
 
 /// Every problem that keeps `schedule` from executing, ordered by line:
 ///  (a) a region or an op's used rectangle off the grid, or used not inside its region;
-///  (b) a region or used rectangle that contains a defective PE;
+///  (b) an op's used rectangle that contains a defective PE (a region may hold defective PEs outside
+///      the used rectangles of its ops: they stay idle, and their routers still forward);
 ///  (c) different regions that overlap while ops on them run in the same step;
 ///  (d) a region needing more SRAM per PE than sram_per_pe_bytes (see region_sram_per_pe);
 ///  (e) data crossing regions other than through a mover (transfer, moe_dispatch, moe_combine) whose

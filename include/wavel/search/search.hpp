@@ -41,6 +41,8 @@ struct SearchOptions {
   std::int64_t square_step_pes = 15;             ///< P x P layouts: every multiple of this up to the shorter side (0: none)
   std::vector<std::int64_t> square_sides;        ///< P x P layouts: these sides too
   std::int64_t seed = 1;                         ///< which piece takes which root CUT option
+  bool all_anchors = false;                      ///< a used rectangle at every region corner free of defects, not only the first
+  std::int64_t sram_used_step_pes = 0;           ///< used sizes also from SRAM need, rounded up to this many PEs (0: none)
   ObjectiveSet objectives;                       ///< what the fronts compare
 };
 
@@ -87,13 +89,16 @@ struct SearchResult {
   SearchStats stats;
 };
 
-/// A leaf of a complete plan: blocks [first_block, end_block) on `region` using its top-left
-/// used_w x used_h PEs with TUNE choice `tune`.
+/// A leaf of a complete plan: blocks [first_block, end_block) on `region` using used_w x used_h PEs
+/// at offset (used_dx, used_dy) from its top-left corner (a corner of the region), with TUNE `tune`.
 struct Leaf {
   meshir::Rect region;
   std::int64_t used_w = 0, used_h = 0;
   int tune = 0;
   int first_block = 0, end_block = 0;
+  std::int64_t used_dx = 0, used_dy = 0;
+
+  [[nodiscard]] meshir::Rect used() const { return meshir::Rect{region.x + used_dx, region.y + used_dy, used_w, used_h}; }
 };
 
 /// One unit of a setting's search, fixed by the setting and options alone (never by the rank

@@ -323,7 +323,7 @@ KernelPlan plan_kernel(const meshir::Schedule& schedule, const PlacedOp& op, con
                                       "moves data to region " + std::to_string(op.to_region) +
                                           ", which is not a region of the schedule"}});
         }
-        const Rect& to = schedule.regions[static_cast<std::size_t>(op.to_region)];
+        const Rect to = meshir::used_part(schedule, op.to_region);  // where the data lands
         // Centre to centre; the rows (moving along X) or columns (along Y) both regions span carry it.
         const std::int64_t dx = std::llabs((2 * r.x + r.w) - (2 * to.x + to.w)) / 2;
         const std::int64_t dy = std::llabs((2 * r.y + r.h) - (2 * to.y + to.h)) / 2;

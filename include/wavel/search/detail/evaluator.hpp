@@ -94,6 +94,14 @@ std::vector<meshir::Tune> tune_choices(bool decode, const std::vector<double>& s
 /// Used sizes TUNE may pick inside a side (fractions rounded up), each once.
 std::vector<std::int64_t> used_sides(std::int64_t side, const std::vector<double>& fractions);
 
+/// Used sizes derived from SRAM need in a w x h region, at a granularity of `step_pes`: member k of
+/// each family (full width, full height, the region's aspect) has its free side(s) k x step_pes
+/// (capped at the region). Family sizes grow with k; k runs from 1 to sram_family_members().
+std::pair<std::int64_t, std::int64_t> sram_family_size(int family, std::int64_t k, std::int64_t w, std::int64_t h,
+                                                       std::int64_t step_pes);
+constexpr int kSramFamilies = 3;
+std::int64_t sram_family_members(int family, std::int64_t w, std::int64_t h, std::int64_t step_pes);
+
 }  // namespace wavel::search::detail
 
 namespace wavel::search {
@@ -133,8 +141,9 @@ struct PlanEvaluator::Impl {
   };
   /// Blocks [a, b) one after another on a w x h used rectangle with one TUNE.
   [[nodiscard]] LeafCost leaf(int a, int b, std::int64_t w, std::int64_t h, int tune) const;
-  /// The transfer of block `after_block`'s output into the next leaf (scaled as that block's steps).
-  [[nodiscard]] double transfer(const meshir::Rect& from_region, const meshir::Rect& to_region, int after_block) const;
+  /// The transfer of block `after_block`'s output from one leaf's used rectangle into the next's
+  /// (scaled as that block's steps).
+  [[nodiscard]] double transfer(const meshir::Rect& from_used, const meshir::Rect& to_used, int after_block) const;
   /// Final objectives from (scaled) pass time and slowest stage, by the cost model's pipeline rule.
   [[nodiscard]] Objectives objectives(double pass, double bottleneck, std::int64_t pes) const;
   [[nodiscard]] meshir::Schedule build(const std::vector<Leaf>& leaves) const;

@@ -19,8 +19,8 @@ namespace wavel::search::detail {
 struct Point {
   double pass = 0;         ///< all stages one after another, transfers inside included
   double stage = 0;        ///< slowest stage (transfers overlap with other micro-batches' compute)
-  meshir::Rect entry;      ///< first leaf's region
-  meshir::Rect exit;       ///< last leaf's region
+  meshir::Rect entry;      ///< first leaf's used rectangle
+  meshir::Rect exit;       ///< last leaf's used rectangle
   int plan = -1;
   meshir::Rect offset;     ///< where `plan` sits relative to the sub-problem (its own rectangle for a child)
   std::int64_t pes = 0;    ///< PEs of its regions
@@ -32,6 +32,7 @@ struct Plan {
   bool leaf = true;
   int a = 0, b = 0;  ///< blocks
   std::int64_t used_w = 0, used_h = 0;
+  std::int64_t used_dx = 0, used_dy = 0;  ///< the used rectangle's offset in the leaf's region
   int tune = 0;
   int parts[2] = {-1, -1};  ///< group: the earlier blocks' plan, then the later ones'
   meshir::Rect offsets[2];
@@ -84,9 +85,11 @@ class Solver {
                                            bool root) const;
   std::vector<std::vector<meshir::Rect>> sram_cuts(const meshir::Rect& rect, int a, int b) const;
   std::vector<CutOption> cut_options(const meshir::Rect& rect, int a, int b, bool root, bool mirrors);
+  std::vector<std::pair<std::int64_t, std::int64_t>> used_sizes(std::int64_t w, std::int64_t h, int a, int b) const;
+  std::vector<std::pair<std::int64_t, std::int64_t>> anchors(const meshir::Rect& rect, std::int64_t used_w,
+                                                              std::int64_t used_h) const;
   std::vector<Point> leaf_points(const meshir::Rect& rect, int a, int b);
-  Point leaf_point(const meshir::Rect& rect, int a, int b, std::int64_t used_w, std::int64_t used_h, int tune,
-                   double cycles);
+  Point leaf_point(const meshir::Rect& rect, int a, int b, const meshir::Rect& used, int tune, double cycles);
   void cut_points(const meshir::Rect& rect, int a, int b, int depth, std::vector<Point>& points,
                   const RootSlice& slice);
   double min_block(int type, std::int64_t w, std::int64_t h, int depth);
