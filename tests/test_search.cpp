@@ -351,3 +351,35 @@ TEST_CASE("a defect in a region's top-left corner: the leaf uses another corner,
   CHECK(all.front.front().objectives.tokens_per_s >= result.front.front().objectives.tokens_per_s);
   for (const auto& p : all.front) CHECK(meshir::verify(p.schedule, "all", {}, colours).empty());
 }
+
+TEST_CASE("SRAM footprints: the fewest-PE schedule is not tied to fractions of the grid") {
+  // Tiny decode at 2 requests on 16 x 16 needs more than the 12 x 12 (3/4) footprint and less than
+  // the grid; a fill of 0.75 adds a full-width strip and a rectangle of the grid's aspect in between.
+  const auto wafer = small_wafer(16, 16);
+  const auto params = cost::default_params(wafer);
+  const auto w = tiny(workload::Phase::decode, 2);
+  auto options = small_options();
+  options.used_fractions = {1.0};
+  options.square_step_pes = 0;  // squares of 15 x 15 would sit between the fractions too
+  const auto plain = search::search_setting(w, wafer, params, options, {});
+  options.sram_footprints = {0.75};
+  CHECK(search::search_pieces(w, wafer, options).size() > search::search_pieces(w, wafer, small_options()).size());
+  const auto sram = search::search_setting(w, wafer, params, options, {});
+  REQUIRE(!plain.front.empty());
+  REQUIRE(!sram.front.empty());
+  auto fewest = [](const search::SearchResult& r) {
+    std::int64_t pes = r.front.front().objectives.pes;
+    for (const auto& p : r.front) pes = std::min(pes, p.objectives.pes);
+    return pes;
+  };
+  CHECK(fewest(plain) == 16 * 16);
+  CHECK(fewest(sram) < 16 * 16);
+  CHECK(fewest(sram) > 12 * 12);
+  // A wider space: never a slower best schedule.
+  CHECK(sram.front.front().objectives.tokens_per_s >= plain.front.front().objectives.tokens_per_s);
+  for (const auto& p : sram.front) {
+    CHECK(meshir::verify(p.schedule, "front", {}, [](const meshir::PlacedOp& op) { return cost::colours_needed(op); })
+              .empty());
+    CHECK(cost::evaluate(p.schedule, wafer, params, true, 128).sram_headroom >= 0.0);
+  }
+}

@@ -303,7 +303,7 @@ void read_search(Validator& v, const Node& node, SearchConfig& s) {
               {"exhaustive", "cut_ratios", "strip_counts", "max_cut_depth", "group_scales", "used_fractions",
                "objectives", "time_limit_s", "seed", "checkpoint_interval_s", "root_chunks",
                "expert_groups", "cut_step_pes", "sram_cuts", "sram_boundaries", "square_step_pes", "square_sides",
-               "seed_baselines", "all_anchors", "sram_used_step_pes"});
+               "seed_baselines", "all_anchors", "sram_used_step_pes", "sram_footprints"});
   read_bool(v, node, path, "exhaustive", s.exhaustive);
   if (present(node, "cut_ratios")) {
     s.cut_ratios = v.axis(child_or_null(node, "cut_ratios"), "search.cut_ratios",
@@ -368,6 +368,15 @@ void read_search(Validator& v, const Node& node, SearchConfig& s) {
   read_bool(v, node, path, "seed_baselines", s.seed_baselines);
   read_bool(v, node, path, "all_anchors", s.all_anchors);
   read_int(v, node, path, "sram_used_step_pes", s.sram_used_step_pes, 0, 1 << 20);
+  if (present(node, "sram_footprints")) {
+    const Node& n = child_or_null(node, "sram_footprints");
+    if (n.kind == Node::Kind::sequence && n.items.empty()) {
+      s.sram_footprints.clear();
+    } else {
+      s.sram_footprints = v.axis(n, "search.sram_footprints",
+                                 [&](const Node& item, const std::string& p) { return v.number(item, p, 0.0, 1.0, true); });
+    }
+  }
 }
 
 void read_sim(Validator& v, const Node& node, SimConfig& c) {
@@ -550,6 +559,9 @@ std::string to_yaml(const Config& c, bool absolute_paths) {
   out << YAML::Key << "seed_baselines" << YAML::Value << s.seed_baselines;
   out << YAML::Key << "all_anchors" << YAML::Value << s.all_anchors;
   out << YAML::Key << "sram_used_step_pes" << YAML::Value << s.sram_used_step_pes;
+  out << YAML::Key << "sram_footprints" << YAML::Value << YAML::Flow << YAML::BeginSeq;
+  for (double f : s.sram_footprints) out << num(f);
+  out << YAML::EndSeq;
   out << YAML::EndMap;
 
   out << YAML::Key << "sim" << YAML::Value << YAML::BeginMap;

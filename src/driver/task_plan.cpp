@@ -21,7 +21,7 @@ Plan make_plan(const config::Config& config, const std::vector<config::Setting>&
     const std::size_t first = plan.tasks.size();
     plan.tasks.push_back(Task{Kind::baselines, s, {}, plan.groups++, 0});
     std::int64_t last_mb = -1;
-    for (const auto& piece : search::search_pieces(settings[s].shape, config.wafer, options)) {
+    for (const auto& piece : search::search_pieces(setting_workload(config, settings[s]), config.wafer, options)) {
       if (piece.microbatches != last_mb) ++plan.groups;
       last_mb = piece.microbatches;
       plan.tasks.push_back(Task{Kind::piece, s, piece, plan.groups - 1, 0});

@@ -20,12 +20,37 @@ namespace {
 
 using meshir::Rect;
 
-// Footprints the whole schedule may occupy: the grid, or its top-left 3/4, 1/2 or 1/4 per side.
-std::vector<Rect> footprints(const wafer::WaferParams& wafer) {
+// Weights and KV cache of the whole model: what every footprint must hold.
+std::int64_t resident_bytes(const workload::Workload& workload) {
+  std::int64_t total = 0;
+  for (const auto& b : split_blocks(workload)) total += b.resident_bytes;
+  return total;
+}
+
+// Footprints the whole schedule may occupy: the grid, or its top-left 3/4, 1/2 or 1/4 per side; and
+// for each fill in search.sram_footprints the smallest full-width strip and the smallest rectangle
+// of the grid's aspect whose SRAM holds the resident bytes at that fill, so the fewest-PE end of the
+// front is not tied to fractions of the grid.
+std::vector<Rect> footprints(const wafer::WaferParams& wafer, const SearchOptions& options, std::int64_t resident) {
   std::vector<Rect> roots;
-  for (int quarters : {4, 3, 2, 1}) {
-    const Rect r{0, 0, (wafer.grid_w_pes * quarters + 3) / 4, (wafer.grid_h_pes * quarters + 3) / 4};
+  auto add = [&](const Rect& r) {
     if (r.w >= 1 && r.h >= 1 && std::find(roots.begin(), roots.end(), r) == roots.end()) roots.push_back(r);
+  };
+  for (int quarters : {4, 3, 2, 1}) {
+    add(Rect{0, 0, (wafer.grid_w_pes * quarters + 3) / 4, (wafer.grid_h_pes * quarters + 3) / 4});
+  }
+  const std::int64_t w = wafer.grid_w_pes, h = wafer.grid_h_pes;
+  for (const double fill : options.sram_footprints) {
+    if (resident <= 0 || !(fill > 0.0)) continue;
+    const double need = std::ceil(static_cast<double>(resident) / (fill * static_cast<double>(wafer.sram_per_pe_bytes)));
+    if (!(need < static_cast<double>(w) * static_cast<double>(h))) continue;
+    const auto pes = static_cast<std::int64_t>(need);
+    add(Rect{0, 0, w, (pes + w - 1) / w});
+    const double scale = std::sqrt(need / (static_cast<double>(w) * static_cast<double>(h)));
+    std::int64_t aw = std::min(w, static_cast<std::int64_t>(std::ceil(static_cast<double>(w) * scale)));
+    std::int64_t ah = std::min(h, static_cast<std::int64_t>(std::ceil(static_cast<double>(h) * scale)));
+    while (aw * ah < pes) (ah < h ? ah : aw) += 1;
+    add(Rect{0, 0, aw, ah});
   }
   return roots;
 }
@@ -71,6 +96,7 @@ SearchOptions options_from(const config::SearchConfig& search) {
   o.seed = search.seed;
   o.all_anchors = search.all_anchors;
   o.sram_used_step_pes = search.sram_used_step_pes;
+  o.sram_footprints = search.sram_footprints;
   const auto has = [&](const char* name) {
     return std::find(search.objectives.begin(), search.objectives.end(), name) != search.objectives.end();
   };
@@ -78,10 +104,11 @@ SearchOptions options_from(const config::SearchConfig& search) {
   return o;
 }
 
-std::vector<SearchPiece> search_pieces(const workload::WorkloadShape& shape, const wafer::WaferParams& wafer,
+std::vector<SearchPiece> search_pieces(const workload::Workload& workload, const wafer::WaferParams& wafer,
                                        const SearchOptions& options) {
+  const workload::WorkloadShape& shape = workload.shape;
   std::vector<SearchPiece> pieces;
-  const int roots = static_cast<int>(footprints(wafer).size());
+  const int roots = static_cast<int>(footprints(wafer, options, resident_bytes(workload)).size());
   const int chunks = static_cast<int>(std::max<std::int64_t>(1, options.root_chunks));
   const int squares = static_cast<int>(std::min<std::size_t>(square_sides(wafer, options).size(),
                                                              static_cast<std::size_t>(chunks)));
@@ -147,7 +174,7 @@ PieceResult SearchWorkspace::run(const std::string& setting_key, const workload:
   PieceResult out;
   solver.begin(&out.stats, start);
   const std::int64_t computed_before = ev.computed;
-  const auto roots = footprints(wafer);
+  const auto roots = footprints(wafer, options, resident_bytes(workload));
   const int squares_index = static_cast<int>(roots.size());
   if (piece.footprint < 0 || piece.footprint > squares_index) {
     throw InternalError("search piece names footprint " + std::to_string(piece.footprint));
@@ -271,7 +298,7 @@ SearchResult search_setting(const workload::Workload& workload, const wafer::Waf
   std::vector<SearchCandidate> candidates = seed_candidates(workload, wafer, params, seeds);
   SearchStats stats;
   SearchWorkspace workspace;
-  for (const auto& piece : search_pieces(workload.shape, wafer, options)) {
+  for (const auto& piece : search_pieces(workload, wafer, options)) {
     std::vector<Objectives> incumbents;
     for (const auto& c : candidates) incumbents.push_back(c.objectives);
     auto part = workspace.run("", workload, wafer, params, options, piece, pareto_front(incumbents));

@@ -54,6 +54,7 @@ struct SearchConfig {
   bool seed_baselines = true;                   ///< the baselines enter the front as seeds
   bool all_anchors = false;                     ///< used rectangles at every region corner free of defects
   std::int64_t sram_used_step_pes = 0;          ///< used sizes also from SRAM need at this granularity (0: none)
+  std::vector<double> sram_footprints;          ///< footprints holding the resident bytes at these SRAM fills (none by default)
 };
 
 /// Where and what to write.

@@ -43,6 +43,7 @@ struct SearchOptions {
   std::int64_t seed = 1;                         ///< which piece takes which root CUT option
   bool all_anchors = false;                      ///< a used rectangle at every region corner free of defects, not only the first
   std::int64_t sram_used_step_pes = 0;           ///< used sizes also from SRAM need, rounded up to this many PEs (0: none)
+  std::vector<double> sram_footprints;           ///< footprints holding the resident bytes at these SRAM fills
   ObjectiveSet objectives;                       ///< what the fronts compare
 };
 
@@ -105,13 +106,13 @@ struct Leaf {
 /// count), so any number of ranks splits a sweep into the same pieces and finds the same front.
 struct SearchPiece {
   std::int64_t microbatches = 1;
-  int footprint = 0;  ///< the grid, its top-left 3/4, 1/2, 1/4 per side, then the P x P square layouts
+  int footprint = 0;  ///< the grid, its top-left 3/4, 1/2, 1/4 per side, the SRAM footprints, then the P x P square layouts
   int chunk = 0;      ///< root CUT options hashed (search.seed) to `chunk` of `chunks`, square sides by index modulo `chunks`; chunk 0 also the root as one leaf
   int chunks = 1;
 };
 
 /// The pieces of one setting, in the order a single process runs them.
-std::vector<SearchPiece> search_pieces(const workload::WorkloadShape& shape, const wafer::WaferParams& wafer,
+std::vector<SearchPiece> search_pieces(const workload::Workload& workload, const wafer::WaferParams& wafer,
                                        const SearchOptions& options);
 
 /// A complete schedule found by a piece (rebuilt from its leaves) or a seed (rebuilt by name).
