@@ -66,6 +66,9 @@ bool write_all(int fd, const std::string& bytes) {
 #ifdef __linux__
     (void)prctl(PR_SET_PDEATHSIG, SIGKILL);
 #endif
+    // A crash ends the child at once: no handler of the parent's (Open MPI's backtrace printer, a
+    // sanitizer's report) runs on libhdf5's broken state.
+    for (const int sig : {SIGSEGV, SIGBUS, SIGABRT, SIGILL, SIGFPE}) ::signal(sig, SIG_DFL);
     set_limit(RLIMIT_CORE, 0, 0);
     set_limit(RLIMIT_CPU, limits.cpu_seconds, limits.cpu_seconds + 1);
     const rlim_t memory = address_space_bytes() + limits.memory_bytes;
