@@ -5,6 +5,7 @@
 #include <sanitizer/common_interface_defs.h>
 #include <fcntl.h>
 #include <unistd.h>
+#include <hdf5.h>
 
 #include <cstdint>
 #include <cstdlib>
@@ -30,6 +31,9 @@ void as_production_child() {
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   wavel::fuzz::start_runtime();
+  // The library set up once here rather than in every child (no file is opened in this process).
+  static const herr_t hdf5_ready = H5open();
+  (void)hdf5_ready;
   const std::string path = wavel::fuzz::scratch_file(data, size, ".h5");
   wavel::io::SandboxLimits limits;
   limits.memory_bytes = std::uint64_t{512} << 20;
