@@ -108,13 +108,30 @@ bool read_reply(int fd, std::chrono::steady_clock::time_point deadline, std::uin
     if (ready <= 0) continue;  // re-checks the deadline
     const ssize_t n = ::read(fd, buffer, sizeof buffer);
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return true;  // closed: the child exited (or died)
+    if (n == 0) return true;  // closed: the child exited (or died)
+    if (n < 0) return false;
     if (reply.size() + static_cast<std::size_t>(n) > max_bytes) {
       too_large = true;
       return false;
     }
     reply.append(buffer, static_cast<std::size_t>(n));
   }
+}
+
+/// The child's wait status; a child still running at `deadline` is killed first.
+int reap(pid_t child, std::chrono::steady_clock::time_point deadline) {
+  int status = 0;
+  for (;;) {
+    const pid_t done = ::waitpid(child, &status, WNOHANG);
+    if (done == child) return status;
+    if (done < 0 && errno != EINTR) return 0;
+    if (std::chrono::steady_clock::now() >= deadline) break;
+    ::usleep(200);  // the pipe closed as it exited: it is about to be reapable
+  }
+  ::kill(child, SIGKILL);
+  while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {
+  }
+  return status;
 }
 
 [[noreturn]] void throw_child_error(const std::string& reply, const std::string& path) {
@@ -223,10 +240,7 @@ std::vector<Table> read_tables_h5_sandboxed(const std::string& path, const std::
   // The answer holds at most what the child could allocate, plus its framing.
   const bool complete = read_reply(fds[0], deadline, limits.memory_bytes + 4096, reply, too_large);
   ::close(fds[0]);
-  if (!complete) ::kill(child, SIGKILL);
-  int status = 0;
-  while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {
-  }
+  const int status = reap(child, complete ? deadline : std::chrono::steady_clock::now());
   const std::string failed = quoted_file(path) + " could not be read: ";
   if (too_large) throw InputDataError(failed + "the tables read exceed the reader's memory limit");
   if (!complete) {
