@@ -16,6 +16,7 @@
 #include "wavel/cost/params.hpp"
 #include "wavel/driver/reference_cv.hpp"
 #include "wavel/io/results.hpp"
+#include "wavel/io/sandboxed_read.hpp"
 #include "wavel/meshir/text.hpp"
 #include "wavel/meshir/verify.hpp"
 #include "wavel/version_info.hpp"
@@ -211,7 +212,8 @@ void calibrate_command(const std::string& reference_path, const std::string& par
 void show_command(const std::string& results_path, std::int64_t setting, const std::string& schedule,
                   const RunContext& context, std::ostream& out) {
   on_root_agreed(context.comm, 0, [&] {
-    const io::Table table = io::read_table_h5(results_path, "schedules");
+    // The file may come from anyone: read in a sandboxed child, as libhdf5 can crash on forged files.
+    const io::Table table = std::move(io::read_tables_h5_sandboxed(results_path, {"schedules"}).front());
     const auto& ids = column_of<std::int64_t>(table, "setting_id", results_path);
     const auto& names = column_of<std::string>(table, "schedule", results_path);
     const auto& texts = column_of<std::string>(table, "meshir", results_path);

@@ -82,6 +82,11 @@ class Checker {
     return it == o_.lines.header.end() ? 0 : it->second;
   }
   void add(int line, const std::string& key_path, const std::string& message) {
+    // A hostile file can have a problem for every pair of regions: list the first ones only.
+    if (diagnostics_.size() >= kMaxDiagnostics) {
+      ++unlisted_;
+      return;
+    }
     diagnostics_.push_back(Diagnostic{o_.file_label, line, 0, key_path, message});
   }
   void op_error(std::size_t i, const std::string& field, const std::string& message) {
@@ -101,9 +106,11 @@ class Checker {
   void check_sram();
   void check_edges();
 
+  static constexpr std::size_t kMaxDiagnostics = 1000;
   const Schedule& s_;
   const VerifyOptions& o_;
   std::vector<Diagnostic> diagnostics_;
+  std::size_t unlisted_ = 0;
 };
 
 void Checker::check_header() {
@@ -319,8 +326,9 @@ void Checker::check_steps_disjoint() {
 
 // (d)
 void Checker::check_sram() {
-  for (std::size_t r = 0; r < s_.regions.size(); ++r) {
-    const RegionSram use = region_sram_per_pe(s_, static_cast<int>(r));
+  const std::vector<RegionSram> all = region_sram_per_pe_all(s_);
+  for (std::size_t r = 0; r < all.size(); ++r) {
+    const RegionSram& use = all[r];
     if (use.total_bytes() > s_.sram_per_pe_bytes) {
       add(region_line(r), "regions[" + std::to_string(r) + "]",
           "needs " + std::to_string(use.total_bytes()) + " bytes of SRAM per PE in region " + std::to_string(r) +
@@ -384,6 +392,9 @@ std::vector<Diagnostic> Checker::run() {
   check_edges();
   std::stable_sort(diagnostics_.begin(), diagnostics_.end(),
                    [](const Diagnostic& a, const Diagnostic& b) { return a.line < b.line; });
+  if (unlisted_ > 0) {
+    diagnostics_.push_back(Diagnostic{o_.file_label, 0, 0, "", "and " + std::to_string(unlisted_) + " more problems"});
+  }
   return std::move(diagnostics_);
 }
 
@@ -428,38 +439,71 @@ std::vector<RegionSram> own_sram(const Schedule& schedule) {
   return use;
 }
 
+// The largest sum of weights at any point covered by the boxes [x0, x1) x [y0, y1): a sweep over x
+// with a segment tree over the distinct y ends (range add, maximum), O(n log n) for n boxes, so that
+// a file with many overlapping regions cannot make the check run away.
+struct Box {
+  std::int64_t x0, x1, y0, y1, weight;
+};
+std::int64_t deepest_point(const std::vector<Box>& boxes) {
+  __extension__ using Wide = __int128;  // sums of up to n values below 2^63
+  std::vector<std::int64_t> ys;
+  for (const Box& b : boxes) ys.insert(ys.end(), {b.y0, b.y1});
+  std::sort(ys.begin(), ys.end());
+  ys.erase(std::unique(ys.begin(), ys.end()), ys.end());
+  if (ys.size() < 2) return 0;
+  const std::size_t slots = ys.size() - 1;  // [ys[i], ys[i+1])
+  std::vector<Wide> added(4 * slots, 0), best(4 * slots, 0);
+  // Adds `w` to slots [lo, hi) under node covering [node_lo, node_hi).
+  auto add = [&](auto&& self, std::size_t node, std::size_t node_lo, std::size_t node_hi, std::size_t lo,
+                 std::size_t hi, Wide w) -> void {
+    if (hi <= node_lo || node_hi <= lo) return;
+    if (lo <= node_lo && node_hi <= hi) {
+      added[node] += w;
+      best[node] += w;
+      return;
+    }
+    const std::size_t mid = (node_lo + node_hi) / 2;
+    self(self, 2 * node, node_lo, mid, lo, hi, w);
+    self(self, 2 * node + 1, mid, node_hi, lo, hi, w);
+    best[node] = added[node] + std::max(best[2 * node], best[2 * node + 1]);
+  };
+  struct Event {
+    std::int64_t x;
+    std::size_t box;
+    bool starts;
+  };
+  std::vector<Event> events;
+  for (std::size_t i = 0; i < boxes.size(); ++i) events.insert(events.end(), {{boxes[i].x0, i, true}, {boxes[i].x1, i, false}});
+  std::sort(events.begin(), events.end(), [](const Event& a, const Event& b) { return a.x < b.x; });
+  const auto slot = [&](std::int64_t y) { return static_cast<std::size_t>(std::lower_bound(ys.begin(), ys.end(), y) - ys.begin()); };
+  Wide deepest = 0;
+  for (std::size_t e = 0; e < events.size();) {
+    const std::int64_t x = events[e].x;
+    for (; e < events.size() && events[e].x == x; ++e) {  // every box starting or ending at x, then the slab
+      const Box& b = boxes[events[e].box];
+      add(add, 1, 0, slots, slot(b.y0), slot(b.y1), events[e].starts ? Wide{b.weight} : -Wide{b.weight});
+    }
+    deepest = std::max(deepest, best[1]);
+  }
+  return deepest > int64_max ? int64_max : static_cast<std::int64_t>(deepest);
+}
+
 // A PE of `region` also keeps what every other region covering it keeps (the expert CUT's strips lie
-// inside their block's region): add the load of the most loaded cell of the overlap arrangement.
+// inside their block's region): add the load of the most loaded point of the overlap.
 RegionSram with_overlaps(const Schedule& schedule, const std::vector<RegionSram>& own, std::size_t region) {
   RegionSram use = own[region];
   const Rect& mine = schedule.regions[region];
-  std::vector<std::size_t> others;
+  std::vector<Box> boxes;
   for (std::size_t q = 0; q < schedule.regions.size(); ++q) {
-    if (q != region && overlap(mine, schedule.regions[q])) others.push_back(q);
-  }
-  if (others.empty()) return use;
-  std::vector<std::int64_t> xs{mine.x, mine.x + mine.w}, ys{mine.y, mine.y + mine.h};
-  for (std::size_t q : others) {
     const Rect& r = schedule.regions[q];
-    for (std::int64_t x : {r.x, r.x + r.w}) if (x > mine.x && x < mine.x + mine.w) xs.push_back(x);
-    for (std::int64_t y : {r.y, r.y + r.h}) if (y > mine.y && y < mine.y + mine.h) ys.push_back(y);
+    if (q == region || !overlap(mine, r)) continue;
     use.buffer_bytes = std::max(use.buffer_bytes, own[q].buffer_bytes);
+    boxes.push_back(Box{std::max(r.x, mine.x), std::min(end_of(r.x, r.w), end_of(mine.x, mine.w)),
+                        std::max(r.y, mine.y), std::min(end_of(r.y, r.h), end_of(mine.y, mine.h)),
+                        own[q].resident_bytes});
   }
-  std::sort(xs.begin(), xs.end());
-  xs.erase(std::unique(xs.begin(), xs.end()), xs.end());
-  std::sort(ys.begin(), ys.end());
-  ys.erase(std::unique(ys.begin(), ys.end()), ys.end());
-  std::int64_t extra = 0;
-  for (std::size_t i = 0; i + 1 < xs.size(); ++i) {
-    for (std::size_t j = 0; j + 1 < ys.size(); ++j) {
-      std::int64_t cell = 0;
-      for (std::size_t q : others) {
-        if (schedule.regions[q].contains(xs[i], ys[j])) cell = saturating_add(cell, own[q].resident_bytes);
-      }
-      extra = std::max(extra, cell);
-    }
-  }
-  use.resident_bytes = saturating_add(use.resident_bytes, extra);
+  use.resident_bytes = saturating_add(use.resident_bytes, deepest_point(boxes));
   return use;
 }
 
@@ -477,10 +521,17 @@ std::int64_t resident_bytes_per_pe(const Schedule& schedule, int region) {
   return region_sram_per_pe(schedule, region).total_bytes();
 }
 
-std::int64_t resident_bytes_per_pe_max(const Schedule& schedule) {
+std::vector<RegionSram> region_sram_per_pe_all(const Schedule& schedule) {
   const auto own = own_sram(schedule);
+  std::vector<RegionSram> use;
+  use.reserve(own.size());
+  for (std::size_t r = 0; r < own.size(); ++r) use.push_back(with_overlaps(schedule, own, r));
+  return use;
+}
+
+std::int64_t resident_bytes_per_pe_max(const Schedule& schedule) {
   std::int64_t most = 0;
-  for (std::size_t r = 0; r < schedule.regions.size(); ++r) most = std::max(most, with_overlaps(schedule, own, r).total_bytes());
+  for (const RegionSram& use : region_sram_per_pe_all(schedule)) most = std::max(most, use.total_bytes());
   return most;
 }
 

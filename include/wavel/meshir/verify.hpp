@@ -45,6 +45,9 @@ RegionSram region_sram_per_pe(const Schedule& schedule, int region);
 /// Attention ops (work.heads > 1) hold one head at a time: their buffers count (input + output) / heads.
 RegionSram op_sram_per_pe(const OpWork& work, std::int64_t weight_copies, std::int64_t pes);
 
+/// region_sram_per_pe of every region, in order, in O(R^2 log R) for R regions.
+std::vector<RegionSram> region_sram_per_pe_all(const Schedule& schedule);
+
 /// region_sram_per_pe(schedule, region).total_bytes().
 std::int64_t resident_bytes_per_pe(const Schedule& schedule, int region);
 
