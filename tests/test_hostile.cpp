@@ -28,16 +28,7 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// The error a callable throws, as (exit code, message); code ok if it returned.
-template <class F>
-std::pair<wavel::ExitCode, std::string> outcome(F&& f) {
-  try {
-    f();
-  } catch (const wavel::Error& e) {
-    return {e.code(), e.what()};
-  }
-  return {wavel::ExitCode::ok, ""};
-}
+using wavel::test::outcome;
 
 // An alias bomb: each level repeats the previous one ten times.
 std::string alias_bomb(int levels) {

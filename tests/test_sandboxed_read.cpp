@@ -22,16 +22,7 @@ namespace {
 using wavel::io::Column;
 using wavel::io::Table;
 
-// The error a callable throws, as (exit code, message); code ok if it returned.
-template <class F>
-std::pair<wavel::ExitCode, std::string> outcome(F&& f) {
-  try {
-    f();
-  } catch (const wavel::Error& e) {
-    return {e.code(), e.what()};
-  }
-  return {wavel::ExitCode::ok, ""};
-}
+using wavel::test::outcome;
 
 bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 

@@ -7,6 +7,9 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <utility>
+
+#include "wavel/common/error.hpp"
 
 namespace wavel::test {
 
@@ -33,6 +36,17 @@ inline std::string read_text(const std::filesystem::path& path) {
 
 inline std::filesystem::path source_path(const std::string& relative) {
   return std::filesystem::path(WAVEL_SOURCE_DIR) / relative;
+}
+
+/// The error a callable throws, as (exit code, message); code ok if it returned.
+template <class F>
+std::pair<wavel::ExitCode, std::string> outcome(F&& f) {
+  try {
+    f();
+  } catch (const wavel::Error& e) {
+    return {e.code(), e.what()};
+  }
+  return {wavel::ExitCode::ok, ""};
 }
 
 }  // namespace wavel::test

@@ -356,27 +356,23 @@ void read_search(Validator& v, const Node& node, SearchConfig& s) {
   read_int(v, node, path, "sram_cuts", s.sram_cuts, 0, 64);
   read_bool(v, node, path, "sram_boundaries", s.sram_boundaries);
   read_int(v, node, path, "square_step_pes", s.square_step_pes, 0, 1 << 20);
-  if (present(node, "square_sides")) {
-    const Node& n = child_or_null(node, "square_sides");
+  // Lists where [] means "none" (v.axis refuses empty lists).
+  const auto read_optional_list = [&](const char* key, auto& out, auto item) {
+    if (!present(node, key)) return;
+    const Node& n = child_or_null(node, key);
     if (n.kind == Node::Kind::sequence && n.items.empty()) {
-      s.square_sides.clear();
+      out.clear();
     } else {
-      s.square_sides = v.axis(n, "search.square_sides",
-                              [&](const Node& item, const std::string& p) { return v.integer(item, p, 1, 1 << 20); });
+      out = v.axis(n, path + "." + key, item);
     }
-  }
+  };
+  read_optional_list("square_sides", s.square_sides,
+                     [&](const Node& item, const std::string& p) { return v.integer(item, p, 1, 1 << 20); });
   read_bool(v, node, path, "seed_baselines", s.seed_baselines);
   read_bool(v, node, path, "all_anchors", s.all_anchors);
   read_int(v, node, path, "sram_used_step_pes", s.sram_used_step_pes, 0, 1 << 20);
-  if (present(node, "sram_footprints")) {
-    const Node& n = child_or_null(node, "sram_footprints");
-    if (n.kind == Node::Kind::sequence && n.items.empty()) {
-      s.sram_footprints.clear();
-    } else {
-      s.sram_footprints = v.axis(n, "search.sram_footprints",
-                                 [&](const Node& item, const std::string& p) { return v.number(item, p, 0.0, 1.0, true); });
-    }
-  }
+  read_optional_list("sram_footprints", s.sram_footprints,
+                     [&](const Node& item, const std::string& p) { return v.number(item, p, 0.0, 1.0, true); });
 }
 
 void read_sim(Validator& v, const Node& node, SimConfig& c) {

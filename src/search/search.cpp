@@ -20,8 +20,10 @@ namespace {
 
 using meshir::Rect;
 
-// Weights and KV cache of the whole model: what every footprint must hold.
-std::int64_t resident_bytes(const workload::Workload& workload) {
+// Weights and KV cache of the whole model: what every footprint must hold (only the SRAM footprints
+// need it, so it is not computed without them).
+std::int64_t resident_bytes(const workload::Workload& workload, const SearchOptions& options) {
+  if (options.sram_footprints.empty()) return 0;
   std::int64_t total = 0;
   for (const auto& b : split_blocks(workload)) total += b.resident_bytes;
   return total;
@@ -108,7 +110,7 @@ std::vector<SearchPiece> search_pieces(const workload::Workload& workload, const
                                        const SearchOptions& options) {
   const workload::WorkloadShape& shape = workload.shape;
   std::vector<SearchPiece> pieces;
-  const int roots = static_cast<int>(footprints(wafer, options, resident_bytes(workload)).size());
+  const int roots = static_cast<int>(footprints(wafer, options, resident_bytes(workload, options)).size());
   const int chunks = static_cast<int>(std::max<std::int64_t>(1, options.root_chunks));
   const int squares = static_cast<int>(std::min<std::size_t>(square_sides(wafer, options).size(),
                                                              static_cast<std::size_t>(chunks)));
@@ -174,7 +176,7 @@ PieceResult SearchWorkspace::run(const std::string& setting_key, const workload:
   PieceResult out;
   solver.begin(&out.stats, start);
   const std::int64_t computed_before = ev.computed;
-  const auto roots = footprints(wafer, options, resident_bytes(workload));
+  const auto roots = footprints(wafer, options, resident_bytes(workload, options));
   const int squares_index = static_cast<int>(roots.size());
   if (piece.footprint < 0 || piece.footprint > squares_index) {
     throw InternalError("search piece names footprint " + std::to_string(piece.footprint));
