@@ -159,7 +159,9 @@ std::vector<Point> Solver::leaf_points(const Rect& rect, int a, int b) {
   }
   ev_.ensure(std::move(wanted));
   for (std::size_t i = 0; i < sizes.size(); ++i) {
-    const auto [w, h] = sizes[i];
+    // Plain copies: C++17 lambdas cannot capture structured bindings (clang refuses).
+    const int w = sizes[i].first;
+    const int h = sizes[i].second;
     if (placements[i].empty()) continue;
     // Fastest tune that fits, ties to the lower index: a deterministic parallel reduction.
     CostId best{kInf, INT_MAX};
