@@ -3,10 +3,12 @@
 
 #include <algorithm>
 #include <string>
+#include <vector>
 
 #include "test_support.hpp"
 #include "wavel/common/error.hpp"
 #include "wavel/config/config.hpp"
+#include "wavel/config/schema.hpp"
 
 using wavel::config::parse_config;
 
@@ -38,6 +40,16 @@ TEST_CASE("a minimal config gets the documented defaults") {
   CHECK(c.workloads.input_tokens == std::vector<std::int64_t>{2048});
   CHECK(c.output.dir == "results/runs/x");
   CHECK(c.search.cut_ratios == std::vector<double>{0.25, 0.5, 0.75});
+}
+
+TEST_CASE("did_you_mean suggests a near name and skips words too far off in length") {
+  const std::vector<std::string> keys{"model", "phase", "batch"};
+  CHECK(wavel::config::did_you_mean("modle", keys) == "model");
+  CHECK(wavel::config::did_you_mean("batc", keys) == "batch");
+  // Distance 3 from "model" is not under the threshold max(2, 8 / 3) + 1 = 3.
+  CHECK(wavel::config::did_you_mean("modelxyz", keys).empty());
+  // A hostile 100 kB key: its length alone rules every candidate out, so no suggestion.
+  CHECK(wavel::config::did_you_mean(std::string(100000, 'm'), keys).empty());
 }
 
 TEST_CASE("every error in a file is reported at once, in order, with 1-based positions") {

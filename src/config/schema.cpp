@@ -51,6 +51,10 @@ std::string did_you_mean(const std::string& word, const std::vector<std::string>
   std::string best;
   std::size_t best_distance = std::max<std::size_t>(2, word.size() / 3) + 1;
   for (const auto& c : candidates) {
+    // The distance is at least the length difference: skip the O(|word| x |c|) table when that
+    // alone rules c out (a hostile multi-kilobyte key then costs one comparison per candidate).
+    const std::size_t gap = word.size() > c.size() ? word.size() - c.size() : c.size() - word.size();
+    if (gap >= best_distance) continue;
     const std::size_t d = edit_distance(word, c);
     if (d < best_distance) {
       best_distance = d;
