@@ -28,27 +28,10 @@ MicroArch microarch_for(const wafer::WaferParams& wafer) {
   return m;
 }
 
-std::int64_t checked_mul(std::int64_t a, std::int64_t b, const char* what) {
+void throw_out_of_range(std::int64_t a, std::int64_t b, const char* op, const char* what) {
   if (a < 0 || b < 0) throw std::domain_error(std::string("sim: negative ") + what);
-  if (a != 0 && b > std::numeric_limits<std::int64_t>::max() / a) {
-    throw std::domain_error(std::string("sim: ") + what + " overflows 64 bits (" + std::to_string(a) + " x " +
-                            std::to_string(b) + ")");
-  }
-  return a * b;
-}
-
-std::int64_t checked_add(std::int64_t a, std::int64_t b, const char* what) {
-  if (a < 0 || b < 0) throw std::domain_error(std::string("sim: negative ") + what);
-  if (b > std::numeric_limits<std::int64_t>::max() - a) {
-    throw std::domain_error(std::string("sim: ") + what + " overflows 64 bits");
-  }
-  return a + b;
-}
-
-std::int64_t ceil_div(std::int64_t a, std::int64_t b) {
-  if (a <= 0) return 0;
-  if (b < 1) b = 1;
-  return a / b + (a % b != 0 ? 1 : 0);
+  throw std::domain_error(std::string("sim: ") + what + " overflows 64 bits (" + std::to_string(a) + " " + op + " " +
+                          std::to_string(b) + ")");
 }
 
 }  // namespace wavel::sim

@@ -53,6 +53,7 @@ Network::Network(const NetworkConfig& config) : config_(config) {
   const auto n = static_cast<std::size_t>(pes());
   channel_free_.assign(n * kChannelsPerPe, 0.0);
   pe_free_.assign(n, 0.0);
+  pe_tasks_.assign(n, 0);
   colours_.assign(n, 0);
   colour_count_.assign(n, 0);
   channel_users_.assign(n * kChannelsPerPe, 0);
@@ -90,6 +91,8 @@ ItemId Network::task(std::int64_t pe, double duration_cycles, SpanKind kind) {
   it.a = static_cast<std::int32_t>(pe);
   it.length = duration_cycles;
   it.span = kind;
+  auto& placed = pe_tasks_[static_cast<std::size_t>(pe)];
+  placed = static_cast<std::uint8_t>(std::min(2, placed + 1));
   ++stats_.tasks;
   return id;
 }
@@ -395,10 +398,40 @@ Network::Event Network::pop() {
   return Event{now_bits_, next.item, next.step};
 }
 
+bool Network::contested(const Item& it) const {
+  switch (it.kind) {
+    case Kind::task: return pe_tasks_[static_cast<std::size_t>(it.a)] > 1;
+    case Kind::message: {
+      // Its first channel decides where it starts; a contested channel further on is queued then.
+      const int path = ((it.flags & Flag::inject) != 0 ? 1 : 0) + it.nx + it.ny + it.folded + ((it.flags & Flag::eject) != 0 ? 1 : 0);
+      double latency = 0.0;
+      return path > 0 && channel_users_[channel_of(it, 0, latency)] > 1;
+    }
+    case Kind::join:
+    case Kind::packets: return false;
+  }
+  return true;
+}
+
 void Network::notify(ItemId to, double finish) {
   Item& next = items_[to];
   if (finish > next.ready) next.ready = finish;
-  if (--next.deps == 0) push(Event{bits_of(next.ready), to, 0});
+  if (--next.deps != 0) return;
+  if (contested(next)) {
+    push(Event{bits_of(next.ready), to, 0});
+  } else {
+    uncontested_.push_back(to);
+  }
+}
+
+void Network::drain_uncontested() {
+  // Every time these items produce is at or after the current one (a finish follows its start), so
+  // the queue's order is kept.
+  while (!uncontested_.empty()) {
+    const ItemId id = uncontested_.back();
+    uncontested_.pop_back();
+    process(Event{bits_of(items_[id].ready), id, 0}, false);
+  }
 }
 
 void Network::complete(ItemId id, double finish, double head) {
@@ -447,9 +480,11 @@ std::size_t Network::channel_of(const Item& m, std::int64_t step, double& latenc
   return static_cast<std::size_t>(m.b) * kChannelsPerPe + static_cast<std::size_t>(Port::ramp_out);
 }
 
-void Network::process(Event ev) {
+void Network::process(Event ev, bool popped) {
   // A message keeps moving without a round trip through the heap while its next step would be
   // popped next anyway: keys are unique, so this is the same order as pushing it.
+  std::size_t next_channel = ~std::size_t{0};  // the channel of ev.step when the loop goes on
+  double next_latency = 0.0;
   for (;;) {
     ++stats_.events;
     const double now = time_of(ev.time_bits);
@@ -481,8 +516,8 @@ void Network::process(Event ev) {
           complete(ev.item, end, now + extra);
           return;
         }
-        double latency = 0.0;
-        const std::size_t channel = channel_of(it, ev.step, latency);
+        double latency = next_latency;
+        const std::size_t channel = next_channel != ~std::size_t{0} ? next_channel : channel_of(it, ev.step, latency);
         double& free = channel_free_[channel];
         const double start = std::max(now, free);
         if (ev.step == 0 && (it.flags & Flag::streamed) != 0) {
@@ -504,8 +539,9 @@ void Network::process(Event ev) {
         ++ev.step;
         // The next channel is taken now if no other unit ever crosses it (its turn cannot be
         // contested) or if its request would be popped next anyway: either way the order is the same.
-        double next_latency = 0.0;
-        if (channel_users_[channel_of(it, ev.step, next_latency)] < 2 || is_next(ev)) continue;
+        // (An item not popped from the queue runs outside its order: then it is always queued.)
+        next_channel = channel_of(it, ev.step, next_latency);
+        if (channel_users_[next_channel] < 2 || (popped && is_next(ev))) continue;
         push(ev);
         return;
       }
@@ -518,18 +554,30 @@ void Network::run() {
   if (ran_) throw InternalError("sim::Network: run() called twice");
   ran_ = true;
   now_bits_ = kNoTime;
-  for (std::size_t i = 0; i < items_.size(); ++i) {
-    if (items_[i].deps == 0) push(Event{bits_of(items_[i].ready), static_cast<ItemId>(i), 0});
-  }
   if (config_.record_spans) first_start_.assign(items_.size(), 0.0);
   head_.assign(items_.size(), 0.0);
   tail_min_.assign(items_.size(), 0.0);
   extra_.resize(items_.size(), 0.0);
+  // Items ready from the start, listed before any runs (running one makes others ready).
+  std::vector<ItemId> initial;
+  for (std::size_t i = 0; i < items_.size(); ++i) {
+    if (items_[i].deps == 0) initial.push_back(static_cast<ItemId>(i));
+  }
+  for (const ItemId id : initial) {
+    const Item& it = items_[id];
+    if (contested(it)) {
+      push(Event{bits_of(it.ready), id, 0});
+    } else {
+      process(Event{bits_of(it.ready), id, 0}, false);
+      drain_uncontested();
+    }
+  }
   while (!empty()) {
     const Event ev = pop();
     // The next event at this time is known: start loading its item while this one runs.
     if (current_next_ < current_.size()) __builtin_prefetch(&items_[current_[current_next_].item]);
-    process(ev);
+    process(ev, true);
+    drain_uncontested();
   }
   for (const Item& it : items_) {
     if (it.deps != -1) throw InternalError("sim::Network: an item never became ready (dependency cycle)");

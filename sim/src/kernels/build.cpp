@@ -165,9 +165,12 @@ KernelBuild build_kernel(Network& net, const KernelPlan& plan) {
       case Shape::mirror: {
         const std::vector<ItemId> launch = tasks_on(net, line, plan.launch_cycles, SpanKind::launch, {});
         for (std::int64_t i = 0; i < line.count; ++i) {
-          net.after(line_done, launch[static_cast<std::size_t>(i)]);
           const std::int64_t j = plan.shape == Shape::neighbour ? i - 1 : line.count - 1 - i;
-          if (j < 0 || j == i) continue;
+          if (j < 0 || j == i) {
+            // A PE that sends waits for its launch through its message; this one does not send.
+            net.after(line_done, launch[static_cast<std::size_t>(i)]);
+            continue;
+          }
           SendSpec spec;
           spec.src_pe = line.at(i);
           spec.dst_pe = line.at(j);

@@ -38,11 +38,26 @@ struct MicroArch {
 /// The constants for `wafer`: lanes, links, hop latency and colours from the wafer; the rest as above.
 MicroArch microarch_for(const wafer::WaferParams& wafer);
 
+/// Throws the std::domain_error of checked_mul or checked_add (kept out of line: the checks are inline).
+[[noreturn]] void throw_out_of_range(std::int64_t a, std::int64_t b, const char* op, const char* what);
+
 /// a * b, or std::domain_error naming `what` if it leaves the int64 range or either is negative.
-std::int64_t checked_mul(std::int64_t a, std::int64_t b, const char* what);
+inline std::int64_t checked_mul(std::int64_t a, std::int64_t b, const char* what) {
+  std::int64_t product = 0;
+  if (a < 0 || b < 0 || __builtin_mul_overflow(a, b, &product)) throw_out_of_range(a, b, "x", what);
+  return product;
+}
 /// a + b, likewise.
-std::int64_t checked_add(std::int64_t a, std::int64_t b, const char* what);
+inline std::int64_t checked_add(std::int64_t a, std::int64_t b, const char* what) {
+  std::int64_t sum = 0;
+  if (a < 0 || b < 0 || __builtin_add_overflow(a, b, &sum)) throw_out_of_range(a, b, "+", what);
+  return sum;
+}
 /// ceil(a / b) for a >= 0, b >= 1 (b < 1 counts as 1).
-std::int64_t ceil_div(std::int64_t a, std::int64_t b);
+inline std::int64_t ceil_div(std::int64_t a, std::int64_t b) {
+  if (a <= 0) return 0;
+  if (b < 1) b = 1;
+  return a / b + (a % b != 0 ? 1 : 0);
+}
 
 }  // namespace wavel::sim

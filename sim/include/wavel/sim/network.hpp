@@ -115,6 +115,11 @@ struct NetworkStats {
 ///  - Requests for a channel are served in order of (time, item id): this is the contention rule.
 ///  - Pending events are processed in (time, item id) order; each item has at most one pending
 ///    event, so the order is total and every run is bit-identical.
+///  - An item that contends for nothing (a join, a task alone on its PE, a message alone on the
+///    channels it crosses) is processed as soon as its last dependency finishes, without the queue:
+///    its times cannot depend on the order. A message goes on like this until a channel another unit
+///    also crosses, whose request is queued at its time. A kernel without contention is then a sweep
+///    of its dependency graph.
 ///  - Streaming (stream()): a message that forwards what an upstream message delivers (a reduction
 ///    step: receive wavelet i, add, send wavelet i) may enter its first channel once the upstream's
 ///    first wavelet is delivered plus stream_latency, and its last wavelet leaves no earlier than the
@@ -215,9 +220,11 @@ class Network {
   int note_route(const SendSpec& spec, std::int64_t units);  // colours and channel users; returns the relays
   std::size_t channel_of(const Item& m, std::int64_t step, double& latency) const;
   void add_stream_edge(ItemId from, ItemId to);
-  void process(Event ev);
+  void process(Event ev, bool popped);  // popped: taken from the queue, in its order
   void complete(ItemId id, double finish, double head);
   void notify(ItemId to, double finish);
+  [[nodiscard]] bool contested(const Item& it) const;
+  void drain_uncontested();
   void push(const Event& ev);
   Event pop();
   [[nodiscard]] bool empty() const;
@@ -245,6 +252,9 @@ class Network {
   std::uint64_t now_bits_ = ~std::uint64_t{0};
   std::vector<double> channel_free_;   // per (PE, port): when the channel is next free
   std::vector<double> pe_free_;        // per PE: when its core is next free
+  std::vector<std::uint8_t> pe_tasks_; // per PE: tasks placed on it, saturated at 2
+  // Ready items that use no contested resource, waiting to be processed before the next event.
+  std::vector<ItemId> uncontested_;
   std::vector<std::uint64_t> colours_; // per PE: colour bit set of its router
   std::vector<std::uint8_t> colour_count_;   // per PE: bits set in colours_
   // Per channel: transport units whose path crosses it, saturated at 2. A channel only one unit
