@@ -215,9 +215,14 @@ class Network {
   };
 
   ItemId new_item(Kind kind);
-  ItemId new_message(const SendSpec& spec, double serial_cycles);
+  // A message's end points as grid coordinates (one division each, shared by the helpers below).
+  struct Ends {
+    std::int64_t x0, y0, x1, y1;
+  };
+  [[nodiscard]] Ends ends_of(const SendSpec& spec) const;
+  ItemId new_message(const SendSpec& spec, const Ends& e, double serial_cycles);
   void add_edge(ItemId from, ItemId to);
-  int note_route(const SendSpec& spec, std::int64_t units);  // colours and channel users; returns the relays
+  int note_route(const SendSpec& spec, const Ends& e, std::int64_t units);  // colours and channel users; returns the relays
   std::size_t channel_of(const Item& m, std::int64_t step, double& latency) const;
   void add_stream_edge(ItemId from, ItemId to);
   void process(Event ev, bool popped);  // popped: taken from the queue, in its order
