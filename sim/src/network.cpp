@@ -201,6 +201,7 @@ ItemId Network::send(const SendSpec& spec) {
     return id;
   }
   // Packets leave in id order, so they queue behind one another on the injection ramp.
+  has_packets_ = true;
   const auto first = static_cast<std::uint32_t>(items_.size());
   for (std::int64_t u = 0; u < units; ++u) {
     mark_relays(new_message(spec, e, static_cast<double>(std::min(unit, wavelets - u * unit))));
@@ -237,6 +238,7 @@ void Network::after(ItemId item, ItemId dependency) {
 }
 
 void Network::add_stream_edge(ItemId from, ItemId to) {
+  has_streams_ = true;
   Item& source = items_[from];
   edges_.push_back(Edge{to | kStreamBit, source.edges});
   source.edges = static_cast<std::uint32_t>(edges_.size() - 1);
@@ -443,7 +445,7 @@ void Network::complete(ItemId id, double finish, double head) {
   it.finish = finish;
   it.deps = -1;  // marks "finished" for the cycle check
   makespan_cycles_ = std::max(makespan_cycles_, finish);
-  if (it.kind == Kind::message || it.kind == Kind::packets) head_[id] = head;
+  if (has_packets_ && (it.kind == Kind::message || it.kind == Kind::packets)) head_[id] = head;
   if (it.successor != kNoItem) notify(it.successor, finish);
   for (std::uint32_t e = it.edges; e != kNoItem; e = edges_[e].next) {
     const ItemId to = edges_[e].to;
@@ -559,9 +561,9 @@ void Network::run() {
   ran_ = true;
   now_bits_ = kNoTime;
   if (config_.record_spans) first_start_.assign(items_.size(), 0.0);
-  head_.assign(items_.size(), 0.0);
-  tail_min_.assign(items_.size(), 0.0);
-  extra_.resize(items_.size(), 0.0);
+  // Per-item side arrays only where something reads them (extra_ is sized as relays are marked).
+  if (has_packets_) head_.assign(items_.size(), 0.0);
+  if (has_streams_) tail_min_.assign(items_.size(), 0.0);
   // Items ready from the start, listed before any runs (running one makes others ready).
   std::vector<ItemId> initial;
   for (std::size_t i = 0; i < items_.size(); ++i) {

@@ -266,9 +266,11 @@ class Network {
   // ever crosses is never contended, so that unit takes it without waiting for its turn.
   std::vector<std::uint8_t> channel_users_;
   std::vector<double> first_start_;    // record_spans: when each message entered its first channel
-  std::vector<double> head_;           // messages: when the first wavelet was delivered
-  std::vector<double> tail_min_;       // streamed messages: earliest delivery of the last wavelet
-  std::vector<double> extra_;          // relayed messages: software relay latency
+  std::vector<double> head_;           // has_packets_: when each message's first wavelet was delivered
+  std::vector<double> tail_min_;       // has_streams_: a streamed message's earliest last-wavelet delivery
+  std::vector<double> extra_;          // relayed messages: software relay latency (sized to the last one)
+  bool has_packets_ = false;           // some message was split into packets
+  bool has_streams_ = false;           // some message streams another
   std::vector<Span> spans_;
   NetworkStats stats_;
   double makespan_cycles_ = 0;
