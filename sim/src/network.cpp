@@ -51,8 +51,6 @@ Network::Network(const NetworkConfig& config) : config_(config) {
   }
   config_.max_items = std::min<std::int64_t>(std::max<std::int64_t>(1, config_.max_items), std::int64_t{1} << 30);
   const auto n = static_cast<std::size_t>(pes());
-  channel_free_.assign(n * kChannelsPerPe, 0.0);
-  pe_free_.assign(n, 0.0);
   pe_tasks_.assign(n, 0);
   colours_.assign(n, 0);
   colour_count_.assign(n, 0);
@@ -114,6 +112,7 @@ int Network::note_route(const SendSpec& spec, const Ends& e, std::int64_t units)
   auto use = [&](std::int64_t pe, Port port) {
     auto& users = channel_users_[static_cast<std::size_t>(pe) * kChannelsPerPe + static_cast<std::size_t>(port)];
     users = static_cast<std::uint8_t>(std::min(2u, users + add));
+    shared_channels_ = shared_channels_ || users > 1;
   };
   int relays = 0;
   auto mark = [&](std::int64_t pe) {
@@ -497,10 +496,12 @@ void Network::process(Event ev, bool popped) {
     Item& it = items_[ev.item];
     switch (it.kind) {
       case Kind::task: {
-        double& pe_free = pe_free_[static_cast<std::size_t>(it.a)];
-        const double start = std::max(now, pe_free);
+        // A PE with one task is free when it is ready; only a shared PE keeps its free time.
+        const auto pe = static_cast<std::size_t>(it.a);
+        const bool shared = pe_tasks_[pe] > 1;
+        const double start = shared ? std::max(now, pe_free_[pe]) : now;
         const double end = start + it.length;
-        pe_free = end;
+        if (shared) pe_free_[pe] = end;
         if (config_.record_spans) spans_.push_back(Span{ev.item, it.a, -1, it.span, start, end});
         complete(ev.item, end, end);
         return;
@@ -524,14 +525,15 @@ void Network::process(Event ev, bool popped) {
         }
         double latency = next_latency;
         const std::size_t channel = next_channel != ~std::size_t{0} ? next_channel : channel_of(it, ev.step, latency);
-        double& free = channel_free_[channel];
-        const double start = std::max(now, free);
+        // Likewise a channel this unit alone crosses is free when the unit reaches it.
+        const bool shared = channel_users_[channel] > 1;
+        const double start = shared ? std::max(now, channel_free_[channel]) : now;
         if (ev.step == 0 && (it.flags & Flag::streamed) != 0) {
           // Streaming: the last wavelet cannot leave before the upstream has delivered it, so the
           // body holds every channel until then (the pipeline runs at the slower of the two).
           it.length = std::max(it.length, tail_min_[ev.item] - start);
         }
-        free = start + it.length;
+        if (shared) channel_free_[channel] = start + it.length;
         if (config_.record_spans && ev.step == 0) first_start_[ev.item] = start;
         if (static_cast<int>(ev.step) + 1 == path) {
           const double delivered = start + latency + it.length + extra;
@@ -561,7 +563,11 @@ void Network::run() {
   ran_ = true;
   now_bits_ = kNoTime;
   if (config_.record_spans) first_start_.assign(items_.size(), 0.0);
-  // Per-item side arrays only where something reads them (extra_ is sized as relays are marked).
+  // Free times only for what is shared; per-item side arrays only where something reads them
+  // (extra_ is sized as relays are marked).
+  const auto n = static_cast<std::size_t>(pes());
+  if (std::any_of(pe_tasks_.begin(), pe_tasks_.end(), [](std::uint8_t t) { return t > 1; })) pe_free_.assign(n, 0.0);
+  if (shared_channels_) channel_free_.assign(n * kChannelsPerPe, 0.0);
   if (has_packets_) head_.assign(items_.size(), 0.0);
   if (has_streams_) tail_min_.assign(items_.size(), 0.0);
   // Items ready from the start, listed before any runs (running one makes others ready).

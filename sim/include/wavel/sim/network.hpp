@@ -255,8 +255,8 @@ class Network {
   std::size_t current_next_ = 0;
   std::vector<Pending> late_;               // events pushed at now_bits_ while it is current (heap by item)
   std::uint64_t now_bits_ = ~std::uint64_t{0};
-  std::vector<double> channel_free_;   // per (PE, port): when the channel is next free
-  std::vector<double> pe_free_;        // per PE: when its core is next free
+  std::vector<double> channel_free_;   // per (PE, port), if shared_channels_: when the channel is next free
+  std::vector<double> pe_free_;        // per PE, if a PE has two tasks: when its core is next free
   std::vector<std::uint8_t> pe_tasks_; // per PE: tasks placed on it, saturated at 2
   // Ready items that use no contested resource, waiting to be processed before the next event.
   std::vector<ItemId> uncontested_;
@@ -270,6 +270,7 @@ class Network {
   std::vector<double> tail_min_;       // has_streams_: a streamed message's earliest last-wavelet delivery
   std::vector<double> extra_;          // relayed messages: software relay latency (sized to the last one)
   bool has_packets_ = false;           // some message was split into packets
+  bool shared_channels_ = false;       // some channel is crossed by more than one unit
   bool has_streams_ = false;           // some message streams another
   std::vector<Span> spans_;
   NetworkStats stats_;
