@@ -325,9 +325,10 @@ TEST_CASE("sim: tasks on one PE, dependency errors, absurd sizes") {
     sim::Network net(mesh(2, 1));
     const auto a = net.join();
     const auto b = net.join();
+    (void)net.join();  // finishes: the cycle is still found with other items done
     net.after(a, b);
     net.after(b, a);
-    CHECK_THROWS_AS(net.run(), InternalError);
+    CHECK_THROWS_WITH_AS(net.run(), doctest::Contains("dependency cycle"), InternalError);
     CHECK_THROWS_AS(net.stream(a, b), InternalError);  // only messages stream
   }
   sim::Network net(mesh(2, 1));

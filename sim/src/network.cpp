@@ -52,6 +52,9 @@ Network::Network(const NetworkConfig& config) : config_(config) {
   config_.max_items = std::min<std::int64_t>(std::max<std::int64_t>(1, config_.max_items), std::int64_t{1} << 30);
   const auto n = static_cast<std::size_t>(pes());
   pe_tasks_.assign(n, 0);
+  // A power-of-two link width (4 bytes on every wafer) turns the per-message division into a shift.
+  const std::int64_t lb = config_.link_bytes_per_cycle;
+  if ((lb & (lb - 1)) == 0 && lb <= (std::int64_t{1} << 20)) link_shift_ = __builtin_ctzll(static_cast<unsigned long long>(lb));
   colours_.assign(n, 0);
   colour_count_.assign(n, 0);
   channel_users_.assign(n * kChannelsPerPe, 0);
@@ -71,9 +74,13 @@ ItemId Network::new_item(Kind kind) {
     throw std::domain_error("sim::Network: the simulation needs more than " + std::to_string(config_.max_items) +
                             " work items (messages, tasks); the op is too large to simulate at this fidelity");
   }
+  const auto id = static_cast<ItemId>(items_.size());
   items_.emplace_back();
   items_.back().kind = kind;
-  return static_cast<ItemId>(items_.size() - 1);
+  // Ready from the start until it gets a dependency.
+  if (id % 64 == 0) unblocked_.push_back(0);
+  unblocked_[id / 64] |= std::uint64_t{1} << (id % 64);
+  return id;
 }
 
 void Network::reserve(std::size_t items, std::size_t edges) {
@@ -171,7 +178,9 @@ ItemId Network::send(const SendSpec& spec) {
     throw InternalError("sim::Network: folded hops must be 0..2 and only on a message to itself");
   }
   if (spec.bytes < 0) throw InternalError("sim::Network: negative message size");
-  const std::int64_t wavelets = ceil_div(spec.bytes, config_.link_bytes_per_cycle);
+  const std::int64_t wavelets =
+      link_shift_ >= 0 ? (spec.bytes >> link_shift_) + ((spec.bytes & (config_.link_bytes_per_cycle - 1)) != 0 ? 1 : 0)
+                       : ceil_div(spec.bytes, config_.link_bytes_per_cycle);
   std::int64_t unit = wavelets;
   if (config_.fidelity == Fidelity::packet) unit = config_.packet_wavelets;
   if (config_.fidelity == Fidelity::wavelet) unit = 1;
@@ -212,6 +221,10 @@ ItemId Network::send(const SendSpec& spec) {
   return group;
 }
 
+void Network::depend(ItemId to) {
+  if (items_[to].deps++ == 0) unblocked_[to / 64] &= ~(std::uint64_t{1} << (to % 64));
+}
+
 void Network::add_edge(ItemId from, ItemId to) {
   Item& source = items_[from];
   if (source.successor == kNoItem) {
@@ -220,7 +233,7 @@ void Network::add_edge(ItemId from, ItemId to) {
     edges_.push_back(Edge{to, source.edges});
     source.edges = static_cast<std::uint32_t>(edges_.size() - 1);
   }
-  ++items_[to].deps;
+  depend(to);
 }
 
 void Network::after(ItemId item, ItemId dependency) {
@@ -241,7 +254,7 @@ void Network::add_stream_edge(ItemId from, ItemId to) {
   Item& source = items_[from];
   edges_.push_back(Edge{to | kStreamBit, source.edges});
   source.edges = static_cast<std::uint32_t>(edges_.size() - 1);
-  ++items_[to].deps;
+  depend(to);
   items_[to].flags = static_cast<std::uint8_t>(items_[to].flags | Flag::streamed);
 }
 
@@ -442,7 +455,8 @@ void Network::drain_uncontested() {
 void Network::complete(ItemId id, double finish, double head) {
   Item& it = items_[id];
   it.finish = finish;
-  it.deps = -1;  // marks "finished" for the cycle check
+  it.deps = -1;  // finished
+  ++completed_;
   makespan_cycles_ = std::max(makespan_cycles_, finish);
   if (has_packets_ && (it.kind == Kind::message || it.kind == Kind::packets)) head_[id] = head;
   if (it.successor != kNoItem) notify(it.successor, finish);
@@ -572,8 +586,10 @@ void Network::run() {
   if (has_streams_) tail_min_.assign(items_.size(), 0.0);
   // Items ready from the start, listed before any runs (running one makes others ready).
   std::vector<ItemId> initial;
-  for (std::size_t i = 0; i < items_.size(); ++i) {
-    if (items_[i].deps == 0) initial.push_back(static_cast<ItemId>(i));
+  for (std::size_t word = 0; word < unblocked_.size(); ++word) {
+    for (std::uint64_t bits = unblocked_[word]; bits != 0; bits &= bits - 1) {
+      initial.push_back(static_cast<ItemId>(word * 64 + static_cast<std::size_t>(__builtin_ctzll(bits))));
+    }
   }
   for (const ItemId id : initial) {
     const Item& it = items_[id];
@@ -591,9 +607,7 @@ void Network::run() {
     process(ev, true);
     drain_uncontested();
   }
-  for (const Item& it : items_) {
-    if (it.deps != -1) throw InternalError("sim::Network: an item never became ready (dependency cycle)");
-  }
+  if (completed_ != items_.size()) throw InternalError("sim::Network: an item never became ready (dependency cycle)");
 }
 
 double Network::finish_cycles(ItemId item) const {

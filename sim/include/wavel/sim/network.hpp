@@ -221,6 +221,7 @@ class Network {
   };
   [[nodiscard]] Ends ends_of(const SendSpec& spec) const;
   ItemId new_message(const SendSpec& spec, const Ends& e, double serial_cycles);
+  void depend(ItemId to);  // one more unfinished dependency of `to`
   void add_edge(ItemId from, ItemId to);
   int note_route(const SendSpec& spec, const Ends& e, std::int64_t units);  // colours and channel users; returns the relays
   std::size_t channel_of(const Item& m, std::int64_t step, double& latency) const;
@@ -269,6 +270,9 @@ class Network {
   std::vector<double> head_;           // has_packets_: when each message's first wavelet was delivered
   std::vector<double> tail_min_;       // has_streams_: a streamed message's earliest last-wavelet delivery
   std::vector<double> extra_;          // relayed messages: software relay latency (sized to the last one)
+  std::vector<std::uint64_t> unblocked_;  // bit per item: no dependency yet
+  std::size_t completed_ = 0;          // items finished by run()
+  int link_shift_ = -1;                // log2(link_bytes_per_cycle) when a power of two
   bool has_packets_ = false;           // some message was split into packets
   bool shared_channels_ = false;       // some channel is crossed by more than one unit
   bool has_streams_ = false;           // some message streams another
