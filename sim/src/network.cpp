@@ -420,10 +420,15 @@ bool Network::contested(const Item& it) const {
   switch (it.kind) {
     case Kind::task: return pe_tasks_[static_cast<std::size_t>(it.a)] > 1;
     case Kind::message: {
-      // Its first channel decides where it starts; a contested channel further on is queued then.
+      // Contested if any channel on its path is shared: a message that started outside the queue
+      // and then met a shared channel would need a queue round trip that the ordered path avoids.
+      if (!shared_channels_) return false;
       const int path = ((it.flags & Flag::inject) != 0 ? 1 : 0) + it.nx + it.ny + it.folded + ((it.flags & Flag::eject) != 0 ? 1 : 0);
       double latency = 0.0;
-      return path > 0 && channel_users_[channel_of(it, 0, latency)] > 1;
+      for (int step = 0; step < path; ++step) {
+        if (channel_users_[channel_of(it, step, latency)] > 1) return true;
+      }
+      return false;
     }
     case Kind::join:
     case Kind::packets: return false;
