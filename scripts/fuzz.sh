@@ -47,7 +47,7 @@ export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 export OMPI_MCA_plm=isolated OMPI_MCA_btl_vader_single_copy_mechanism=none OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 mkdir -p "$run_dir"
 status=0
-printf '%-12s %12s %10s %s\n' target executions exec/s result
+printf '%-18s %12s %10s %s\n' target executions exec/s result
 for t in $targets; do
   corpus="$run_dir/corpus/$t"; mkdir -p "$corpus" "$run_dir/crashes/$t"
   log="$run_dir/$t.log"
@@ -121,6 +121,6 @@ for t in $targets; do
     execs=$(sed -n 's/^#\([0-9]*\): cov.*/\1/p' "$log" | tail -1 || true)
     rate=$(sed -n 's/^#[0-9]*: cov.* exec\/s \([0-9]*\).*/\1/p' "$log" | tail -1 || true)
   fi
-  printf '%-12s %12s %10s %s\n' "$t" "${execs:-?}" "${rate:-?}" "$result"
+  printf '%-18s %12s %10s %s\n' "$t" "${execs:-?}" "${rate:-?}" "$result"
 done
 exit $status
