@@ -416,6 +416,10 @@ Network::Event Network::pop() {
   return Event{now_bits_, next.item, next.step};
 }
 
+int Network::path_of(const Item& m) {
+  return ((m.flags & Flag::inject) != 0 ? 1 : 0) + m.nx + m.ny + m.folded + ((m.flags & Flag::eject) != 0 ? 1 : 0);
+}
+
 bool Network::contested(const Item& it) const {
   switch (it.kind) {
     case Kind::task: return pe_tasks_[static_cast<std::size_t>(it.a)] > 1;
@@ -423,7 +427,7 @@ bool Network::contested(const Item& it) const {
       // Contested if any channel on its path is shared: a message that started outside the queue
       // and then met a shared channel would need a queue round trip that the ordered path avoids.
       if (!shared_channels_) return false;
-      const int path = ((it.flags & Flag::inject) != 0 ? 1 : 0) + it.nx + it.ny + it.folded + ((it.flags & Flag::eject) != 0 ? 1 : 0);
+      const int path = path_of(it);
       double latency = 0.0;
       for (int step = 0; step < path; ++step) {
         if (channel_users_[channel_of(it, step, latency)] > 1) return true;
@@ -533,8 +537,7 @@ void Network::process(Event ev, bool popped) {
         complete(ev.item, now, std::max(now, head_[static_cast<std::size_t>(it.a)]));
         return;
       case Kind::message: {
-        const int inject = (it.flags & Flag::inject) != 0 ? 1 : 0;
-        const int path = inject + it.nx + it.ny + it.folded + ((it.flags & Flag::eject) != 0 ? 1 : 0);
+        const int path = path_of(it);
         const double extra = (it.flags & Flag::relayed) != 0 ? extra_[ev.item] : 0.0;
         if (path == 0) {
           const double end = std::max(now, (it.flags & Flag::streamed) != 0 ? tail_min_[ev.item] : now) + extra;

@@ -115,11 +115,10 @@ struct NetworkStats {
 ///  - Requests for a channel are served in order of (time, item id): this is the contention rule.
 ///  - Pending events are processed in (time, item id) order; each item has at most one pending
 ///    event, so the order is total and every run is bit-identical.
-///  - An item that contends for nothing (a join, a task alone on its PE, a message alone on the
-///    channels it crosses) is processed as soon as its last dependency finishes, without the queue:
-///    its times cannot depend on the order. A message goes on like this until a channel another unit
-///    also crosses, whose request is queued at its time. A kernel without contention is then a sweep
-///    of its dependency graph.
+///  - An item that contends for nothing (a join, a task alone on its PE, a message alone on every
+///    channel of its path) is processed as soon as its last dependency finishes, without the queue:
+///    its times cannot depend on the order. A kernel without contention is then a sweep of its
+///    dependency graph.
 ///  - Streaming (stream()): a message that forwards what an upstream message delivers (a reduction
 ///    step: receive wavelet i, add, send wavelet i) may enter its first channel once the upstream's
 ///    first wavelet is delivered plus stream_latency, and its last wavelet leaves no earlier than the
@@ -230,6 +229,7 @@ class Network {
   void complete(ItemId id, double finish, double head);
   void notify(ItemId to, double finish);
   [[nodiscard]] bool contested(const Item& it) const;
+  [[nodiscard]] static int path_of(const Item& m);  // channels a message crosses, ramps included
   void drain_uncontested();
   void push(const Event& ev);
   Event pop();
