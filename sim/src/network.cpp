@@ -545,6 +545,21 @@ void Network::process(Event ev, bool popped) {
           complete(ev.item, end, now + extra);
           return;
         }
+        if (!popped && ev.step == 0) {
+          // Alone on every channel of its path (the queue was skipped): each channel is free when the
+          // head reaches it, so the delivery is closed-form. The same additions as the step-by-step
+          // walk below, in the same order, so the times are bit-identical; each channel still counts
+          // as an event step.
+          stats_.events += path - 1;
+          if ((it.flags & Flag::streamed) != 0) it.length = std::max(it.length, tail_min_[ev.item] - now);
+          if (config_.record_spans) first_start_[ev.item] = now;
+          double head = now;
+          for (int link = it.nx + it.ny + it.folded; link > 0; --link) head += config_.hop_cycles;
+          const double delivered = head + it.length + extra;
+          if (config_.record_spans) spans_.push_back(Span{ev.item, it.a, it.b, SpanKind::message, now, delivered});
+          complete(ev.item, delivered, head + std::min(1.0, it.length) + extra);
+          return;
+        }
         double latency = next_latency;
         const std::size_t channel = next_channel != ~std::size_t{0} ? next_channel : channel_of(it, ev.step, latency);
         // Likewise a channel this unit alone crosses is free when the unit reaches it.
