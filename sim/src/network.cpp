@@ -55,6 +55,7 @@ Network::Network(const NetworkConfig& config) : config_(config) {
   // A power-of-two link width (4 bytes on every wafer) turns the per-message division into a shift.
   const std::int64_t lb = config_.link_bytes_per_cycle;
   if ((lb & (lb - 1)) == 0 && lb <= (std::int64_t{1} << 20)) link_shift_ = __builtin_ctzll(static_cast<unsigned long long>(lb));
+  if (config_.width_pes > 1) width_reciprocal_ = ~std::uint64_t{0} / static_cast<std::uint64_t>(config_.width_pes) + 1;
   colours_.assign(n, 0);
   colour_count_.assign(n, 0);
   channel_users_.assign(n * kChannelsPerPe, 0);
@@ -68,19 +69,10 @@ std::int64_t Network::pe_at(std::int64_t x, std::int64_t y) const {
   return y * config_.width_pes + x;
 }
 
-ItemId Network::new_item(Kind kind) {
+void Network::refuse_item() const {
   if (ran_) throw InternalError("sim::Network: work added after run()");
-  if (static_cast<std::int64_t>(items_.size()) >= config_.max_items) {
-    throw std::domain_error("sim::Network: the simulation needs more than " + std::to_string(config_.max_items) +
-                            " work items (messages, tasks); the op is too large to simulate at this fidelity");
-  }
-  const auto id = static_cast<ItemId>(items_.size());
-  items_.emplace_back();
-  items_.back().kind = kind;
-  // Ready from the start until it gets a dependency.
-  if (id % 64 == 0) unblocked_.push_back(0);
-  unblocked_[id / 64] |= std::uint64_t{1} << (id % 64);
-  return id;
+  throw std::domain_error("sim::Network: the simulation needs more than " + std::to_string(config_.max_items) +
+                          " work items (messages, tasks); the op is too large to simulate at this fidelity");
 }
 
 void Network::reserve(std::size_t items, std::size_t edges) {
@@ -88,86 +80,98 @@ void Network::reserve(std::size_t items, std::size_t edges) {
   edges_.reserve(edges);
 }
 
-ItemId Network::task(std::int64_t pe, double duration_cycles, SpanKind kind) {
+void Network::refuse_task(std::int64_t pe, double duration_cycles) const {
   if (pe < 0 || pe >= pes()) throw InternalError("sim::Network: task on PE " + std::to_string(pe) + " off the mesh");
   if (!(duration_cycles >= 0.0)) throw InternalError("sim::Network: negative or NaN task duration");
-  const ItemId id = new_item(Kind::task);
-  Item& it = items_[id];
-  it.a = static_cast<std::int32_t>(pe);
-  it.length = duration_cycles;
-  it.span = kind;
-  auto& placed = pe_tasks_[static_cast<std::size_t>(pe)];
-  placed = static_cast<std::uint8_t>(std::min(2, placed + 1));
-  ++stats_.tasks;
-  return id;
 }
 
-ItemId Network::join() { return new_item(Kind::join); }
-
-Network::Ends Network::ends_of(const SendSpec& spec) const {
-  // PE indices fit 32 bits (checked in the constructor): 32-bit division is several times cheaper.
+Network::Route Network::route_of(const SendSpec& spec) const {
+  // PE indices fit 32 bits (checked in the constructor), so y = pe / width is one multiply by a
+  // 64-bit reciprocal (exact for every 32-bit numerator; Lemire, Kaser and Kurz 2019) instead of a
+  // division per end point.
   const auto w = static_cast<std::uint32_t>(config_.width_pes);
-  const auto src = static_cast<std::uint32_t>(spec.src_pe), dst = static_cast<std::uint32_t>(spec.dst_pe);
-  return Ends{src % w, src / w, dst % w, dst / w};
+  auto y_of = [&](std::int64_t pe) {
+    if (width_reciprocal_ == 0) return static_cast<std::uint32_t>(pe);  // width 1
+    __extension__ using U128 = unsigned __int128;
+    return static_cast<std::uint32_t>((static_cast<U128>(width_reciprocal_) * static_cast<std::uint64_t>(pe)) >> 64);
+  };
+  const std::uint32_t y0 = y_of(spec.src_pe), y1 = y_of(spec.dst_pe);
+  const std::uint32_t x0 = static_cast<std::uint32_t>(spec.src_pe) - y0 * w, x1 = static_cast<std::uint32_t>(spec.dst_pe) - y1 * w;
+  Route r;
+  r.x_minus = x1 < x0;
+  r.y_minus = y1 < y0;
+  r.nx = r.x_minus ? x0 - x1 : x1 - x0;
+  r.ny = r.y_minus ? y0 - y1 : y1 - y0;
+  r.corner = static_cast<std::int64_t>(y0) * config_.width_pes + x1;
+  return r;
 }
 
-int Network::note_route(const SendSpec& spec, const Ends& e, std::int64_t units) {
+int Network::note_route(const SendSpec& spec, const Route& r, std::int64_t units) {
   if (spec.colour < 0 || spec.colour > 63) throw InternalError("sim::Network: colour outside 0..63");
   const std::uint64_t bit = std::uint64_t{1} << spec.colour;
   const std::int64_t w = config_.width_pes;
   const auto add = static_cast<unsigned>(std::min<std::int64_t>(units, 2));
+  // Raw pointers and a local flag: a store through a uint8_t may alias anything, so members would be
+  // reloaded after every count.
+  std::uint8_t* const users = channel_users_.data();
+  unsigned most = 0;
   auto use = [&](std::int64_t pe, Port port) {
-    auto& users = channel_users_[static_cast<std::size_t>(pe) * kChannelsPerPe + static_cast<std::size_t>(port)];
-    users = static_cast<std::uint8_t>(std::min(2u, users + add));
-    shared_channels_ = shared_channels_ || users > 1;
+    auto& u = users[static_cast<std::size_t>(pe) * kChannelsPerPe + static_cast<std::size_t>(port)];
+    const unsigned now = std::min(2u, u + add);
+    u = static_cast<std::uint8_t>(now);
+    most = std::max(most, now);
   };
+  std::uint64_t* const sets = colours_.data();
+  std::uint8_t* const counts = colour_count_.data();
+  const std::int64_t routable = config_.routable_colours;
   int relays = 0;
   auto mark = [&](std::int64_t pe) {
-    auto& set = colours_[static_cast<std::size_t>(pe)];
+    auto& set = sets[static_cast<std::size_t>(pe)];
     if ((set & bit) != 0) return;  // most routes reuse colours the router already carries
-    auto& count = colour_count_[static_cast<std::size_t>(pe)];
-    if (count >= config_.routable_colours) {
+    auto& count = counts[static_cast<std::size_t>(pe)];
+    if (count >= routable) {
       ++relays;  // out of colours: this router hands the route to its PE, which re-sends it
       return;
     }
     set |= bit;
     ++count;
   };
-  const std::int64_t x0 = e.x0, y0 = e.y0, x1 = e.x1, y1 = e.y1;
-  const std::int64_t sx = x1 >= x0 ? 1 : -1, sy = y1 >= y0 ? 1 : -1;
+  // Every router from source to destination, each with the channel it drives along the route.
+  const std::int64_t step_x = r.x_minus ? -1 : 1, step_y = r.y_minus ? -w : w;
+  const Port port_x = r.x_minus ? Port::west : Port::east, port_y = r.y_minus ? Port::north : Port::south;
   if (spec.inject && config_.model_ramps) use(spec.src_pe, Port::ramp_in);
-  for (std::int64_t x = x0;; x += sx) {
-    mark(y0 * w + x);
-    if (x == x1) break;
-    use(y0 * w + x, sx > 0 ? Port::east : Port::west);
+  std::int64_t pe = spec.src_pe;
+  for (std::int64_t k = 0; k < r.nx; ++k, pe += step_x) {
+    mark(pe);
+    use(pe, port_x);
   }
-  for (std::int64_t y = y0; y != y1; y += sy) {
-    use(y * w + x1, sy > 0 ? Port::south : Port::north);
-    mark((y + sy) * w + x1);
+  for (std::int64_t k = 0; k < r.ny; ++k, pe += step_y) {
+    mark(pe);
+    use(pe, port_y);
   }
+  mark(pe);
   if (spec.folded_hops > 0) use(spec.src_pe, Port::north);
   if (spec.folded_hops > 1) use(spec.src_pe, Port::south);
   if (spec.eject && config_.model_ramps) use(spec.dst_pe, Port::ramp_out);
+  if (most > 1) shared_channels_ = true;
   return relays;
 }
 
-ItemId Network::new_message(const SendSpec& spec, const Ends& e, double serial_cycles) {
-  const std::int64_t w = config_.width_pes;
-  const std::int64_t x0 = e.x0, y0 = e.y0, x1 = e.x1, y1 = e.y1;
-  const ItemId id = new_item(Kind::message);
-  Item& m = items_[id];
+ItemId Network::new_message(const SendSpec& spec, const Route& r, double serial_cycles) {
+  Item m;
+  m.kind = Kind::message;
   m.length = serial_cycles;
   m.a = static_cast<std::int32_t>(spec.src_pe);
   m.b = static_cast<std::int32_t>(spec.dst_pe);
-  m.corner = static_cast<std::int32_t>(y0 * w + x1);
-  m.nx = static_cast<std::int32_t>(x1 >= x0 ? x1 - x0 : x0 - x1);
-  m.ny = static_cast<std::int32_t>(y1 >= y0 ? y1 - y0 : y0 - y1);
+  m.corner = static_cast<std::int32_t>(r.corner);
+  m.nx = static_cast<std::int32_t>(r.nx);
+  m.ny = static_cast<std::int32_t>(r.ny);
   m.folded = static_cast<std::uint8_t>(spec.folded_hops);
   m.flags = static_cast<std::uint8_t>((spec.inject && config_.model_ramps ? Flag::inject : 0) |
                                       (spec.eject && config_.model_ramps ? Flag::eject : 0) |
-                                      (x1 < x0 ? Flag::x_minus : 0) | (y1 < y0 ? Flag::y_minus : 0));
+                                      (r.x_minus ? Flag::x_minus : 0) | (r.y_minus ? Flag::y_minus : 0));
   m.span = SpanKind::message;
-  return id;
+  return new_item(m);
 }
 
 ItemId Network::send(const SendSpec& spec) {
@@ -185,14 +189,14 @@ ItemId Network::send(const SendSpec& spec) {
   if (config_.fidelity == Fidelity::packet) unit = config_.packet_wavelets;
   if (config_.fidelity == Fidelity::wavelet) unit = 1;
   const std::int64_t units = wavelets <= unit ? 1 : ceil_div(wavelets, unit);
-  const Ends e = ends_of(spec);
-  const std::int64_t hops = std::llabs(e.x0 - e.x1) + std::llabs(e.y0 - e.y1) + spec.folded_hops;
+  const Route route = route_of(spec);
+  const std::int64_t hops = route.nx + route.ny + spec.folded_hops;
   if (units > config_.max_items) {
     throw std::domain_error("sim::Network: a message of " + std::to_string(spec.bytes) + " bytes needs " +
                             std::to_string(units) + " transport units, more than the " +
                             std::to_string(config_.max_items) + " items a simulation may hold");
   }
-  const int relays = note_route(spec, e, units);
+  const int relays = note_route(spec, route, units);
   ++stats_.messages;
   stats_.units = checked_add(stats_.units, units, "transport units");
   stats_.wavelet_hops = checked_add(stats_.wavelet_hops, checked_mul(wavelets, hops, "wavelet-hops"), "wavelet-hops");
@@ -204,7 +208,7 @@ ItemId Network::send(const SendSpec& spec) {
     extra_[id] = relays * config_.relay_cycles;
   };
   if (units == 1) {
-    const ItemId id = new_message(spec, e, static_cast<double>(wavelets));
+    const ItemId id = new_message(spec, route, static_cast<double>(wavelets));
     mark_relays(id);
     return id;
   }
@@ -212,41 +216,26 @@ ItemId Network::send(const SendSpec& spec) {
   has_packets_ = true;
   const auto first = static_cast<std::uint32_t>(items_.size());
   for (std::int64_t u = 0; u < units; ++u) {
-    mark_relays(new_message(spec, e, static_cast<double>(std::min(unit, wavelets - u * unit))));
+    mark_relays(new_message(spec, route, static_cast<double>(std::min(unit, wavelets - u * unit))));
   }
-  const ItemId group = new_item(Kind::packets);
-  items_[group].a = static_cast<std::int32_t>(first);
-  items_[group].b = static_cast<std::int32_t>(units);
+  Item packets;
+  packets.kind = Kind::packets;
+  packets.a = static_cast<std::int32_t>(first);
+  packets.b = static_cast<std::int32_t>(units);
+  const ItemId group = new_item(packets);
   for (std::int64_t u = 0; u < units; ++u) add_edge(first + static_cast<ItemId>(u), group);
   return group;
 }
 
-void Network::depend(ItemId to) {
-  if (items_[to].deps++ == 0) unblocked_[to / 64] &= ~(std::uint64_t{1} << (to % 64));
-}
-
-void Network::add_edge(ItemId from, ItemId to) {
-  Item& source = items_[from];
-  if (source.successor == kNoItem) {
-    source.successor = to;
-  } else {
-    edges_.push_back(Edge{to, source.edges});
-    source.edges = static_cast<std::uint32_t>(edges_.size() - 1);
-  }
-  depend(to);
-}
-
-void Network::after(ItemId item, ItemId dependency) {
-  if (dependency == kNoItem) return;
+void Network::refuse_edge(ItemId item, ItemId dependency) const {
   if (ran_) throw InternalError("sim::Network: dependency added after run()");
   if (item >= items_.size() || dependency >= items_.size()) throw InternalError("sim::Network: unknown item");
+}
+
+void Network::after_packets(ItemId item, ItemId dependency) {
   const Item& it = items_[item];
-  if (it.kind == Kind::packets) {
-    const auto first = static_cast<ItemId>(it.a);
-    for (std::int32_t u = 0; u < it.b; ++u) add_edge(dependency, first + static_cast<ItemId>(u));
-  } else {
-    add_edge(dependency, item);
-  }
+  const auto first = static_cast<ItemId>(it.a);
+  for (std::int32_t u = 0; u < it.b; ++u) add_edge(dependency, first + static_cast<ItemId>(u));
 }
 
 void Network::add_stream_edge(ItemId from, ItemId to) {
@@ -416,31 +405,28 @@ Network::Event Network::pop() {
   return Event{now_bits_, next.item, next.step};
 }
 
-int Network::path_of(const Item& m) {
+// The run's per-item steps below are inline: each item passes through them once or twice.
+inline int Network::path_of(const Item& m) {
   return ((m.flags & Flag::inject) != 0 ? 1 : 0) + m.nx + m.ny + m.folded + ((m.flags & Flag::eject) != 0 ? 1 : 0);
 }
 
-bool Network::contested(const Item& it) const {
-  switch (it.kind) {
-    case Kind::task: return pe_tasks_[static_cast<std::size_t>(it.a)] > 1;
-    case Kind::message: {
-      // Contested if any channel on its path is shared: a message that started outside the queue
-      // and then met a shared channel would need a queue round trip that the ordered path avoids.
-      if (!shared_channels_) return false;
-      const int path = path_of(it);
-      double latency = 0.0;
-      for (int step = 0; step < path; ++step) {
-        if (channel_users_[channel_of(it, step, latency)] > 1) return true;
-      }
-      return false;
-    }
-    case Kind::join:
-    case Kind::packets: return false;
+bool Network::path_shared(const Item& m) const {
+  const int path = path_of(m);
+  double latency = 0.0;
+  for (int step = 0; step < path; ++step) {
+    if (channel_users_[channel_of(m, step, latency)] > 1) return true;
   }
-  return true;
+  return false;
 }
 
-void Network::notify(ItemId to, double finish) {
+inline bool Network::contested(const Item& it) const {
+  if (it.kind == Kind::task) return pe_tasks_[static_cast<std::size_t>(it.a)] > 1;
+  // A message is contested if any channel on its path is shared: one that started outside the queue
+  // and then met a shared channel would need a queue round trip that the ordered path avoids.
+  return it.kind == Kind::message && shared_channels_ && path_shared(it);
+}
+
+inline void Network::notify(ItemId to, double finish) {
   Item& next = items_[to];
   if (finish > next.ready) next.ready = finish;
   if (--next.deps != 0) return;
@@ -607,20 +593,17 @@ void Network::run() {
   if (shared_channels_) channel_free_.assign(n * kChannelsPerPe, 0.0);
   if (has_packets_) head_.assign(items_.size(), 0.0);
   if (has_streams_) tail_min_.assign(items_.size(), 0.0);
-  // Items ready from the start, listed before any runs (running one makes others ready).
-  std::vector<ItemId> initial;
+  // Items ready from the start (the bits are set only while building, so running one cannot add any).
   for (std::size_t word = 0; word < unblocked_.size(); ++word) {
     for (std::uint64_t bits = unblocked_[word]; bits != 0; bits &= bits - 1) {
-      initial.push_back(static_cast<ItemId>(word * 64 + static_cast<std::size_t>(__builtin_ctzll(bits))));
-    }
-  }
-  for (const ItemId id : initial) {
-    const Item& it = items_[id];
-    if (contested(it)) {
-      push(Event{bits_of(it.ready), id, 0});
-    } else {
-      process(Event{bits_of(it.ready), id, 0}, false);
-      drain_uncontested();
+      const auto id = static_cast<ItemId>(word * 64 + static_cast<std::size_t>(__builtin_ctzll(bits)));
+      const Item& it = items_[id];
+      if (contested(it)) {
+        push(Event{bits_of(it.ready), id, 0});
+      } else {
+        process(Event{bits_of(it.ready), id, 0}, false);
+        drain_uncontested();
+      }
     }
   }
   while (!empty()) {

@@ -213,22 +213,30 @@ class Network {
     std::uint32_t bucket;
   };
 
-  ItemId new_item(Kind kind);
-  // A message's end points as grid coordinates (one division each, shared by the helpers below).
-  struct Ends {
-    std::int64_t x0, y0, x1, y1;
+  ItemId new_item(const Item& item);
+  // The checks' error paths, out of line: each throws.
+  [[noreturn]] void refuse_item() const;
+  void refuse_task(std::int64_t pe, double duration_cycles) const;  // throws if the task is invalid
+  void refuse_edge(ItemId item, ItemId dependency) const;          // throws if the edge is invalid
+  void after_packets(ItemId item, ItemId dependency);
+  // A message's dimension-ordered route: hops along X then Y, their directions, and the turn.
+  struct Route {
+    std::int64_t nx = 0, ny = 0;
+    std::int64_t corner = 0;  // PE where the X leg turns into the Y leg
+    bool x_minus = false, y_minus = false;
   };
-  [[nodiscard]] Ends ends_of(const SendSpec& spec) const;
-  ItemId new_message(const SendSpec& spec, const Ends& e, double serial_cycles);
+  [[nodiscard]] Route route_of(const SendSpec& spec) const;
+  ItemId new_message(const SendSpec& spec, const Route& r, double serial_cycles);
   void depend(ItemId to);  // one more unfinished dependency of `to`
   void add_edge(ItemId from, ItemId to);
-  int note_route(const SendSpec& spec, const Ends& e, std::int64_t units);  // colours and channel users; returns the relays
+  int note_route(const SendSpec& spec, const Route& r, std::int64_t units);  // colours and channel users; returns the relays
   std::size_t channel_of(const Item& m, std::int64_t step, double& latency) const;
   void add_stream_edge(ItemId from, ItemId to);
   void process(Event ev, bool popped);  // popped: taken from the queue, in its order
   void complete(ItemId id, double finish, double head);
   void notify(ItemId to, double finish);
   [[nodiscard]] bool contested(const Item& it) const;
+  [[nodiscard]] bool path_shared(const Item& m) const;  // some channel of message m's path is shared
   [[nodiscard]] static int path_of(const Item& m);  // channels a message crosses, ramps included
   void drain_uncontested();
   void push(const Event& ev);
@@ -272,6 +280,7 @@ class Network {
   std::vector<double> extra_;          // relayed messages: software relay latency (sized to the last one)
   std::vector<std::uint64_t> unblocked_;  // bit per item: no dependency yet
   std::size_t completed_ = 0;          // items finished by run()
+  std::uint64_t width_reciprocal_ = 0; // 2^64 / width rounded up (0 for width 1): see route_of
   int link_shift_ = -1;                // log2(link_bytes_per_cycle) when a power of two
   bool has_packets_ = false;           // some message was split into packets
   bool shared_channels_ = false;       // some channel is crossed by more than one unit
@@ -281,5 +290,58 @@ class Network {
   double makespan_cycles_ = 0;
   bool ran_ = false;
 };
+
+// The builder's calls, made once per task, message and edge, are inline; their error paths are not.
+
+inline ItemId Network::new_item(const Item& item) {
+  if (ran_ || static_cast<std::int64_t>(items_.size()) >= config_.max_items) refuse_item();
+  const auto id = static_cast<ItemId>(items_.size());
+  items_.push_back(item);
+  // Ready from the start until it gets a dependency.
+  if (id % 64 == 0) unblocked_.push_back(0);
+  unblocked_[id / 64] |= std::uint64_t{1} << (id % 64);
+  return id;
+}
+
+inline ItemId Network::task(std::int64_t pe, double duration_cycles, SpanKind kind) {
+  if (pe < 0 || pe >= pes() || !(duration_cycles >= 0.0)) refuse_task(pe, duration_cycles);
+  Item it;
+  it.kind = Kind::task;
+  it.a = static_cast<std::int32_t>(pe);
+  it.length = duration_cycles;
+  it.span = kind;
+  const ItemId id = new_item(it);
+  auto& placed = pe_tasks_[static_cast<std::size_t>(pe)];
+  if (placed < 2) ++placed;
+  ++stats_.tasks;
+  return id;
+}
+
+inline ItemId Network::join() { return new_item(Item{}); }
+
+inline void Network::depend(ItemId to) {
+  if (items_[to].deps++ == 0) unblocked_[to / 64] &= ~(std::uint64_t{1} << (to % 64));
+}
+
+inline void Network::add_edge(ItemId from, ItemId to) {
+  Item& source = items_[from];
+  if (source.successor == kNoItem) {
+    source.successor = to;
+  } else {
+    edges_.push_back(Edge{to, source.edges});
+    source.edges = static_cast<std::uint32_t>(edges_.size() - 1);
+  }
+  depend(to);
+}
+
+inline void Network::after(ItemId item, ItemId dependency) {
+  if (dependency == kNoItem) return;
+  if (ran_ || item >= items_.size() || dependency >= items_.size()) refuse_edge(item, dependency);
+  if (items_[item].kind == Kind::packets) {
+    after_packets(item, dependency);
+  } else {
+    add_edge(dependency, item);
+  }
+}
 
 }  // namespace wavel::sim
