@@ -443,7 +443,7 @@ void Network::drain_uncontested() {
   while (!uncontested_.empty()) {
     const ItemId id = uncontested_.back();
     uncontested_.pop_back();
-    process(Event{bits_of(items_[id].ready), id, 0}, false);
+    run_alone(id);
   }
 }
 
@@ -494,8 +494,65 @@ std::size_t Network::channel_of(const Item& m, std::int64_t step, double& latenc
   return static_cast<std::size_t>(m.b) * kChannelsPerPe + static_cast<std::size_t>(Port::ramp_out);
 }
 
-void Network::process(Event ev, bool popped) {
-  // A message keeps moving without a round trip through the heap while its next step would be
+inline void Network::finish_task(ItemId id, const Item& it, double start) {
+  const double end = start + it.length;
+  if (config_.record_spans) spans_.push_back(Span{id, it.a, -1, it.span, start, end});
+  complete(id, end, end);
+}
+
+inline void Network::stretch_for_stream(ItemId id, Item& m, double start) {
+  // Streaming: the last wavelet cannot leave before the upstream has delivered it, so the body holds
+  // every channel until then (the pipeline runs at the slower of the two).
+  if ((m.flags & Flag::streamed) != 0) m.length = std::max(m.length, tail_min_[id] - start);
+}
+
+inline void Network::deliver(ItemId id, const Item& m, double first_start, double head, double extra) {
+  const double delivered = head + m.length + extra;
+  if (config_.record_spans) spans_.push_back(Span{id, m.a, m.b, SpanKind::message, first_start, delivered});
+  complete(id, delivered, head + std::min(1.0, m.length) + extra);
+}
+
+void Network::run_alone(ItemId id) {
+  ++stats_.events;
+  Item& it = items_[id];
+  const double now = it.ready;
+  switch (it.kind) {
+    case Kind::task:
+      finish_task(id, it, now);  // its PE has no other task: free when it is ready
+      return;
+    case Kind::join:
+      complete(id, now, now);
+      return;
+    case Kind::packets:
+      // Its first packet's first wavelet, but never before now (events do not go back in time).
+      complete(id, now, std::max(now, head_[static_cast<std::size_t>(it.a)]));
+      return;
+    case Kind::message: {
+      const int path = path_of(it);
+      const double extra = (it.flags & Flag::relayed) != 0 ? extra_[id] : 0.0;
+      if (path == 0) {
+        const double end = std::max(now, (it.flags & Flag::streamed) != 0 ? tail_min_[id] : now) + extra;
+        if (config_.record_spans) spans_.push_back(Span{id, it.a, it.b, SpanKind::message, now, end});
+        complete(id, end, now + extra);
+        return;
+      }
+      // Alone on every channel of its path: each channel is free when the head reaches it, so the
+      // delivery is closed-form. These are the additions the queued walk in process() makes, in the
+      // same order, so the times are bit-identical; each channel still counts as an event step.
+      stats_.events += path - 1;
+      stretch_for_stream(id, it, now);
+      if (config_.record_spans) first_start_[id] = now;
+      double head = now;
+      for (int link = it.nx + it.ny + it.folded; link > 0; --link) head += config_.hop_cycles;
+      deliver(id, it, now, head, extra);
+      return;
+    }
+  }
+}
+
+void Network::process(Event ev) {
+  // Only what contends is queued: a task on a shared PE, or a message with a shared channel on its
+  // path. A message keeps moving without a round trip through the heap while its next step would be
   // popped next anyway: keys are unique, so this is the same order as pushing it.
   std::size_t next_channel = ~std::size_t{0};  // the channel of ev.step when the loop goes on
   double next_latency = 0.0;
@@ -503,80 +560,34 @@ void Network::process(Event ev, bool popped) {
     ++stats_.events;
     const double now = time_of(ev.time_bits);
     Item& it = items_[ev.item];
-    switch (it.kind) {
-      case Kind::task: {
-        // A PE with one task is free when it is ready; only a shared PE keeps its free time.
-        const auto pe = static_cast<std::size_t>(it.a);
-        const bool shared = pe_tasks_[pe] > 1;
-        const double start = shared ? std::max(now, pe_free_[pe]) : now;
-        const double end = start + it.length;
-        if (shared) pe_free_[pe] = end;
-        if (config_.record_spans) spans_.push_back(Span{ev.item, it.a, -1, it.span, start, end});
-        complete(ev.item, end, end);
-        return;
-      }
-      case Kind::join:
-        complete(ev.item, now, now);
-        return;
-      case Kind::packets:
-        // Its first packet's first wavelet, but never before now (events do not go back in time).
-        complete(ev.item, now, std::max(now, head_[static_cast<std::size_t>(it.a)]));
-        return;
-      case Kind::message: {
-        const int path = path_of(it);
-        const double extra = (it.flags & Flag::relayed) != 0 ? extra_[ev.item] : 0.0;
-        if (path == 0) {
-          const double end = std::max(now, (it.flags & Flag::streamed) != 0 ? tail_min_[ev.item] : now) + extra;
-          if (config_.record_spans) spans_.push_back(Span{ev.item, it.a, it.b, SpanKind::message, now, end});
-          complete(ev.item, end, now + extra);
-          return;
-        }
-        if (!popped && ev.step == 0) {
-          // Alone on every channel of its path (the queue was skipped): each channel is free when the
-          // head reaches it, so the delivery is closed-form. The same additions as the step-by-step
-          // walk below, in the same order, so the times are bit-identical; each channel still counts
-          // as an event step.
-          stats_.events += path - 1;
-          if ((it.flags & Flag::streamed) != 0) it.length = std::max(it.length, tail_min_[ev.item] - now);
-          if (config_.record_spans) first_start_[ev.item] = now;
-          double head = now;
-          for (int link = it.nx + it.ny + it.folded; link > 0; --link) head += config_.hop_cycles;
-          const double delivered = head + it.length + extra;
-          if (config_.record_spans) spans_.push_back(Span{ev.item, it.a, it.b, SpanKind::message, now, delivered});
-          complete(ev.item, delivered, head + std::min(1.0, it.length) + extra);
-          return;
-        }
-        double latency = next_latency;
-        const std::size_t channel = next_channel != ~std::size_t{0} ? next_channel : channel_of(it, ev.step, latency);
-        // Likewise a channel this unit alone crosses is free when the unit reaches it.
-        const bool shared = channel_users_[channel] > 1;
-        const double start = shared ? std::max(now, channel_free_[channel]) : now;
-        if (ev.step == 0 && (it.flags & Flag::streamed) != 0) {
-          // Streaming: the last wavelet cannot leave before the upstream has delivered it, so the
-          // body holds every channel until then (the pipeline runs at the slower of the two).
-          it.length = std::max(it.length, tail_min_[ev.item] - start);
-        }
-        if (shared) channel_free_[channel] = start + it.length;
-        if (config_.record_spans && ev.step == 0) first_start_[ev.item] = start;
-        if (static_cast<int>(ev.step) + 1 == path) {
-          const double delivered = start + latency + it.length + extra;
-          if (config_.record_spans) {
-            spans_.push_back(Span{ev.item, it.a, it.b, SpanKind::message, first_start_[ev.item], delivered});
-          }
-          complete(ev.item, delivered, start + latency + std::min(1.0, it.length) + extra);
-          return;
-        }
-        ev.time_bits = bits_of(start + latency);
-        ++ev.step;
-        // The next channel is taken now if no other unit ever crosses it (its turn cannot be
-        // contested) or if its request would be popped next anyway: either way the order is the same.
-        // (An item not popped from the queue runs outside its order: then it is always queued.)
-        next_channel = channel_of(it, ev.step, next_latency);
-        if (channel_users_[next_channel] < 2 || (popped && is_next(ev))) continue;
-        push(ev);
-        return;
-      }
+    if (it.kind == Kind::task) {
+      const auto pe = static_cast<std::size_t>(it.a);
+      const double start = std::max(now, pe_free_[pe]);
+      pe_free_[pe] = start + it.length;
+      finish_task(ev.item, it, start);
+      return;
     }
+    const int path = path_of(it);
+    double latency = next_latency;
+    const std::size_t channel = next_channel != ~std::size_t{0} ? next_channel : channel_of(it, ev.step, latency);
+    // A channel this unit alone crosses is free when the unit reaches it.
+    const bool shared = channel_users_[channel] > 1;
+    const double start = shared ? std::max(now, channel_free_[channel]) : now;
+    if (ev.step == 0) stretch_for_stream(ev.item, it, start);
+    if (shared) channel_free_[channel] = start + it.length;
+    if (config_.record_spans && ev.step == 0) first_start_[ev.item] = start;
+    if (static_cast<int>(ev.step) + 1 == path) {
+      const double extra = (it.flags & Flag::relayed) != 0 ? extra_[ev.item] : 0.0;
+      deliver(ev.item, it, config_.record_spans ? first_start_[ev.item] : start, start + latency, extra);
+      return;
+    }
+    ev.time_bits = bits_of(start + latency);
+    ++ev.step;
+    // The next channel is taken now if no other unit ever crosses it (its turn cannot be contested)
+    // or if its request would be popped next anyway: either way the order is the same.
+    next_channel = channel_of(it, ev.step, next_latency);
+    if (channel_users_[next_channel] < 2 || is_next(ev)) continue;
+    push(ev);
     return;
   }
 }
@@ -601,7 +612,7 @@ void Network::run() {
       if (contested(it)) {
         push(Event{bits_of(it.ready), id, 0});
       } else {
-        process(Event{bits_of(it.ready), id, 0}, false);
+        run_alone(id);
         drain_uncontested();
       }
     }
@@ -610,7 +621,7 @@ void Network::run() {
     const Event ev = pop();
     // The next event at this time is known: start loading its item while this one runs.
     if (current_next_ < current_.size()) __builtin_prefetch(&items_[current_[current_next_].item]);
-    process(ev, true);
+    process(ev);
     drain_uncontested();
   }
   if (completed_ != items_.size()) throw InternalError("sim::Network: an item never became ready (dependency cycle)");

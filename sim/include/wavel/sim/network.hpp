@@ -232,7 +232,11 @@ class Network {
   int note_route(const SendSpec& spec, const Route& r, std::int64_t units);  // colours and channel users; returns the relays
   std::size_t channel_of(const Item& m, std::int64_t step, double& latency) const;
   void add_stream_edge(ItemId from, ItemId to);
-  void process(Event ev, bool popped);  // popped: taken from the queue, in its order
+  void process(Event ev);      // a queued event, taken from the queue in its order
+  void run_alone(ItemId id);   // an item that contends for nothing, as soon as it is ready
+  void finish_task(ItemId id, const Item& it, double start);
+  void stretch_for_stream(ItemId id, Item& m, double start);
+  void deliver(ItemId id, const Item& m, double first_start, double head, double extra);
   void complete(ItemId id, double finish, double head);
   void notify(ItemId to, double finish);
   [[nodiscard]] bool contested(const Item& it) const;
