@@ -107,7 +107,6 @@ Network::Route Network::route_of(const SendSpec& spec) const {
 }
 
 int Network::note_route(const SendSpec& spec, const Route& r, std::int64_t units) {
-  if (spec.colour < 0 || spec.colour > 63) throw InternalError("sim::Network: colour outside 0..63");
   const std::uint64_t bit = std::uint64_t{1} << spec.colour;
   const std::int64_t w = config_.width_pes;
   const auto add = static_cast<unsigned>(std::min<std::int64_t>(units, 2));
@@ -174,7 +173,7 @@ ItemId Network::new_message(const SendSpec& spec, const Route& r, double serial_
   return new_item(m);
 }
 
-ItemId Network::send(const SendSpec& spec) {
+void Network::refuse_send(const SendSpec& spec) const {
   if (spec.src_pe < 0 || spec.src_pe >= pes() || spec.dst_pe < 0 || spec.dst_pe >= pes()) {
     throw InternalError("sim::Network: message endpoint off the mesh");
   }
@@ -182,6 +181,17 @@ ItemId Network::send(const SendSpec& spec) {
     throw InternalError("sim::Network: folded hops must be 0..2 and only on a message to itself");
   }
   if (spec.bytes < 0) throw InternalError("sim::Network: negative message size");
+  if (spec.colour < 0 || spec.colour > 63) throw InternalError("sim::Network: colour outside 0..63");
+}
+
+ItemId Network::send(const SendSpec& spec) {
+  const std::int64_t n = pes();
+  if (static_cast<std::uint64_t>(spec.src_pe) >= static_cast<std::uint64_t>(n) ||
+      static_cast<std::uint64_t>(spec.dst_pe) >= static_cast<std::uint64_t>(n) || spec.bytes < 0 ||
+      static_cast<unsigned>(spec.colour) > 63u || static_cast<unsigned>(spec.folded_hops) > 2u ||
+      (spec.folded_hops > 0 && spec.src_pe != spec.dst_pe)) {
+    refuse_send(spec);
+  }
   const std::int64_t wavelets =
       link_shift_ >= 0 ? (spec.bytes >> link_shift_) + ((spec.bytes & (config_.link_bytes_per_cycle - 1)) != 0 ? 1 : 0)
                        : ceil_div(spec.bytes, config_.link_bytes_per_cycle);

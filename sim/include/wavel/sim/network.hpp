@@ -218,6 +218,7 @@ class Network {
   [[noreturn]] void refuse_item() const;
   void refuse_task(std::int64_t pe, double duration_cycles) const;  // throws if the task is invalid
   void refuse_edge(ItemId item, ItemId dependency) const;          // throws if the edge is invalid
+  void refuse_send(const SendSpec& spec) const;                    // throws if the message is invalid
   void after_packets(ItemId item, ItemId dependency);
   // A message's dimension-ordered route: hops along X then Y, their directions, and the turn.
   struct Route {
