@@ -118,6 +118,25 @@ TEST_CASE("sim: one message of B bytes over H hops takes H*hop + ceil(B/4) cycle
   }
 }
 
+TEST_CASE("sim: a route's hops on meshes of any width, from (x, y) = (pe % w, pe / w)") {
+  // The network finds a PE's row by multiplying with a reciprocal of the width, not by dividing:
+  // a lone 4-byte message from a to b crosses |dx| + |dy| links, so it is delivered after
+  // |dx| + |dy| + 1 cycles and counts |dx| + |dy| wavelet-hops.
+  for (const std::int64_t w : {1, 2, 3, 7, 13, 64, 755}) {
+    const std::int64_t h = w == 1 ? 9 : 3;
+    const std::int64_t pes = w * h;
+    for (std::int64_t k = 0; k < 40; ++k) {
+      const std::int64_t a = (k * 7919) % pes, b = (k * 104729 + 17) % pes;
+      const std::int64_t hops = std::abs(a % w - b % w) + std::abs(a / w - b / w);
+      sim::Network net(mesh(w, h));
+      const auto m = net.send(message(a, b, 4));
+      net.run();
+      CHECK(net.stats().wavelet_hops == hops);
+      CHECK(net.finish_cycles(m) == static_cast<double>(hops + 1));
+    }
+  }
+}
+
 TEST_CASE("sim: ring shift on an interleaved ring takes 2*hop + ceil(B/4)") {
   // The ring visits every position once, and neighbours are at most 2 hops apart.
   CHECK(sim::interleaved_next(0, 6) == 2);
