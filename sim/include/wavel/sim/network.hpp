@@ -117,8 +117,9 @@ struct NetworkStats {
 ///    event, so the order is total and every run is bit-identical.
 ///  - An item that contends for nothing (a join, a task alone on its PE, a message alone on every
 ///    channel of its path) is processed as soon as its last dependency finishes, without the queue:
-///    its times cannot depend on the order. A kernel without contention is then a sweep of its
-///    dependency graph.
+///    its times cannot depend on the order. Such a message is delivered in closed form (each channel
+///    is free when its head arrives; the events still count one step per channel). A kernel without
+///    contention is then a sweep of its dependency graph.
 ///  - Streaming (stream()): a message that forwards what an upstream message delivers (a reduction
 ///    step: receive wavelet i, add, send wavelet i) may enter its first channel once the upstream's
 ///    first wavelet is delivered plus stream_latency, and its last wavelet leaves no earlier than the
