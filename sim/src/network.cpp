@@ -6,6 +6,7 @@
 #include <cstring>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 
 #include "wavel/common/error.hpp"
 #include "wavel/sim/microarch.hpp"
@@ -38,6 +39,62 @@ std::string_view to_string(SpanKind kind) {
   return "compute";
 }
 
+// Fresh multi-megabyte arrays per op cost page faults: a third of a 256x256 allreduce's time went to
+// the kernel mapping and zeroing pages. Every array is empty when a network starts, as if new.
+struct Network::Spare {
+  std::vector<Item> items;
+  std::vector<Edge> edges;
+  std::vector<double> channel_free, pe_free, first_start, head, tail_min, extra;
+  std::vector<std::uint64_t> colours, unblocked, table_keys;
+  std::vector<std::uint8_t> pe_tasks, colour_count, channel_users;
+  std::vector<std::uint32_t> uncontested, table_buckets, free_buckets;
+  std::vector<TimeSlot> times;
+  std::vector<Pending> current, late;
+};
+
+Network::Spare& Network::spare() {
+  thread_local Spare kept;
+  return kept;
+}
+
+template <class F>
+void Network::pair_arrays(Spare& kept, F&& f) {
+  f(items_, kept.items);
+  f(edges_, kept.edges);
+  f(channel_free_, kept.channel_free);
+  f(pe_free_, kept.pe_free);
+  f(first_start_, kept.first_start);
+  f(head_, kept.head);
+  f(tail_min_, kept.tail_min);
+  f(extra_, kept.extra);
+  f(colours_, kept.colours);
+  f(unblocked_, kept.unblocked);
+  f(table_keys_, kept.table_keys);
+  f(pe_tasks_, kept.pe_tasks);
+  f(colour_count_, kept.colour_count);
+  f(channel_users_, kept.channel_users);
+  f(uncontested_, kept.uncontested);
+  f(table_buckets_, kept.table_buckets);
+  f(free_buckets_, kept.free_buckets);
+  f(times_, kept.times);
+  f(current_, kept.current);
+  f(late_, kept.late);
+}
+
+Network::~Network() {
+  // Kept only up to 256 MiB: a rank should not hold the memory of an exceptionally large op.
+  constexpr std::size_t kKeptBytes = std::size_t{256} << 20;
+  std::size_t bytes = 0;
+  pair_arrays(spare(), [&](auto& mine, auto&) {
+    bytes += mine.capacity() * sizeof(typename std::decay_t<decltype(mine)>::value_type);
+  });
+  if (bytes > kKeptBytes) return;
+  pair_arrays(spare(), [](auto& mine, auto& kept) {
+    mine.clear();
+    mine.swap(kept);
+  });
+}
+
 Network::Network(const NetworkConfig& config) : config_(config) {
   if (config_.width_pes < 1 || config_.height_pes < 1 || config_.link_bytes_per_cycle < 1 ||
       config_.packet_wavelets < 1) {
@@ -50,6 +107,10 @@ Network::Network(const NetworkConfig& config) : config_(config) {
                             std::to_string(config_.height_pes) + " mesh is too large to simulate");
   }
   config_.max_items = std::min<std::int64_t>(std::max<std::int64_t>(1, config_.max_items), std::int64_t{1} << 30);
+  pair_arrays(spare(), [](auto& mine, auto& kept) {
+    mine.swap(kept);
+    mine.clear();
+  });
   const auto n = static_cast<std::size_t>(pes());
   pe_tasks_.assign(n, 0);
   // A power-of-two link width (4 bytes on every wafer) turns the per-message division into a shift.

@@ -133,6 +133,10 @@ class Network {
  public:
   /// Throws wavel::InternalError on a non-positive size or bandwidth.
   explicit Network(const NetworkConfig& config);
+  /// Leaves the network's arrays, emptied, to the next network this thread builds (see Spare).
+  ~Network();
+  Network(const Network&) = delete;
+  Network& operator=(const Network&) = delete;
 
   [[nodiscard]] const NetworkConfig& config() const { return config_; }
   [[nodiscard]] std::int64_t pes() const { return config_.width_pes * config_.height_pes; }
@@ -214,6 +218,12 @@ class Network {
     std::uint32_t bucket;
   };
 
+  // A thread's arrays from its last network, empty but with their capacity, so that the next network
+  // reuses pages the kernel has already mapped (network.cpp).
+  struct Spare;
+  static Spare& spare();
+  template <class F>
+  void pair_arrays(Spare& kept, F&& f);  // f(member array, the spare one) for every pooled array
   ItemId new_item(const Item& item);
   // The checks' error paths, out of line: each throws.
   [[noreturn]] void refuse_item() const;
