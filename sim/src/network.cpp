@@ -497,15 +497,19 @@ inline bool Network::contested(const Item& it) const {
   return it.kind == Kind::message && shared_channels_ && path_shared(it);
 }
 
+inline void Network::become_ready(ItemId id) {
+  const Item& it = items_[id];
+  if (contested(it)) {
+    push(Event{bits_of(it.ready), id, 0});
+  } else {
+    uncontested_.push_back(id);
+  }
+}
+
 inline void Network::notify(ItemId to, double finish) {
   Item& next = items_[to];
   if (finish > next.ready) next.ready = finish;
-  if (--next.deps != 0) return;
-  if (contested(next)) {
-    push(Event{bits_of(next.ready), to, 0});
-  } else {
-    uncontested_.push_back(to);
-  }
+  if (--next.deps == 0) become_ready(to);
 }
 
 void Network::drain_uncontested() {
@@ -678,14 +682,8 @@ void Network::run() {
   // Items ready from the start (the bits are set only while building, so running one cannot add any).
   for (std::size_t word = 0; word < unblocked_.size(); ++word) {
     for (std::uint64_t bits = unblocked_[word]; bits != 0; bits &= bits - 1) {
-      const auto id = static_cast<ItemId>(word * 64 + static_cast<std::size_t>(__builtin_ctzll(bits)));
-      const Item& it = items_[id];
-      if (contested(it)) {
-        push(Event{bits_of(it.ready), id, 0});
-      } else {
-        run_alone(id);
-        drain_uncontested();
-      }
+      become_ready(static_cast<ItemId>(word * 64 + static_cast<std::size_t>(__builtin_ctzll(bits))));
+      drain_uncontested();
     }
   }
   while (!empty()) {

@@ -251,6 +251,7 @@ class Network {
   void deliver(ItemId id, const Item& m, double first_start, double head, double extra);
   void complete(ItemId id, double finish, double head);
   void notify(ItemId to, double finish);
+  void become_ready(ItemId id);  // queued if it contends for something, else run outside the queue
   [[nodiscard]] bool contested(const Item& it) const;
   [[nodiscard]] bool path_shared(const Item& m) const;  // some channel of message m's path is shared
   [[nodiscard]] static int path_of(const Item& m);  // channels a message crosses, ramps included
