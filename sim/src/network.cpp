@@ -136,23 +136,6 @@ void Network::refuse_item() const {
                           " work items (messages, tasks); the op is too large to simulate at this fidelity");
 }
 
-ItemRange Network::tasks(std::int64_t first_pe, std::int64_t stride_pes, std::int64_t count, double duration_cycles,
-                         SpanKind kind) {
-  if (count < 0 || stride_pes < -pes() || stride_pes > pes()) {
-    throw InternalError("sim::Network: a run of tasks needs a count >= 0 and a stride inside the mesh");
-  }
-  if (count == 0) return ItemRange{};
-  if (count > config_.max_items) refuse_item();
-  // The PEs move linearly with k: the first and the last bound every other one.
-  const std::int64_t last_pe = first_pe + (count - 1) * stride_pes;
-  refuse_task(first_pe, duration_cycles);
-  refuse_task(last_pe, duration_cycles);
-  const ItemRange out{static_cast<ItemId>(items_.size()), 1, count};
-  for (std::int64_t k = 0, pe = first_pe; k < count; ++k, pe += stride_pes) add_task(pe, duration_cycles, kind);
-  stats_.tasks += count;
-  return out;
-}
-
 void Network::reserve(std::size_t items, std::size_t edges) {
   items_.reserve(items);
   edges_.reserve(edges);
@@ -163,17 +146,17 @@ void Network::refuse_task(std::int64_t pe, double duration_cycles) const {
   if (!(duration_cycles >= 0.0)) throw InternalError("sim::Network: negative or NaN task duration");
 }
 
-std::uint32_t Network::row_of(std::int64_t pe) const {
-  // PE indices fit 32 bits (checked in the constructor), so pe / width is one multiply by a 64-bit
-  // reciprocal (exact for every 32-bit numerator; Lemire, Kaser and Kurz 2019), not a division.
-  if (width_reciprocal_ == 0) return static_cast<std::uint32_t>(pe);  // width 1
-  __extension__ using U128 = unsigned __int128;
-  return static_cast<std::uint32_t>((static_cast<U128>(width_reciprocal_) * static_cast<std::uint64_t>(pe)) >> 64);
-}
-
 Network::Route Network::route_of(const SendSpec& spec) const {
+  // PE indices fit 32 bits (checked in the constructor), so y = pe / width is one multiply by a
+  // 64-bit reciprocal (exact for every 32-bit numerator; Lemire, Kaser and Kurz 2019) instead of a
+  // division per end point.
   const auto w = static_cast<std::uint32_t>(config_.width_pes);
-  const std::uint32_t y0 = row_of(spec.src_pe), y1 = row_of(spec.dst_pe);
+  auto y_of = [&](std::int64_t pe) {
+    if (width_reciprocal_ == 0) return static_cast<std::uint32_t>(pe);  // width 1
+    __extension__ using U128 = unsigned __int128;
+    return static_cast<std::uint32_t>((static_cast<U128>(width_reciprocal_) * static_cast<std::uint64_t>(pe)) >> 64);
+  };
+  const std::uint32_t y0 = y_of(spec.src_pe), y1 = y_of(spec.dst_pe);
   const std::uint32_t x0 = static_cast<std::uint32_t>(spec.src_pe) - y0 * w, x1 = static_cast<std::uint32_t>(spec.dst_pe) - y1 * w;
   Route r;
   r.x_minus = x1 < x0;
@@ -184,66 +167,59 @@ Network::Route Network::route_of(const SendSpec& spec) const {
   return r;
 }
 
-void Network::list_route(const SendSpec& spec, const Route& r) {
-  route_channels_.clear();
-  route_routers_.clear();
-  auto channel = [&](std::int64_t pe, Port port) {
-    route_channels_.push_back(pe * kChannelsPerPe + static_cast<std::int64_t>(port));
-  };
-  // Every router from source to destination, each with the channel it drives along the route.
+int Network::note_route(const SendSpec& spec, const Route& r, std::int64_t units) {
+  const std::uint64_t bit = std::uint64_t{1} << spec.colour;
   const std::int64_t w = config_.width_pes;
-  const std::int64_t step_x = r.x_minus ? -1 : 1, step_y = r.y_minus ? -w : w;
-  const Port port_x = r.x_minus ? Port::west : Port::east, port_y = r.y_minus ? Port::north : Port::south;
-  if (spec.inject && config_.model_ramps) channel(spec.src_pe, Port::ramp_in);
-  std::int64_t pe = spec.src_pe;
-  for (std::int64_t k = 0; k < r.nx; ++k, pe += step_x) {
-    route_routers_.push_back(pe);
-    channel(pe, port_x);
-  }
-  for (std::int64_t k = 0; k < r.ny; ++k, pe += step_y) {
-    route_routers_.push_back(pe);
-    channel(pe, port_y);
-  }
-  route_routers_.push_back(pe);
-  if (spec.folded_hops > 0) channel(spec.src_pe, Port::north);
-  if (spec.folded_hops > 1) channel(spec.src_pe, Port::south);
-  if (spec.eject && config_.model_ramps) channel(spec.dst_pe, Port::ramp_out);
-}
-
-int Network::note_route(std::int64_t shift_pes, int colour, std::int64_t units) {
+  const auto add = static_cast<unsigned>(std::min<std::int64_t>(units, 2));
   // Raw pointers and a local flag: a store through a uint8_t may alias anything, so members would be
   // reloaded after every count.
   std::uint8_t* const users = channel_users_.data();
-  const std::int64_t shift_channels = shift_pes * kChannelsPerPe;
-  const auto add = static_cast<unsigned>(std::min<std::int64_t>(units, 2));
   unsigned most = 0;
-  for (const std::int64_t c : route_channels_) {
-    std::uint8_t& u = users[c + shift_channels];
+  auto use = [&](std::int64_t pe, Port port) {
+    auto& u = users[static_cast<std::size_t>(pe) * kChannelsPerPe + static_cast<std::size_t>(port)];
     const unsigned now = std::min(2u, u + add);
     u = static_cast<std::uint8_t>(now);
     most = std::max(most, now);
-  }
-  if (most > 1) shared_channels_ = true;
+  };
   std::uint64_t* const sets = colours_.data();
   std::uint8_t* const counts = colour_count_.data();
-  const std::uint64_t bit = std::uint64_t{1} << colour;
   const std::int64_t routable = config_.routable_colours;
   int relays = 0;
-  for (const std::int64_t first_pe : route_routers_) {
-    const std::int64_t pe = first_pe + shift_pes;
-    if ((sets[pe] & bit) != 0) continue;  // most routes reuse colours the router already carries
-    if (counts[pe] >= routable) {
+  auto mark = [&](std::int64_t pe) {
+    auto& set = sets[static_cast<std::size_t>(pe)];
+    if ((set & bit) != 0) return;  // most routes reuse colours the router already carries
+    auto& count = counts[static_cast<std::size_t>(pe)];
+    if (count >= routable) {
       ++relays;  // out of colours: this router hands the route to its PE, which re-sends it
-      continue;
+      return;
     }
-    sets[pe] |= bit;
-    ++counts[pe];
+    set |= bit;
+    ++count;
+  };
+  // Every router from source to destination, each with the channel it drives along the route.
+  const std::int64_t step_x = r.x_minus ? -1 : 1, step_y = r.y_minus ? -w : w;
+  const Port port_x = r.x_minus ? Port::west : Port::east, port_y = r.y_minus ? Port::north : Port::south;
+  if (spec.inject && config_.model_ramps) use(spec.src_pe, Port::ramp_in);
+  std::int64_t pe = spec.src_pe;
+  for (std::int64_t k = 0; k < r.nx; ++k, pe += step_x) {
+    mark(pe);
+    use(pe, port_x);
   }
+  for (std::int64_t k = 0; k < r.ny; ++k, pe += step_y) {
+    mark(pe);
+    use(pe, port_y);
+  }
+  mark(pe);
+  if (spec.folded_hops > 0) use(spec.src_pe, Port::north);
+  if (spec.folded_hops > 1) use(spec.src_pe, Port::south);
+  if (spec.eject && config_.model_ramps) use(spec.dst_pe, Port::ramp_out);
+  if (most > 1) shared_channels_ = true;
   return relays;
 }
 
 ItemId Network::new_message(const SendSpec& spec, const Route& r, double serial_cycles) {
-  Item& m = new_item(Kind::message);
+  Item m;
+  m.kind = Kind::message;
   m.length = serial_cycles;
   m.a = static_cast<std::int32_t>(spec.src_pe);
   m.b = static_cast<std::int32_t>(spec.dst_pe);
@@ -255,14 +231,7 @@ ItemId Network::new_message(const SendSpec& spec, const Route& r, double serial_
                                       (spec.eject && config_.model_ramps ? Flag::eject : 0) |
                                       (r.x_minus ? Flag::x_minus : 0) | (r.y_minus ? Flag::y_minus : 0));
   m.span = SpanKind::message;
-  return static_cast<ItemId>(items_.size() - 1);
-}
-
-bool Network::send_valid(const SendSpec& spec) const {
-  const auto n = static_cast<std::uint64_t>(pes());
-  return static_cast<std::uint64_t>(spec.src_pe) < n && static_cast<std::uint64_t>(spec.dst_pe) < n && spec.bytes >= 0 &&
-         static_cast<unsigned>(spec.colour) <= 63u && static_cast<unsigned>(spec.folded_hops) <= 2u &&
-         (spec.folded_hops == 0 || spec.src_pe == spec.dst_pe);
+  return new_item(m);
 }
 
 void Network::refuse_send(const SendSpec& spec) const {
@@ -276,109 +245,57 @@ void Network::refuse_send(const SendSpec& spec) const {
   if (spec.colour < 0 || spec.colour > 63) throw InternalError("sim::Network: colour outside 0..63");
 }
 
-std::int64_t Network::wavelets_of(std::int64_t bytes) const {
-  return link_shift_ >= 0 ? (bytes >> link_shift_) + ((bytes & (config_.link_bytes_per_cycle - 1)) != 0 ? 1 : 0)
-                          : ceil_div(bytes, config_.link_bytes_per_cycle);
-}
-
-std::int64_t Network::units_of(std::int64_t bytes, std::int64_t wavelets, std::int64_t& unit) const {
-  unit = wavelets;
+ItemId Network::send(const SendSpec& spec) {
+  const std::int64_t n = pes();
+  if (static_cast<std::uint64_t>(spec.src_pe) >= static_cast<std::uint64_t>(n) ||
+      static_cast<std::uint64_t>(spec.dst_pe) >= static_cast<std::uint64_t>(n) || spec.bytes < 0 ||
+      static_cast<unsigned>(spec.colour) > 63u || static_cast<unsigned>(spec.folded_hops) > 2u ||
+      (spec.folded_hops > 0 && spec.src_pe != spec.dst_pe)) {
+    refuse_send(spec);
+  }
+  const std::int64_t wavelets =
+      link_shift_ >= 0 ? (spec.bytes >> link_shift_) + ((spec.bytes & (config_.link_bytes_per_cycle - 1)) != 0 ? 1 : 0)
+                       : ceil_div(spec.bytes, config_.link_bytes_per_cycle);
+  std::int64_t unit = wavelets;
   if (config_.fidelity == Fidelity::packet) unit = config_.packet_wavelets;
   if (config_.fidelity == Fidelity::wavelet) unit = 1;
   const std::int64_t units = wavelets <= unit ? 1 : ceil_div(wavelets, unit);
+  const Route route = route_of(spec);
+  const std::int64_t hops = route.nx + route.ny + spec.folded_hops;
   if (units > config_.max_items) {
-    throw std::domain_error("sim::Network: a message of " + std::to_string(bytes) + " bytes needs " +
+    throw std::domain_error("sim::Network: a message of " + std::to_string(spec.bytes) + " bytes needs " +
                             std::to_string(units) + " transport units, more than the " +
                             std::to_string(config_.max_items) + " items a simulation may hold");
   }
-  return units;
-}
-
-void Network::count_sends(std::int64_t messages, std::int64_t units, std::int64_t wavelet_hops, std::int64_t relays) {
-  stats_.messages += messages;
+  const int relays = note_route(spec, route, units);
+  ++stats_.messages;
   stats_.units = checked_add(stats_.units, units, "transport units");
-  stats_.wavelet_hops = checked_add(stats_.wavelet_hops, wavelet_hops, "wavelet-hops");
+  stats_.wavelet_hops = checked_add(stats_.wavelet_hops, checked_mul(wavelets, hops, "wavelet-hops"), "wavelet-hops");
   stats_.relays += relays;
-}
-
-void Network::mark_relays(ItemId id, int relays) {
-  if (relays == 0) return;
-  items_[id].flags = static_cast<std::uint8_t>(items_[id].flags | Flag::relayed);
-  if (extra_.size() <= id) extra_.resize(static_cast<std::size_t>(id) + 1, 0.0);
-  extra_[id] = relays * config_.relay_cycles;
-}
-
-ItemId Network::send(const SendSpec& spec) {
-  if (!send_valid(spec)) refuse_send(spec);
-  const std::int64_t wavelets = wavelets_of(spec.bytes);
-  std::int64_t unit = 0;
-  const std::int64_t units = units_of(spec.bytes, wavelets, unit);
-  const Route route = route_of(spec);
-  const std::int64_t hops = route.nx + route.ny + spec.folded_hops;
-  list_route(spec, route);
-  const int relays = note_route(0, spec.colour, units);
-  count_sends(1, units, checked_mul(wavelets, hops, "wavelet-hops"), relays);
+  auto mark_relays = [&](ItemId id) {
+    if (relays == 0) return;
+    items_[id].flags = static_cast<std::uint8_t>(items_[id].flags | Flag::relayed);
+    if (extra_.size() <= id) extra_.resize(static_cast<std::size_t>(id) + 1, 0.0);
+    extra_[id] = relays * config_.relay_cycles;
+  };
   if (units == 1) {
     const ItemId id = new_message(spec, route, static_cast<double>(wavelets));
-    mark_relays(id, relays);
+    mark_relays(id);
     return id;
   }
   // Packets leave in id order, so they queue behind one another on the injection ramp.
   has_packets_ = true;
   const auto first = static_cast<std::uint32_t>(items_.size());
   for (std::int64_t u = 0; u < units; ++u) {
-    mark_relays(new_message(spec, route, static_cast<double>(std::min(unit, wavelets - u * unit))), relays);
+    mark_relays(new_message(spec, route, static_cast<double>(std::min(unit, wavelets - u * unit))));
   }
-  Item& packets = new_item(Kind::packets);
+  Item packets;
+  packets.kind = Kind::packets;
   packets.a = static_cast<std::int32_t>(first);
   packets.b = static_cast<std::int32_t>(units);
-  const auto group = static_cast<ItemId>(items_.size() - 1);
+  const ItemId group = new_item(packets);
   for (std::int64_t u = 0; u < units; ++u) add_edge(first + static_cast<ItemId>(u), group);
   return group;
-}
-
-ItemRange Network::sends(const SendSpec& spec, std::int64_t stride_pes, std::int64_t count) {
-  if (count < 0 || stride_pes < -pes() || stride_pes > pes()) {
-    throw InternalError("sim::Network: a run of messages needs a count >= 0 and a stride inside the mesh");
-  }
-  if (count == 0) return ItemRange{};
-  if (count > config_.max_items) refuse_item();
-  // Both ends move linearly with k, so the first and the last message bound every other one.
-  SendSpec last = spec;
-  last.src_pe += (count - 1) * stride_pes;
-  last.dst_pe += (count - 1) * stride_pes;
-  if (!send_valid(spec)) refuse_send(spec);
-  if (!send_valid(last)) refuse_send(last);
-  const std::int64_t wavelets = wavelets_of(spec.bytes);
-  std::int64_t unit = 0;
-  const std::int64_t units = units_of(spec.bytes, wavelets, unit);
-  ItemRange out{kNoItem, static_cast<ItemId>(units == 1 ? 1 : units + 1), count};
-  SendSpec s = spec;
-  // The route keeps its shape from message to message if a step moves whole rows, or if neither end
-  // leaves its row (no wrap at a mesh edge): then only its corner moves with the ends.
-  const std::int64_t w = config_.width_pes;
-  const bool same_shape = units == 1 && (stride_pes % w == 0 || (row_of(spec.src_pe) == row_of(last.src_pe) &&
-                                                                 row_of(spec.dst_pe) == row_of(last.dst_pe)));
-  if (!same_shape) {
-    for (std::int64_t k = 0; k < count; ++k, s.src_pe += stride_pes, s.dst_pe += stride_pes) {
-      const ItemId id = send(s);
-      if (k == 0) out.first = id;
-    }
-    return out;
-  }
-  const Route route = route_of(spec);
-  const std::int64_t hops = route.nx + route.ny + spec.folded_hops;
-  list_route(spec, route);
-  out.first = static_cast<ItemId>(items_.size());
-  std::int64_t relays = 0;
-  Route moved = route;
-  for (std::int64_t k = 0; k < count; ++k, s.src_pe += stride_pes, s.dst_pe += stride_pes, moved.corner += stride_pes) {
-    const int r = note_route(k * stride_pes, spec.colour, 1);
-    relays += r;
-    mark_relays(new_message(s, moved, static_cast<double>(wavelets)), r);
-  }
-  count_sends(count, count, checked_mul(checked_mul(wavelets, hops, "wavelet-hops"), count, "wavelet-hops"), relays);
-  return out;
 }
 
 void Network::refuse_edge(ItemId item, ItemId dependency) const {

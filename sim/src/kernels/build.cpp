@@ -12,11 +12,10 @@ using meshir::Kernel;
 
 std::vector<ItemId> tasks_on(Network& net, const Line& line, double cycles, SpanKind kind,
                              const std::vector<ItemId>& after, ItemId also = kNoItem) {
-  const ItemRange made = net.tasks(line.first, line.stride, line.count, cycles, kind);
   std::vector<ItemId> out(static_cast<std::size_t>(line.count));
   for (std::int64_t i = 0; i < line.count; ++i) {
     const auto k = static_cast<std::size_t>(i);
-    out[k] = made.at(i);
+    out[k] = net.task(line.at(i), cycles, kind);
     if (!after.empty()) net.after(out[k], after[k]);
     net.after(out[k], also);
   }
@@ -75,14 +74,15 @@ void build_cannon(Network& net, const KernelPlan& plan, KernelBuild& out) {
     } else if ((x_axis ? x_fold : y_fold) > 0) {
       // Under lock-step every PE of the perpendicular ring sends what this PE sends, so the tile
       // this PE receives leaves and arrives like its own: a message to itself over its spare links.
-      SendSpec spec;
-      spec.bytes = bytes;
-      spec.colour = colour;
-      spec.folded_hops = x_axis ? x_fold : y_fold;
-      const ItemRange sent = net.sends(spec, 1, pes);  // PE p sends to itself
       for (std::int64_t p = 0; p < pes; ++p) {
-        arrival[static_cast<std::size_t>(p)] = sent.at(p);
-        net.after(sent.at(p), ready[static_cast<std::size_t>(p)]);
+        SendSpec spec;
+        spec.src_pe = p;
+        spec.dst_pe = p;
+        spec.bytes = bytes;
+        spec.colour = colour;
+        spec.folded_hops = x_axis ? x_fold : y_fold;
+        arrival[static_cast<std::size_t>(p)] = net.send(spec);
+        net.after(arrival[static_cast<std::size_t>(p)], ready[static_cast<std::size_t>(p)]);
       }
     }
     return arrival;
@@ -161,30 +161,12 @@ KernelBuild build_kernel(Network& net, const KernelPlan& plan) {
         for (ItemId c : tasks_on(net, line, work.compute_cycles, SpanKind::compute, launch)) net.after(line_done, c);
         break;
       }
-      case Shape::neighbour: {
-        // PE i > 0 passes its data to PE i - 1: one run of messages, one line position apart.
-        const std::vector<ItemId> launch = tasks_on(net, line, plan.launch_cycles, SpanKind::launch, {});
-        // A PE that sends waits for its launch through its message; PE 0 does not send.
-        if (launch.empty()) break;
-        net.after(line_done, launch[0]);
-        SendSpec spec;
-        spec.src_pe = line.at(1);
-        spec.dst_pe = line.at(0);
-        spec.bytes = work.message_bytes;
-        spec.colour = 1;
-        const ItemRange sent = net.sends(spec, line.stride, line.count - 1);
-        for (std::int64_t i = 1; i < line.count; ++i) {
-          const ItemId m = sent.at(i - 1);
-          net.after(m, launch[static_cast<std::size_t>(i)]);
-          net.after(line_done, m);
-        }
-        break;
-      }
+      case Shape::neighbour:
       case Shape::mirror: {
         const std::vector<ItemId> launch = tasks_on(net, line, plan.launch_cycles, SpanKind::launch, {});
         for (std::int64_t i = 0; i < line.count; ++i) {
-          const std::int64_t j = line.count - 1 - i;
-          if (j == i) {
+          const std::int64_t j = plan.shape == Shape::neighbour ? i - 1 : line.count - 1 - i;
+          if (j < 0 || j == i) {
             // A PE that sends waits for its launch through its message; this one does not send.
             net.after(line_done, launch[static_cast<std::size_t>(i)]);
             continue;

@@ -92,14 +92,6 @@ struct Span {
   double end_cycles = 0;
 };
 
-/// Items made by one call that makes several: item k is first + k * step.
-struct ItemRange {
-  ItemId first = kNoItem;
-  ItemId step = 1;
-  std::int64_t count = 0;
-  [[nodiscard]] ItemId at(std::int64_t k) const { return first + static_cast<ItemId>(k) * step; }
-};
-
 /// Counters of one run.
 struct NetworkStats {
   std::int64_t events = 0;        ///< event steps processed (task starts, channel acquisitions, joins)
@@ -153,18 +145,10 @@ class Network {
 
   /// Work on `pe` taking `duration_cycles`.
   ItemId task(std::int64_t pe, double duration_cycles, SpanKind kind = SpanKind::compute);
-  /// `count` tasks as task() makes them, task k on PE first_pe + k * stride_pes; their ids are
-  /// consecutive. One call per line of PEs spares the per-task checks of `count` calls.
-  ItemRange tasks(std::int64_t first_pe, std::int64_t stride_pes, std::int64_t count, double duration_cycles,
-                  SpanKind kind = SpanKind::compute);
   /// Finishes as soon as all its dependencies have (no resource, no time).
   ItemId join();
   /// Sends a message; returns the item that finishes when all of it has been delivered.
   ItemId send(const SendSpec& spec);
-  /// `count` messages as send() makes them, message k from spec.src_pe + k * stride_pes to
-  /// spec.dst_pe + k * stride_pes, in order of k (the same items as `count` calls). Where every route
-  /// has one shape (the ends move along their rows, or by whole rows) it is found once.
-  ItemRange sends(const SendSpec& spec, std::int64_t stride_pes, std::int64_t count);
 
   /// `item` starts only after `dependency` has finished; kNoItem is ignored.
   void after(ItemId item, ItemId dependency);
@@ -240,8 +224,7 @@ class Network {
   static Spare& spare();
   template <class F>
   void pair_arrays(Spare& kept, F&& f);  // f(member array, the spare one) for every pooled array
-  Item& new_item(Kind kind);  // appended in place (its id is items_.size() - 1 afterwards)
-  void add_task(std::int64_t pe, double duration_cycles, SpanKind kind);  // a task whose PE and duration are checked
+  ItemId new_item(const Item& item);
   // The checks' error paths, out of line: each throws.
   [[noreturn]] void refuse_item() const;
   void refuse_task(std::int64_t pe, double duration_cycles) const;  // throws if the task is invalid
@@ -255,20 +238,10 @@ class Network {
     bool x_minus = false, y_minus = false;
   };
   [[nodiscard]] Route route_of(const SendSpec& spec) const;
-  [[nodiscard]] std::uint32_t row_of(std::int64_t pe) const;  // y of a PE (pe / width)
-  [[nodiscard]] bool send_valid(const SendSpec& spec) const;
-  [[nodiscard]] std::int64_t wavelets_of(std::int64_t bytes) const;
-  // Transport units of a message (its unit, in wavelets, in `unit`); std::domain_error past max_items.
-  std::int64_t units_of(std::int64_t bytes, std::int64_t wavelets, std::int64_t& unit) const;
-  void count_sends(std::int64_t messages, std::int64_t units, std::int64_t wavelet_hops, std::int64_t relays);
-  void mark_relays(ItemId id, int relays);
   ItemId new_message(const SendSpec& spec, const Route& r, double serial_cycles);
   void depend(ItemId to);  // one more unfinished dependency of `to`
   void add_edge(ItemId from, ItemId to);
-  void list_route(const SendSpec& spec, const Route& r);  // the route's channels and routers, in path order
-  // Counts `units` more users on each listed channel and marks `colour` at each listed router, all
-  // moved by `shift_pes` PEs; returns the relays.
-  int note_route(std::int64_t shift_pes, int colour, std::int64_t units);
+  int note_route(const SendSpec& spec, const Route& r, std::int64_t units);  // colours and channel users; returns the relays
   std::size_t channel_of(const Item& m, std::int64_t step, double& latency) const;
   void add_stream_edge(ItemId from, ItemId to);
   void process(Event ev);      // a queued event, taken from the queue in its order
@@ -318,8 +291,6 @@ class Network {
   // Per channel: transport units whose path crosses it, saturated at 2. A channel only one unit
   // ever crosses is never contended, so that unit takes it without waiting for its turn.
   std::vector<std::uint8_t> channel_users_;
-  std::vector<std::int64_t> route_channels_;  // list_route: channel indices (PE * kChannelsPerPe + port)
-  std::vector<std::int64_t> route_routers_;   // list_route: PEs whose routers the route crosses
   std::vector<double> first_start_;    // record_spans: when each message entered its first channel
   std::vector<double> head_;           // has_packets_: when each message's first wavelet was delivered
   std::vector<double> tail_min_;       // has_streams_: a streamed message's earliest last-wavelet delivery
@@ -339,38 +310,31 @@ class Network {
 
 // The builder's calls, made once per task, message and edge, are inline; their error paths are not.
 
-inline Network::Item& Network::new_item(Kind kind) {
+inline ItemId Network::new_item(const Item& item) {
   if (ran_ || static_cast<std::int64_t>(items_.size()) >= config_.max_items) refuse_item();
   const auto id = static_cast<ItemId>(items_.size());
+  items_.push_back(item);
   // Ready from the start until it gets a dependency.
   if (id % 64 == 0) unblocked_.push_back(0);
   unblocked_[id / 64] |= std::uint64_t{1} << (id % 64);
-  Item& it = items_.emplace_back();
-  it.kind = kind;
-  return it;
-}
-
-inline void Network::add_task(std::int64_t pe, double duration_cycles, SpanKind kind) {
-  Item& it = new_item(Kind::task);
-  it.a = static_cast<std::int32_t>(pe);
-  it.length = duration_cycles;
-  it.span = kind;
-  auto& placed = pe_tasks_[static_cast<std::size_t>(pe)];
-  if (placed < 2) ++placed;
+  return id;
 }
 
 inline ItemId Network::task(std::int64_t pe, double duration_cycles, SpanKind kind) {
   if (pe < 0 || pe >= pes() || !(duration_cycles >= 0.0)) refuse_task(pe, duration_cycles);
-  const auto id = static_cast<ItemId>(items_.size());
-  add_task(pe, duration_cycles, kind);
+  Item it;
+  it.kind = Kind::task;
+  it.a = static_cast<std::int32_t>(pe);
+  it.length = duration_cycles;
+  it.span = kind;
+  const ItemId id = new_item(it);
+  auto& placed = pe_tasks_[static_cast<std::size_t>(pe)];
+  if (placed < 2) ++placed;
   ++stats_.tasks;
   return id;
 }
 
-inline ItemId Network::join() {
-  new_item(Kind::join);
-  return static_cast<ItemId>(items_.size() - 1);
-}
+inline ItemId Network::join() { return new_item(Item{}); }
 
 inline void Network::depend(ItemId to) {
   if (items_[to].deps++ == 0) unblocked_[to / 64] &= ~(std::uint64_t{1} << (to % 64));
