@@ -38,40 +38,6 @@ std::int64_t share(std::int64_t total, std::int64_t parts, std::int64_t l) {
   return total / parts + (l < total % parts ? 1 : 0);
 }
 
-// Up to `k` of `total` lines by a seeded hash; when lines [0, heavy) carry more work than the rest,
-// at least one of each kind, so the sample sees every distinct line.
-std::vector<std::int64_t> choose_lines(std::int64_t total, std::int64_t heavy, std::int64_t k, std::uint64_t seed) {
-  std::vector<std::int64_t> out;
-  auto pick = [&](std::int64_t lo, std::int64_t hi, std::int64_t want) {
-    std::vector<std::pair<std::uint64_t, std::int64_t>> keyed;
-    const std::int64_t n = hi - lo;
-    if (n <= 0 || want <= 0) return;
-    // Hash a bounded window of candidates so planning stays O(k) on huge regions.
-    const std::int64_t window = std::min<std::int64_t>(n, 4096);
-    for (std::int64_t i = 0; i < window; ++i) {
-      const std::int64_t l = lo + static_cast<std::int64_t>((static_cast<std::uint64_t>(i) * 2654435761ULL + mix(seed)) %
-                                                             static_cast<std::uint64_t>(n));
-      keyed.emplace_back(mix(mix(seed) ^ static_cast<std::uint64_t>(l)), l);
-    }
-    std::sort(keyed.begin(), keyed.end());
-    for (const auto& [key, l] : keyed) {
-      if (static_cast<std::int64_t>(out.size()) >= want) break;
-      if (std::find(out.begin(), out.end(), l) == out.end()) out.push_back(l);
-    }
-  };
-  k = std::max<std::int64_t>(1, std::min(k, total));
-  const bool two_kinds = heavy > 0 && heavy < total;
-  if (two_kinds) {
-    pick(0, heavy, std::max<std::int64_t>(1, k / 2));
-    const auto have = static_cast<std::int64_t>(out.size());
-    pick(heavy, total, have + std::max<std::int64_t>(1, k - have));
-  } else {
-    pick(0, total, k);
-  }
-  std::sort(out.begin(), out.end());
-  return out;
-}
-
 // Token rows a PE holds: the tokens split over the axes that carry them.
 std::int64_t rows_per_pe(const PlacedOp& op) {
   const meshir::Layout& l = op.in_layout;
@@ -96,6 +62,58 @@ double elementwise_cycles(const PlacedOp& op, std::int64_t pes, const MicroArch&
 }
 
 }  // namespace
+
+// Up to `k` of `total` lines by a seeded hash; when lines [0, heavy) carry more work than the rest,
+// at least one of each kind, so the sample sees every distinct line.
+std::vector<std::int64_t> choose_lines(std::int64_t total, std::int64_t heavy, std::int64_t k, std::uint64_t seed) {
+  std::vector<std::int64_t> out;
+  std::vector<std::pair<std::uint64_t, std::int64_t>> keyed;
+  const std::uint64_t salt = mix(seed);
+  auto pick = [&](std::int64_t lo, std::int64_t hi, std::int64_t want) {
+    const std::int64_t n = hi - lo;
+    if (n <= 0 || want <= 0) return;
+    // Hash a bounded window of candidates so planning stays O(k) on huge regions: candidate i is line
+    // lo + ((i * kStride + salt) mod 2^64) mod n, its residue stepped without a division per candidate.
+    constexpr std::uint64_t kStride = 2654435761ULL;
+    const auto un = static_cast<std::uint64_t>(n);
+    const std::uint64_t step = kStride % un, wrap = (~std::uint64_t{0} % un + 1) % un;  // 2^64 mod n
+    const std::int64_t window = std::min<std::int64_t>(n, 4096);
+    keyed.clear();
+    std::uint64_t v = salt, r = salt % un;
+    for (std::int64_t i = 0; i < window; ++i) {
+      const std::int64_t l = lo + static_cast<std::int64_t>(r);
+      keyed.emplace_back(mix(salt ^ static_cast<std::uint64_t>(l)), l);
+      const std::uint64_t next = v + kStride;
+      r = r + step >= un ? r + step - un : r + step;
+      if (next < v) r = r >= wrap ? r - wrap : r + un - wrap;  // v passed 2^64
+      v = next;
+    }
+    // Lines are taken in key order, skipping repeats: only a prefix of the order is needed, so sort
+    // one long enough for `want` distinct lines, and the rest only if repeats used it up.
+    const auto size = keyed.size();
+    std::size_t sorted = std::min(size, static_cast<std::size_t>(want) + 16);
+    std::partial_sort(keyed.begin(), keyed.begin() + static_cast<std::ptrdiff_t>(sorted), keyed.end());
+    for (std::size_t j = 0; j < size && static_cast<std::int64_t>(out.size()) < want; ++j) {
+      if (j == sorted) {
+        std::sort(keyed.begin() + static_cast<std::ptrdiff_t>(sorted), keyed.end());
+        sorted = size;
+      }
+      const std::int64_t l = keyed[j].second;
+      if (std::find(out.begin(), out.end(), l) == out.end()) out.push_back(l);
+    }
+  };
+  k = std::max<std::int64_t>(1, std::min(k, total));
+  const bool two_kinds = heavy > 0 && heavy < total;
+  if (two_kinds) {
+    pick(0, heavy, std::max<std::int64_t>(1, k / 2));
+    const auto have = static_cast<std::int64_t>(out.size());
+    pick(heavy, total, have + std::max<std::int64_t>(1, k - have));
+  } else {
+    pick(0, total, k);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
 
 KernelPlan plan_kernel(const meshir::Schedule& schedule, const PlacedOp& op, const MicroArch& micro,
                        const PlanOptions& options) {
