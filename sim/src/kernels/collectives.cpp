@@ -1,7 +1,9 @@
 // Streamed K-tree allreduce, multicast and interleaved-ring shift as message graphs on a Network.
 #include <algorithm>
+#include <array>
 #include <cmath>
 
+#include "wavel/common/error.hpp"
 #include "wavel/sim/kernels.hpp"
 
 namespace wavel::sim {
@@ -13,10 +15,15 @@ ItemId item_at(const std::vector<ItemId>& items, std::int64_t i) {
 }
 
 // What a PE combines before it forwards: its own partial (a plain dependency) and the streams it
-// receives (stream dependencies).
+// receives (stream dependencies). A K-tree PE receives at most four: two chains at each level.
 struct Inputs {
   ItemId partial = kNoItem;
-  std::vector<ItemId> streams;
+  std::array<ItemId, 4> streams{};
+  std::size_t count = 0;
+  void add(ItemId stream) {
+    if (count == streams.size()) throw InternalError("sim::ktree_allreduce: a PE receives more than four streams");
+    streams[count++] = stream;
+  }
 };
 
 ItemId send_streamed(Network& net, std::int64_t src, std::int64_t dst, std::int64_t bytes, int colour,
@@ -29,27 +36,31 @@ ItemId send_streamed(Network& net, std::int64_t src, std::int64_t dst, std::int6
   spec.inject = inject;
   const ItemId m = net.send(spec);
   net.after(m, in.partial);
-  for (ItemId s : in.streams) net.stream(m, s);
+  for (std::size_t i = 0; i < in.count; ++i) net.stream(m, in.streams[i]);
   return m;
 }
 
 // Reduces positions[0..centre] and positions[centre..end] (line positions, ascending) into
-// positions[centre] as two streamed chains; returns what the centre combines.
+// positions[centre] as two streamed chains; returns what the centre combines. extra[i] (if given):
+// streams position i already receives (the level-1 sums arriving at a group root).
 Inputs reduce_into(Network& net, const Line& line, const std::vector<std::int64_t>& positions,
-                   const std::vector<ItemId>& partial, std::size_t centre, std::vector<Inputs> extra,
+                   const std::vector<ItemId>& partial, std::size_t centre, const std::vector<Inputs>* extra,
                    std::int64_t bytes, int colour) {
-  // extra[i]: streams position i already receives (the level-1 sums arriving at a group root).
-  extra.resize(positions.size());
-  Inputs at_centre{partial[centre], extra[centre].streams};
+  auto own = [&](std::size_t i) {
+    Inputs in = extra != nullptr ? (*extra)[i] : Inputs{};
+    in.partial = partial[i];
+    return in;
+  };
+  Inputs at_centre = own(centre);
   auto chain = [&](std::size_t from, std::size_t to, int dir) {
     ItemId incoming = kNoItem;
     for (std::size_t i = from; i != to; i = static_cast<std::size_t>(static_cast<std::int64_t>(i) + dir)) {
-      Inputs in{partial[i], extra[i].streams};
-      if (incoming != kNoItem) in.streams.push_back(incoming);
+      Inputs in = own(i);
+      if (incoming != kNoItem) in.add(incoming);
       const auto next = static_cast<std::size_t>(static_cast<std::int64_t>(i) + dir);
       incoming = send_streamed(net, line.at(positions[i]), line.at(positions[next]), bytes, colour, in);
     }
-    if (incoming != kNoItem) at_centre.streams.push_back(incoming);
+    if (incoming != kNoItem) at_centre.add(incoming);
   };
   if (centre > 0) chain(0, centre, +1);
   if (centre + 1 < positions.size()) chain(positions.size() - 1, centre, -1);
@@ -93,11 +104,13 @@ ItemId ktree_allreduce(Network& net, const Line& line, std::int64_t group, std::
   std::vector<std::int64_t> roots;
   std::vector<ItemId> root_partial;
   std::vector<Inputs> root_inputs;
+  std::vector<std::int64_t> positions;
+  std::vector<ItemId> partial;
   for (std::int64_t j = 0; j < shape.groups; ++j) {
     const std::int64_t lo = j * shape.group;
     const std::int64_t size = std::min(shape.group, p - lo);
-    std::vector<std::int64_t> positions;
-    std::vector<ItemId> partial;
+    positions.clear();
+    partial.clear();
     for (std::int64_t i = lo; i < lo + size; ++i) {
       positions.push_back(i);
       partial.push_back(item_at(ready, i));
@@ -105,12 +118,12 @@ ItemId ktree_allreduce(Network& net, const Line& line, std::int64_t group, std::
     const auto centre = static_cast<std::size_t>(size / 2);
     roots.push_back(lo + size / 2);
     root_partial.push_back(partial[centre]);
-    root_inputs.push_back(reduce_into(net, line, positions, partial, centre, {}, bytes, colour_base));
+    root_inputs.push_back(reduce_into(net, line, positions, partial, centre, nullptr, bytes, colour_base));
   }
   // Level 2: the group roots stream their sums into the central root.
   const auto central = static_cast<std::size_t>(shape.groups / 2);
   const Inputs final_in =
-      reduce_into(net, line, roots, root_partial, central, root_inputs, bytes, colour_base + 1);
+      reduce_into(net, line, roots, root_partial, central, &root_inputs, bytes, colour_base + 1);
   // Multicast of the sum from the root as it forms: one injection, the routers copy both ways.
   bool injected = false;
   for (std::int64_t end : {std::int64_t{0}, p - 1}) {
