@@ -277,6 +277,8 @@ class Network {
   std::vector<std::uint64_t> table_keys_;   // time bits -> bucket; kNoTime marks an empty slot
   std::vector<std::uint32_t> table_buckets_;
   std::size_t table_used_ = 0;
+  std::uint64_t cached_time_bits_ = ~std::uint64_t{0};  // push: the time of the last bucket found (none: a NaN)
+  std::uint32_t cached_bucket_ = 0;
   std::vector<Pending> current_;            // events at now_bits_, ascending by item from current_next_
   std::size_t current_next_ = 0;
   std::vector<Pending> late_;               // events pushed at now_bits_ while it is current (heap by item)
