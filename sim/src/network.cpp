@@ -414,7 +414,7 @@ std::uint32_t Network::bucket_for(std::uint64_t time_bits) {
   return bucket;
 }
 
-void Network::push(const Event& ev) {
+void Network::push(Event ev) {
   if (ev.time_bits == now_bits_) {
     late_.push_back(Pending{ev.item, ev.step});
     std::push_heap(late_.begin(), late_.end(), [](const Pending& a, const Pending& b) { return a.item > b.item; });

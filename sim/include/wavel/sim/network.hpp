@@ -256,7 +256,7 @@ class Network {
   [[nodiscard]] bool path_shared(const Item& m) const;  // some channel of message m's path is shared
   [[nodiscard]] static int path_of(const Item& m);  // channels a message crosses, ramps included
   void drain_uncontested();
-  void push(const Event& ev);
+  void push(Event ev);  // by value: a reference made the callers' field stores stall its wide loads
   Event pop();
   [[nodiscard]] bool empty() const;
   [[nodiscard]] bool is_next(const Event& ev) const;
