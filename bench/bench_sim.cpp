@@ -4,6 +4,7 @@
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
 
 #include "wavel/baselines/baselines.hpp"
@@ -62,6 +63,36 @@ void BM_NeighbourShift64(benchmark::State& state) {
   run(state, s);
 }
 BENCHMARK(BM_NeighbourShift64)->Arg(4)->Arg(64)->Arg(512)->Unit(benchmark::kMillisecond);
+
+// The 4-byte shift's two phases apart, in ns per PE: building the network (the plan, each PE's launch
+// task and message, their edges) and running it. A 4-byte message is one wavelet-hop, so these add up
+// to the cost of one wavelet-hop in BM_NeighbourShift64/4.
+void BM_NeighbourShift64Phases(benchmark::State& state) {
+  auto s = one_op(64, Kernel::kv_shift);
+  s.ops[0].work.output_bytes = 4 * 64 * 64;
+  const auto wafer = *wavel::wafer::find_wafer_preset("wse3");
+  const auto micro = wavel::sim::microarch_for(wafer);
+  wavel::sim::PlanOptions plan_options;
+  plan_options.full_region = true;
+  const wavel::sim::SimOptions options;
+  using Clock = std::chrono::steady_clock;
+  double build_s = 0, run_s = 0;
+  for (auto _ : state) {
+    const auto t0 = Clock::now();
+    const auto plan = wavel::sim::plan_kernel(s, s.ops[0], micro, plan_options);
+    wavel::sim::Network net(wavel::sim::network_config(plan, micro, options));
+    const auto build = wavel::sim::build_kernel(net, plan);
+    const auto t1 = Clock::now();
+    net.run();
+    benchmark::DoNotOptimize(net.finish_cycles(build.done));
+    build_s += std::chrono::duration<double>(t1 - t0).count();
+    run_s += std::chrono::duration<double>(Clock::now() - t1).count();
+  }
+  const double per_pe = 1e9 / (64.0 * 64.0 * static_cast<double>(state.iterations()));
+  state.counters["build_ns_per_pe"] = build_s * per_pe;
+  state.counters["run_ns_per_pe"] = run_s * per_pe;
+}
+BENCHMARK(BM_NeighbourShift64Phases)->Unit(benchmark::kMillisecond);
 
 // Scalar allreduce along x on 256x256 (256 K-tree lines of 256 PEs, groups of 16, broadcast back):
 // messages of state.range(0) bytes (FP32 partial sums of range / 4 rows per PE).

@@ -136,6 +136,22 @@ void add_mover_contention(const meshir::Schedule& schedule, const wafer::WaferPa
 
 }  // namespace
 
+NetworkConfig network_config(const KernelPlan& plan, const MicroArch& micro, const SimOptions& options) {
+  NetworkConfig config;
+  config.width_pes = plan.mesh_w_pes;
+  config.height_pes = plan.mesh_h_pes;
+  config.hop_cycles = micro.hop_cycles;
+  config.stream_latency_cycles = micro.stream_latency_cycles;
+  config.relay_cycles = micro.relay_cycles();
+  config.link_bytes_per_cycle = micro.link_bytes_per_cycle;
+  config.routable_colours = micro.routable_colours;
+  config.fidelity = options.fidelity;
+  config.packet_wavelets = options.packet_wavelets;
+  config.model_ramps = options.model_ramps;
+  config.record_spans = options.record_trace;
+  return config;
+}
+
 OpSimResult simulate_op(const meshir::Schedule& schedule, int op_index, const wafer::WaferParams& wafer,
                         const SimOptions& options) {
   if (op_index < 0 || op_index >= static_cast<int>(schedule.ops.size())) {
@@ -152,18 +168,7 @@ OpSimResult simulate_op(const meshir::Schedule& schedule, int op_index, const wa
   plan_options.seed = options.seed;
   const KernelPlan plan = plan_kernel(schedule, op, micro, plan_options);
 
-  NetworkConfig config;
-  config.width_pes = plan.mesh_w_pes;
-  config.height_pes = plan.mesh_h_pes;
-  config.hop_cycles = micro.hop_cycles;
-  config.stream_latency_cycles = micro.stream_latency_cycles;
-  config.relay_cycles = micro.relay_cycles();
-  config.link_bytes_per_cycle = micro.link_bytes_per_cycle;
-  config.routable_colours = micro.routable_colours;
-  config.fidelity = options.fidelity;
-  config.packet_wavelets = options.packet_wavelets;
-  config.model_ramps = options.model_ramps;
-  config.record_spans = options.record_trace;
+  NetworkConfig config = network_config(plan, micro, options);
   // Refuse before building what could not fit (e.g. 2^40 dependent rounds).
   const double lines = static_cast<double>(std::max<std::size_t>(1, plan.lines.size()));
   const double per_round = lines * (4.0 * static_cast<double>(plan.line_pes) + 8.0) + static_cast<double>(plan.span_pes);

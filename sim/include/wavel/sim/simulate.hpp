@@ -73,6 +73,10 @@ struct SimResult {
   std::string scale_rule;             ///< how the op times were scaled to the schedule, in words
 };
 
+/// The mesh simulate_op builds for `plan`: its size, the microarchitecture's timing, and the options'
+/// fidelity, ramps and trace recording.
+NetworkConfig network_config(const KernelPlan& plan, const MicroArch& micro, const SimOptions& options);
+
 /// Simulates op `op_index` of `schedule` on its own (no colour switch, no other op's contention).
 /// By default a seeded sample of its lines is simulated (SampleRecord says which and how it scales);
 /// with full_region_when_small, the whole used rectangle when it has at most full_region_max_pes PEs.
