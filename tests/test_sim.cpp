@@ -11,6 +11,7 @@
 
 #include "cost_fixtures.hpp"
 #include "wavel/common/error.hpp"
+#include "wavel/common/hash.hpp"
 #include "wavel/sim/kernels.hpp"
 #include "wavel/sim/network.hpp"
 #include "wavel/sim/simulate.hpp"
@@ -385,17 +386,10 @@ TEST_CASE("sim: tasks on one PE, dependency errors, absurd sizes") {
 
 namespace {
 
-std::uint64_t splitmix(std::uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
-
 // choose_lines as its header states it: a division per candidate and a full sort.
 std::vector<std::int64_t> lines_by_definition(std::int64_t total, std::int64_t heavy, std::int64_t k, std::uint64_t seed) {
   std::vector<std::int64_t> out;
-  const std::uint64_t salt = splitmix(seed);
+  const std::uint64_t salt = wavel::splitmix64(seed);
   auto pick = [&](std::int64_t lo, std::int64_t hi, std::int64_t want) {
     const std::int64_t n = hi - lo;
     if (n <= 0) return;
@@ -403,7 +397,7 @@ std::vector<std::int64_t> lines_by_definition(std::int64_t total, std::int64_t h
     for (std::int64_t i = 0; i < std::min<std::int64_t>(n, 4096); ++i) {
       const auto l = lo + static_cast<std::int64_t>((static_cast<std::uint64_t>(i) * 2654435761ULL + salt) %
                                                     static_cast<std::uint64_t>(n));
-      keyed.emplace_back(splitmix(salt ^ static_cast<std::uint64_t>(l)), l);
+      keyed.emplace_back(wavel::splitmix64(salt ^ static_cast<std::uint64_t>(l)), l);
     }
     std::sort(keyed.begin(), keyed.end());
     for (const auto& [key, l] : keyed) {
@@ -431,7 +425,7 @@ TEST_CASE("sim: sampled lines are the ones the stated hash picks") {
   std::uint64_t state = 12345;
   for (std::int64_t total : {1, 2, 3, 7, 64, 755, 1174, 4095, 4096, 4097, 10007, 886370, 1 << 20}) {
     for (int trial = 0; trial < 6; ++trial) {
-      state = splitmix(state);
+      state = wavel::splitmix64(state);
       const std::int64_t heavy = trial % 3 == 0 ? 0 : static_cast<std::int64_t>(state % static_cast<std::uint64_t>(total + 1));
       const std::int64_t k = 1 + static_cast<std::int64_t>((state >> 20) % 12);
       CAPTURE(total);
@@ -441,11 +435,11 @@ TEST_CASE("sim: sampled lines are the ones the stated hash picks") {
     }
   }
   CHECK(wavel::sim::choose_lines(std::int64_t{1} << 40, 3, 5, 99) == lines_by_definition(std::int64_t{1} << 40, 3, 5, 99));
-  // A seed whose hash lies within 4096 strides of 2^64, so i * 2654435761 + mix(seed) wraps inside the
+  // A seed whose hash lies within 4096 strides of 2^64, so i * 2654435761 + splitmix64(seed) wraps inside the
   // window: about one seed in 1.7 million; found by search.
   std::uint64_t seed = 0;
   const std::uint64_t reach = 4096ULL * 2654435761ULL;
-  while (splitmix(seed) < ~std::uint64_t{0} - reach / 2) ++seed;
+  while (wavel::splitmix64(seed) < ~std::uint64_t{0} - reach / 2) ++seed;
   for (std::int64_t total : {4097, 65536, 886370, 999983}) {
     CAPTURE(total);
     CHECK(wavel::sim::choose_lines(total, 0, 9, seed) == lines_by_definition(total, 0, 9, seed));

@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "wavel/common/error.hpp"
+#include "wavel/common/hash.hpp"
 #include "wavel/sim/compose.hpp"
 
 namespace wavel::sim {
@@ -64,13 +65,6 @@ std::string memo_key(const meshir::Schedule& schedule, const PlacedOp& op) {
     key += "bad-region";
   }
   return key;
-}
-
-std::uint64_t splitmix64(std::uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
 }
 
 // Movers of one step that leave one region the same way, or enter one region from the same side,

@@ -7,18 +7,12 @@
 #include <limits>
 
 #include "wavel/common/error.hpp"
+#include "wavel/common/hash.hpp"
 #include "wavel/cost/model.hpp"
 
 namespace wavel::cost {
 
 namespace {
-
-std::uint64_t splitmix64(std::uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
 
 // Uniform in (0, 1) from the top 53 bits of a hash of the counter.
 double uniform(std::uint64_t seed, std::uint64_t a, std::uint64_t b) {

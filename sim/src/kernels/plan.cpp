@@ -4,6 +4,7 @@
 #include <string>
 
 #include "wavel/common/error.hpp"
+#include "wavel/common/hash.hpp"
 #include "wavel/sim/kernels.hpp"
 
 namespace wavel::sim {
@@ -25,13 +26,6 @@ Axis other(Axis axis) { return axis == Axis::x ? Axis::y : Axis::x; }
 const char* name(Axis axis) { return axis == Axis::x ? "x" : "y"; }
 std::string str(std::int64_t v) { return std::to_string(v); }
 std::int64_t mul(std::int64_t a, std::int64_t b) { return checked_mul(a, b, "op size"); }
-
-std::uint64_t mix(std::uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
 
 // Share of `total` on line l of `parts`: the first total mod parts lines take one more.
 std::int64_t share(std::int64_t total, std::int64_t parts, std::int64_t l) {
@@ -68,7 +62,7 @@ double elementwise_cycles(const PlacedOp& op, std::int64_t pes, const MicroArch&
 std::vector<std::int64_t> choose_lines(std::int64_t total, std::int64_t heavy, std::int64_t k, std::uint64_t seed) {
   std::vector<std::int64_t> out;
   std::vector<std::pair<std::uint64_t, std::int64_t>> keyed;
-  const std::uint64_t salt = mix(seed);
+  const std::uint64_t salt = splitmix64(seed);
   auto pick = [&](std::int64_t lo, std::int64_t hi, std::int64_t want) {
     const std::int64_t n = hi - lo;
     if (n <= 0 || want <= 0) return;
@@ -82,7 +76,7 @@ std::vector<std::int64_t> choose_lines(std::int64_t total, std::int64_t heavy, s
     std::uint64_t v = salt, r = salt % un;
     for (std::int64_t i = 0; i < window; ++i) {
       const std::int64_t l = lo + static_cast<std::int64_t>(r);
-      keyed.emplace_back(mix(salt ^ static_cast<std::uint64_t>(l)), l);
+      keyed.emplace_back(splitmix64(salt ^ static_cast<std::uint64_t>(l)), l);
       const std::uint64_t next = v + kStride;
       r = r + step >= un ? r + step - un : r + step;
       if (next < v) r = r >= wrap ? r - wrap : r + un - wrap;  // v passed 2^64

@@ -70,9 +70,9 @@ struct SampleRecord {
 
 /// Up to `k` of `total` line indices, ascending, chosen by a hash of `seed`. When lines [0, heavy)
 /// carry more work than the rest, at least one of each kind is taken. Candidate i of a range of n
-/// lines is ((i * 2654435761 + mix(seed)) mod 2^64) mod n, for i below min(n, 4096), where mix is
-/// SplitMix64's finaliser; the candidates with the smallest (mix(mix(seed) ^ line), line) are taken,
-/// repeats skipped.
+/// lines is ((i * 2654435761 + splitmix64(seed)) mod 2^64) mod n, for i below min(n, 4096)
+/// (splitmix64 in common/hash.hpp); the candidates with the smallest
+/// (splitmix64(splitmix64(seed) ^ line), line) are taken, repeats skipped.
 std::vector<std::int64_t> choose_lines(std::int64_t total, std::int64_t heavy, std::int64_t k, std::uint64_t seed);
 
 /// What kind of graph the builder makes.
