@@ -44,6 +44,8 @@ std::string_view to_string(SpanKind kind) {
 struct Network::Spare {
   std::vector<Item> items;
   std::vector<Edge> edges;
+  std::vector<LaneGroup> groups;
+  std::vector<GroupEdge> group_edges;
   std::vector<double> channel_free, pe_free, first_start, head, tail_min, extra;
   std::vector<std::uint64_t> colours, unblocked, table_keys;
   std::vector<std::uint8_t> pe_tasks, colour_count, channel_users;
@@ -61,6 +63,8 @@ template <class F>
 void Network::pair_arrays(Spare& kept, F&& f) {
   f(items_, kept.items);
   f(edges_, kept.edges);
+  f(groups_, kept.groups);
+  f(group_edges_, kept.group_edges);
   f(channel_free_, kept.channel_free);
   f(pe_free_, kept.pe_free);
   f(first_start_, kept.first_start);
@@ -120,237 +124,6 @@ Network::Network(const NetworkConfig& config) : config_(config) {
   colours_.assign(n, 0);
   colour_count_.assign(n, 0);
   channel_users_.assign(n * kChannelsPerPe, 0);
-}
-
-std::int64_t Network::pe_at(std::int64_t x, std::int64_t y) const {
-  if (x < 0 || y < 0 || x >= config_.width_pes || y >= config_.height_pes) {
-    throw InternalError("sim::Network: PE (" + std::to_string(x) + ", " + std::to_string(y) + ") is off the " +
-                        std::to_string(config_.width_pes) + " x " + std::to_string(config_.height_pes) + " mesh");
-  }
-  return y * config_.width_pes + x;
-}
-
-void Network::refuse_item() const {
-  if (ran_) throw InternalError("sim::Network: work added after run()");
-  throw std::domain_error("sim::Network: the simulation needs more than " + std::to_string(config_.max_items) +
-                          " work items (messages, tasks); the op is too large to simulate at this fidelity");
-}
-
-void Network::reserve(std::size_t items, std::size_t edges) {
-  items_.reserve(items);
-  edges_.reserve(edges);
-}
-
-void Network::refuse_task(std::int64_t pe, double duration_cycles) const {
-  if (pe < 0 || pe >= pes()) throw InternalError("sim::Network: task on PE " + std::to_string(pe) + " off the mesh");
-  if (!(duration_cycles >= 0.0)) throw InternalError("sim::Network: negative or NaN task duration");
-}
-
-Network::Route Network::route_of(const SendSpec& spec) const {
-  // PE indices fit 32 bits (checked in the constructor), so y = pe / width is one multiply by a
-  // 64-bit reciprocal (exact for every 32-bit numerator; Lemire, Kaser and Kurz 2019) instead of a
-  // division per end point.
-  const auto w = static_cast<std::uint32_t>(config_.width_pes);
-  auto y_of = [&](std::int64_t pe) {
-    if (width_reciprocal_ == 0) return static_cast<std::uint32_t>(pe);  // width 1
-    __extension__ using U128 = unsigned __int128;
-    return static_cast<std::uint32_t>((static_cast<U128>(width_reciprocal_) * static_cast<std::uint64_t>(pe)) >> 64);
-  };
-  const std::uint32_t y0 = y_of(spec.src_pe), y1 = y_of(spec.dst_pe);
-  const std::uint32_t x0 = static_cast<std::uint32_t>(spec.src_pe) - y0 * w, x1 = static_cast<std::uint32_t>(spec.dst_pe) - y1 * w;
-  Route r;
-  r.x_minus = x1 < x0;
-  r.y_minus = y1 < y0;
-  r.nx = r.x_minus ? x0 - x1 : x1 - x0;
-  r.ny = r.y_minus ? y0 - y1 : y1 - y0;
-  r.corner = static_cast<std::int64_t>(y0) * config_.width_pes + x1;
-  return r;
-}
-
-int Network::note_route(const SendSpec& spec, const Route& r, std::int64_t units) {
-  const std::uint64_t bit = std::uint64_t{1} << spec.colour;
-  const std::int64_t w = config_.width_pes;
-  const auto add = static_cast<unsigned>(std::min<std::int64_t>(units, 2));
-  // Raw pointers and a local flag: a store through a uint8_t may alias anything, so members would be
-  // reloaded after every count.
-  std::uint8_t* const users = channel_users_.data();
-  unsigned most = 0;
-  auto use = [&](std::int64_t pe, Port port) {
-    auto& u = users[static_cast<std::size_t>(pe) * kChannelsPerPe + static_cast<std::size_t>(port)];
-    const unsigned now = std::min(2u, u + add);
-    u = static_cast<std::uint8_t>(now);
-    most = std::max(most, now);
-  };
-  std::uint64_t* const sets = colours_.data();
-  std::uint8_t* const counts = colour_count_.data();
-  const std::int64_t routable = config_.routable_colours;
-  int relays = 0;
-  auto mark = [&](std::int64_t pe) {
-    auto& set = sets[static_cast<std::size_t>(pe)];
-    if ((set & bit) != 0) return;  // most routes reuse colours the router already carries
-    auto& count = counts[static_cast<std::size_t>(pe)];
-    if (count >= routable) {
-      ++relays;  // out of colours: this router hands the route to its PE, which re-sends it
-      return;
-    }
-    set |= bit;
-    ++count;
-  };
-  // Every router from source to destination, each with the channel it drives along the route.
-  const std::int64_t step_x = r.x_minus ? -1 : 1, step_y = r.y_minus ? -w : w;
-  const Port port_x = r.x_minus ? Port::west : Port::east, port_y = r.y_minus ? Port::north : Port::south;
-  if (spec.inject && config_.model_ramps) use(spec.src_pe, Port::ramp_in);
-  std::int64_t pe = spec.src_pe;
-  for (std::int64_t k = 0; k < r.nx; ++k, pe += step_x) {
-    mark(pe);
-    use(pe, port_x);
-  }
-  for (std::int64_t k = 0; k < r.ny; ++k, pe += step_y) {
-    mark(pe);
-    use(pe, port_y);
-  }
-  mark(pe);
-  if (spec.folded_hops > 0) use(spec.src_pe, Port::north);
-  if (spec.folded_hops > 1) use(spec.src_pe, Port::south);
-  if (spec.eject && config_.model_ramps) use(spec.dst_pe, Port::ramp_out);
-  if (most > 1) shared_channels_ = true;
-  return relays;
-}
-
-ItemId Network::new_message(const SendSpec& spec, const Route& r, double serial_cycles) {
-  Item m;
-  m.kind = Kind::message;
-  m.length = serial_cycles;
-  m.a = static_cast<std::int32_t>(spec.src_pe);
-  m.b = static_cast<std::int32_t>(spec.dst_pe);
-  m.corner = static_cast<std::int32_t>(r.corner);
-  m.nx = static_cast<std::int32_t>(r.nx);
-  m.ny = static_cast<std::int32_t>(r.ny);
-  m.folded = static_cast<std::uint8_t>(spec.folded_hops);
-  m.flags = static_cast<std::uint8_t>((spec.inject && config_.model_ramps ? Flag::inject : 0) |
-                                      (spec.eject && config_.model_ramps ? Flag::eject : 0) |
-                                      (r.x_minus ? Flag::x_minus : 0) | (r.y_minus ? Flag::y_minus : 0));
-  m.span = SpanKind::message;
-  return new_item(m);
-}
-
-void Network::refuse_send(const SendSpec& spec) const {
-  if (spec.src_pe < 0 || spec.src_pe >= pes() || spec.dst_pe < 0 || spec.dst_pe >= pes()) {
-    throw InternalError("sim::Network: message endpoint off the mesh");
-  }
-  if (spec.folded_hops < 0 || spec.folded_hops > 2 || (spec.folded_hops > 0 && spec.src_pe != spec.dst_pe)) {
-    throw InternalError("sim::Network: folded hops must be 0..2 and only on a message to itself");
-  }
-  if (spec.bytes < 0) throw InternalError("sim::Network: negative message size");
-  if (spec.colour < 0 || spec.colour > 63) throw InternalError("sim::Network: colour outside 0..63");
-}
-
-ItemId Network::send(const SendSpec& spec) {
-  const std::int64_t n = pes();
-  if (static_cast<std::uint64_t>(spec.src_pe) >= static_cast<std::uint64_t>(n) ||
-      static_cast<std::uint64_t>(spec.dst_pe) >= static_cast<std::uint64_t>(n) || spec.bytes < 0 ||
-      static_cast<unsigned>(spec.colour) > 63u || static_cast<unsigned>(spec.folded_hops) > 2u ||
-      (spec.folded_hops > 0 && spec.src_pe != spec.dst_pe)) {
-    refuse_send(spec);
-  }
-  const std::int64_t wavelets =
-      link_shift_ >= 0 ? (spec.bytes >> link_shift_) + ((spec.bytes & (config_.link_bytes_per_cycle - 1)) != 0 ? 1 : 0)
-                       : ceil_div(spec.bytes, config_.link_bytes_per_cycle);
-  std::int64_t unit = wavelets;
-  if (config_.fidelity == Fidelity::packet) unit = config_.packet_wavelets;
-  if (config_.fidelity == Fidelity::wavelet) unit = 1;
-  const std::int64_t units = wavelets <= unit ? 1 : ceil_div(wavelets, unit);
-  const Route route = route_of(spec);
-  const std::int64_t hops = route.nx + route.ny + spec.folded_hops;
-  if (units > config_.max_items) {
-    throw std::domain_error("sim::Network: a message of " + std::to_string(spec.bytes) + " bytes needs " +
-                            std::to_string(units) + " transport units, more than the " +
-                            std::to_string(config_.max_items) + " items a simulation may hold");
-  }
-  const int relays = note_route(spec, route, units);
-  ++stats_.messages;
-  stats_.units = checked_add(stats_.units, units, "transport units");
-  stats_.wavelet_hops = checked_add(stats_.wavelet_hops, checked_mul(wavelets, hops, "wavelet-hops"), "wavelet-hops");
-  stats_.relays += relays;
-  auto mark_relays = [&](ItemId id) {
-    if (relays == 0) return;
-    items_[id].flags = static_cast<std::uint8_t>(items_[id].flags | Flag::relayed);
-    if (extra_.size() <= id) extra_.resize(static_cast<std::size_t>(id) + 1, 0.0);
-    extra_[id] = relays * config_.relay_cycles;
-  };
-  if (units == 1) {
-    const ItemId id = new_message(spec, route, static_cast<double>(wavelets));
-    mark_relays(id);
-    return id;
-  }
-  // Packets leave in id order, so they queue behind one another on the injection ramp.
-  has_packets_ = true;
-  const auto first = static_cast<std::uint32_t>(items_.size());
-  for (std::int64_t u = 0; u < units; ++u) {
-    mark_relays(new_message(spec, route, static_cast<double>(std::min(unit, wavelets - u * unit))));
-  }
-  Item packets;
-  packets.kind = Kind::packets;
-  packets.a = static_cast<std::int32_t>(first);
-  packets.b = static_cast<std::int32_t>(units);
-  const ItemId group = new_item(packets);
-  for (std::int64_t u = 0; u < units; ++u) add_edge(first + static_cast<ItemId>(u), group);
-  return group;
-}
-
-void Network::refuse_edge(ItemId item, ItemId dependency) const {
-  if (ran_) throw InternalError("sim::Network: dependency added after run()");
-  if (item >= items_.size() || dependency >= items_.size()) throw InternalError("sim::Network: unknown item");
-}
-
-void Network::after_packets(ItemId item, ItemId dependency) {
-  const Item& it = items_[item];
-  const auto first = static_cast<ItemId>(it.a);
-  for (std::int32_t u = 0; u < it.b; ++u) add_edge(dependency, first + static_cast<ItemId>(u));
-}
-
-void Network::add_stream_edge(ItemId from, ItemId to) {
-  has_streams_ = true;
-  Item& source = items_[from];
-  edges_.push_back(Edge{to | kStreamBit, source.edges});
-  source.edges = static_cast<std::uint32_t>(edges_.size() - 1);
-  depend(to);
-  items_[to].flags = static_cast<std::uint8_t>(items_[to].flags | Flag::streamed);
-}
-
-void Network::stream(ItemId item, ItemId upstream) {
-  if (upstream == kNoItem) return;
-  if (ran_) throw InternalError("sim::Network: stream added after run()");
-  if (item >= items_.size() || upstream >= items_.size()) throw InternalError("sim::Network: unknown item");
-  const Item& down = items_[item];
-  const Item& up = items_[upstream];
-  if ((down.kind != Kind::message && down.kind != Kind::packets) ||
-      (up.kind != Kind::message && up.kind != Kind::packets)) {
-    throw InternalError("sim::Network: only a message can stream another message");
-  }
-  if (down.kind == Kind::packets && up.kind == Kind::packets && down.b == up.b) {
-    // Packet u forwards the upstream's packet u: the pipeline keeps its packet granularity.
-    for (std::int32_t u = 0; u < down.b; ++u) {
-      add_stream_edge(static_cast<ItemId>(up.a) + static_cast<ItemId>(u), static_cast<ItemId>(down.a) + static_cast<ItemId>(u));
-    }
-  } else if (down.kind == Kind::packets) {
-    const auto first = static_cast<ItemId>(down.a);
-    for (std::int32_t u = 0; u < down.b; ++u) add_stream_edge(upstream, first + static_cast<ItemId>(u));
-  } else {
-    add_stream_edge(upstream, item);
-  }
-}
-
-void Network::release_at(ItemId item, double time_cycles) {
-  if (item >= items_.size()) throw InternalError("sim::Network: unknown item");
-  Item& it = items_[item];
-  if (it.kind == Kind::packets) {
-    for (std::int32_t u = 0; u < it.b; ++u) {
-      Item& packet = items_[static_cast<std::size_t>(it.a) + static_cast<std::size_t>(u)];
-      packet.ready = std::max(packet.ready, time_cycles);
-    }
-  }
-  it.ready = std::max(it.ready, time_cycles);
 }
 
 std::uint64_t Network::bits_of(double time) {
@@ -537,10 +310,23 @@ void Network::complete(ItemId id, double finish, double head) {
   makespan_cycles_ = std::max(makespan_cycles_, finish);
   if (has_packets_ && (it.kind == Kind::message || it.kind == Kind::packets)) head_[id] = head;
   if (it.successor != kNoItem) notify(it.successor, finish);
+  if (it.group != kNoGroup) {
+    // A lane: its group's records that cover it.
+    for (std::uint32_t e = groups_[it.group].edges; e != kNoItem; e = group_edges_[e].next) {
+      const GroupEdge& g = group_edges_[e];
+      const ItemId lane = id - g.from;
+      if (lane < g.count) notify(g.to_one ? g.to : g.to + lane, finish);
+    }
+  }
   for (std::uint32_t e = it.edges; e != kNoItem; e = edges_[e].next) {
     const ItemId to = edges_[e].to;
-    if ((to & kStreamBit) == 0) {
+    if ((to & (kStreamBit | kGroupBit)) == 0) {
       notify(to, finish);
+      continue;
+    }
+    if ((to & kGroupBit) != 0) {
+      const GroupEdge& g = group_edges_[to & ~kGroupBit];
+      for (std::uint32_t k = 0; k < g.count; ++k) notify(g.to + k, finish);
       continue;
     }
     // A stream edge: the downstream may start on the first wavelet; its tail follows the upstream's.

@@ -10,35 +10,60 @@ namespace {
 
 using meshir::Kernel;
 
-std::vector<ItemId> tasks_on(Network& net, const Line& line, double cycles, SpanKind kind,
-                             const std::vector<ItemId>& after, ItemId also = kNoItem) {
-  std::vector<ItemId> out(static_cast<std::size_t>(line.count));
-  for (std::int64_t i = 0; i < line.count; ++i) {
-    const auto k = static_cast<std::size_t>(i);
-    out[k] = net.task(line.at(i), cycles, kind);
-    if (!after.empty()) net.after(out[k], after[k]);
-    net.after(out[k], also);
-  }
+// A task on every PE of `line`, as one lane group.
+Lanes tasks_on(Network& net, const Line& line, double cycles, SpanKind kind) {
+  return net.tasks(line.first, line.stride, line.count, cycles, kind);
+}
+
+std::vector<ItemId> ids_of(Lanes lanes) {
+  std::vector<ItemId> out(lanes.count);
+  for (std::uint32_t i = 0; i < lanes.count; ++i) out[i] = lanes.at(i);
   return out;
+}
+
+// Messages from line positions from, from + 1, ... (n of them) to positions to, to + to_step, ...,
+// each after its sender's launch lane; `done` after every one. One lane group when each message is
+// one transport unit, else one send per message.
+void send_lanes(Network& net, const Line& line, std::int64_t from, std::int64_t n, std::int64_t to, std::int64_t to_step,
+                std::int64_t bytes, int colour, Lanes launch, ItemId done) {
+  if (n <= 0) return;
+  SendSpec spec;
+  spec.src_pe = line.at(from);
+  spec.dst_pe = line.at(to);
+  spec.bytes = bytes;
+  spec.colour = colour;
+  if (net.single_unit(bytes)) {
+    const Lanes sent = net.sends(spec, n, line.stride, to_step * line.stride);
+    net.after(sent, launch.sub(from, n));
+    net.after(done, sent);
+    return;
+  }
+  for (std::int64_t i = 0; i < n; ++i) {
+    spec.src_pe = line.at(from + i);
+    spec.dst_pe = line.at(to + i * to_step);
+    const ItemId m = net.send(spec);
+    net.after(m, launch.at(from + i));
+    net.after(done, m);
+  }
 }
 
 // Launch, then `rounds` of (local work share, streamed K-trees over consecutive pieces of `tree`
 // PEs); returns a join after the last round.
 ItemId reduce_line(Network& net, const KernelPlan& plan, const Line& line, const LineWork& work, ItemId gate) {
-  std::vector<ItemId> ready = tasks_on(net, line, plan.launch_cycles, SpanKind::launch, {});
+  const Lanes launch = tasks_on(net, line, plan.launch_cycles, SpanKind::launch);
   const std::int64_t tree = plan.tree_pes > 0 ? std::min(plan.tree_pes, line.count) : line.count;
   const double share = work.compute_cycles / static_cast<double>(plan.rounds);
   ItemId done = kNoItem;
   for (std::int64_t round = 0; round < plan.rounds; ++round) {
     // A later round is a new task, woken when the previous result has arrived.
     const double cycles = share + (round > 0 ? plan.task_cycles : 0.0);
-    ready = tasks_on(net, line, cycles, SpanKind::compute, round == 0 ? ready : std::vector<ItemId>{},
-                     round == 0 ? gate : done);
+    const Lanes ready = tasks_on(net, line, cycles, SpanKind::compute);
+    if (round == 0) net.after(ready, launch);
+    net.after(ready, round == 0 ? gate : done);
     done = net.join();
     for (std::int64_t lo = 0; lo < line.count; lo += tree) {
       const Line piece{line.at(lo), line.stride, std::min(tree, line.count - lo)};
-      const std::vector<ItemId> piece_ready(ready.begin() + lo, ready.begin() + lo + piece.count);
-      net.after(done, ktree_allreduce(net, piece, plan.group, work.message_bytes, piece_ready, 0));
+      net.after(done, ktree_allreduce(net, piece, plan.group, work.message_bytes, ids_of(ready.sub(lo, piece.count)), 0));
     }
   }
   return done;
@@ -88,9 +113,9 @@ void build_cannon(Network& net, const KernelPlan& plan, KernelBuild& out) {
     return arrival;
   };
   const Line all{0, 1, pes};
-  const std::vector<ItemId> launch = tasks_on(net, all, plan.launch_cycles, SpanKind::launch, {});
+  const Lanes launch = tasks_on(net, all, plan.launch_cycles, SpanKind::launch);
   // Initial skew of the activation tiles on the X rings, round after round.
-  std::vector<ItemId> have = launch;
+  std::vector<ItemId> have = ids_of(launch);
   for (std::int64_t round = 0; round < plan.skew_rounds; ++round) {
     const std::vector<ItemId> got = shift(true, plan.skew_bytes, have);
     for (std::size_t p = 0; p < got.size(); ++p) {
@@ -101,25 +126,26 @@ void build_cannon(Network& net, const KernelPlan& plan, KernelBuild& out) {
   std::vector<ItemId> from_x(static_cast<std::size_t>(pes), kNoItem), from_y(static_cast<std::size_t>(pes), kNoItem);
   for (std::int64_t step = 0; step < plan.sample.steps_simulated; ++step) {
     // A step's task wakes when both tiles have arrived and the previous step's work is done.
-    std::vector<ItemId> wake(static_cast<std::size_t>(pes));
+    const Lanes wake = tasks_on(net, all, plan.task_cycles, SpanKind::overhead);
+    net.after(wake, launch);
     for (std::int64_t p = 0; p < pes; ++p) {
       const auto i = static_cast<std::size_t>(p);
-      wake[i] = net.task(p, plan.task_cycles, SpanKind::overhead);
-      net.after(wake[i], launch[i]);
-      net.after(wake[i], previous[i]);
-      net.after(wake[i], from_x[i]);
-      net.after(wake[i], from_y[i]);
+      net.after(wake.at(p), previous[i]);
+      net.after(wake.at(p), from_x[i]);
+      net.after(wake.at(p), from_y[i]);
     }
-    const std::vector<ItemId> compute = tasks_on(net, all, plan.step_compute_cycles, SpanKind::compute, wake);
+    const Lanes compute = tasks_on(net, all, plan.step_compute_cycles, SpanKind::compute);
+    net.after(compute, wake);
     // The tiles of this step move on while they are multiplied; the last step moves nothing.
     if (step + 1 < plan.steps) {
-      from_x = shift(true, plan.x_bytes, wake);
-      from_y = shift(false, plan.y_bytes, wake);
+      const std::vector<ItemId> woken = ids_of(wake);
+      from_x = shift(true, plan.x_bytes, woken);
+      from_y = shift(false, plan.y_bytes, woken);
     }
     const ItemId step_done = net.join();
-    for (ItemId c : compute) net.after(step_done, c);
+    net.after(step_done, compute);
     out.step_done.push_back(step_done);
-    previous = compute;
+    previous = ids_of(compute);
   }
   out.steps_total = plan.steps;
   net.after(out.done, out.step_done.back());
@@ -157,29 +183,27 @@ KernelBuild build_kernel(Network& net, const KernelPlan& plan) {
         net.after(line_done, reduce_line(net, plan, line, work, gate));
         break;
       case Shape::compute: {
-        const std::vector<ItemId> launch = tasks_on(net, line, plan.launch_cycles, SpanKind::launch, {});
-        for (ItemId c : tasks_on(net, line, work.compute_cycles, SpanKind::compute, launch)) net.after(line_done, c);
+        const Lanes launch = tasks_on(net, line, plan.launch_cycles, SpanKind::launch);
+        const Lanes compute = tasks_on(net, line, work.compute_cycles, SpanKind::compute);
+        net.after(compute, launch);
+        net.after(line_done, compute);
         break;
       }
-      case Shape::neighbour:
+      case Shape::neighbour: {
+        // PE i sends to i - 1; PE 0 sends nothing and waits for its launch alone.
+        const Lanes launch = tasks_on(net, line, plan.launch_cycles, SpanKind::launch);
+        net.after(line_done, launch.at(0));
+        send_lanes(net, line, 1, line.count - 1, 0, 1, work.message_bytes, 1, launch, line_done);
+        break;
+      }
       case Shape::mirror: {
-        const std::vector<ItemId> launch = tasks_on(net, line, plan.launch_cycles, SpanKind::launch, {});
-        for (std::int64_t i = 0; i < line.count; ++i) {
-          const std::int64_t j = plan.shape == Shape::neighbour ? i - 1 : line.count - 1 - i;
-          if (j < 0 || j == i) {
-            // A PE that sends waits for its launch through its message; this one does not send.
-            net.after(line_done, launch[static_cast<std::size_t>(i)]);
-            continue;
-          }
-          SendSpec spec;
-          spec.src_pe = line.at(i);
-          spec.dst_pe = line.at(j);
-          spec.bytes = work.message_bytes;
-          spec.colour = j > i ? 0 : 1;
-          const ItemId m = net.send(spec);
-          net.after(m, launch[static_cast<std::size_t>(i)]);
-          net.after(line_done, m);
-        }
+        // PE i sends to count - 1 - i: the lower half rightwards (colour 0), the upper half leftwards
+        // (colour 1); the middle PE of an odd line keeps its tile.
+        const Lanes launch = tasks_on(net, line, plan.launch_cycles, SpanKind::launch);
+        const std::int64_t half = line.count / 2;
+        send_lanes(net, line, 0, half, line.count - 1, -1, work.message_bytes, 0, launch, line_done);
+        if (line.count % 2 == 1) net.after(line_done, launch.at(half));
+        send_lanes(net, line, line.count - half, half, half - 1, -1, work.message_bytes, 1, launch, line_done);
         break;
       }
       case Shape::lanes: {

@@ -14,6 +14,18 @@ using ItemId = std::uint32_t;
 /// "No item": an absent dependency.
 inline constexpr ItemId kNoItem = ~ItemId{0};
 
+/// Items with consecutive ids: lane i is item first + i. Network::tasks and Network::sends make
+/// them as one lane group, which Network::after can link to other items with one record per call.
+struct Lanes {
+  ItemId first = kNoItem;
+  std::uint32_t count = 0;
+  [[nodiscard]] ItemId at(std::int64_t i) const { return first + static_cast<ItemId>(i); }
+  /// Lanes [from, from + n) of these.
+  [[nodiscard]] Lanes sub(std::int64_t from, std::int64_t n) const {
+    return Lanes{first + static_cast<ItemId>(from), static_cast<std::uint32_t>(n)};
+  }
+};
+
 /// Unit of transport on the links.
 enum class Fidelity {
   message,  ///< a whole message is one unit per link (fast; exact when nothing contends)
@@ -145,6 +157,16 @@ class Network {
 
   /// Work on `pe` taking `duration_cycles`.
   ItemId task(std::int64_t pe, double duration_cycles, SpanKind kind = SpanKind::compute);
+  /// `count` tasks, lane i on PE first_pe + i * pe_stride: the same items as `count` calls of task(),
+  /// made as one lane group.
+  Lanes tasks(std::int64_t first_pe, std::int64_t pe_stride, std::int64_t count, double duration_cycles,
+              SpanKind kind = SpanKind::compute);
+  /// `count` messages like `first`, lane i from first.src_pe + i * src_stride to first.dst_pe +
+  /// i * dst_stride: the same items as `count` calls of send(), made as one lane group. Each must be
+  /// one transport unit (single_unit(first.bytes)); throws wavel::InternalError otherwise.
+  Lanes sends(const SendSpec& first, std::int64_t count, std::int64_t src_stride, std::int64_t dst_stride);
+  /// Whether a message of `bytes` is one transport unit at this fidelity (so sends() can make it).
+  [[nodiscard]] bool single_unit(std::int64_t bytes) const;
   /// Finishes as soon as all its dependencies have (no resource, no time).
   ItemId join();
   /// Sends a message; returns the item that finishes when all of it has been delivered.
@@ -152,6 +174,13 @@ class Network {
 
   /// `item` starts only after `dependency` has finished; kNoItem is ignored.
   void after(ItemId item, ItemId dependency);
+  /// Lane i of `items` after lane i of `dependencies` (equal counts). One record when the
+  /// dependencies are lanes of one group, else an edge per lane.
+  void after(Lanes items, Lanes dependencies);
+  /// Every lane of `items` after `dependency` (kNoItem is ignored): one record.
+  void after(Lanes items, ItemId dependency);
+  /// `item` after every lane of `dependencies`. One record when they are lanes of one group.
+  void after(ItemId item, Lanes dependencies);
   /// Message `item` streams what message `upstream` delivers (see the class comment); it also counts
   /// as a dependency. Throws wavel::InternalError unless both are messages.
   void stream(ItemId item, ItemId upstream);
@@ -178,6 +207,7 @@ class Network {
  private:
   enum class Kind : std::uint8_t { task, join, message, packets };
   enum Flag : std::uint8_t { inject = 1, eject = 2, x_minus = 4, y_minus = 8, streamed = 16, relayed = 32 };
+  static constexpr std::uint32_t kNoGroup = ~std::uint32_t{0};
 
   // Everything one event touches about its item sits in one cache line: scheduling state, the
   // first successor (most items have one), and the task or message it stands for.
@@ -196,12 +226,32 @@ class Network {
     std::int32_t b = 0;             // message: destination; packets: how many
     std::int32_t corner = 0;        // message: PE where the X leg turns into the Y leg
     std::int32_t nx = 0, ny = 0;    // message: hops along X and Y
+    std::uint32_t group = kNoGroup; // a lane of this group (its out-records in groups_)
+  };
+  // A line of like items made by one tasks() or sends() call, and the head of its list of lane
+  // records (GroupEdge, in group_edges_).
+  struct LaneGroup {
+    ItemId first;
+    std::uint32_t count;
+    std::uint32_t edges;
+  };
+  // A dependency record over lanes. On a group's list: lanes [from, from + count) notify `to` (all of
+  // them, when to_one) or to + (lane - from). On an item's edge list (Edge::to with kGroupBit): the
+  // item notifies lanes [to, to + count).
+  struct GroupEdge {
+    ItemId from;
+    std::uint32_t count;
+    ItemId to;
+    std::uint32_t next;
+    bool to_one;
   };
   struct Edge {
     ItemId to;  // the high bit marks a stream edge
     std::uint32_t next;
   };
   static constexpr ItemId kStreamBit = ItemId{1} << 31;
+  // Marks an Edge whose `to` indexes group_edges_ (item ids stay below 2^30: see max_items).
+  static constexpr ItemId kGroupBit = ItemId{1} << 30;
   // Times are never negative, so their IEEE-754 bit patterns order like the times and serve as
   // exact keys for the time buckets.
   struct Event {
@@ -241,6 +291,12 @@ class Network {
   ItemId new_message(const SendSpec& spec, const Route& r, double serial_cycles);
   void depend(ItemId to);  // one more unfinished dependency of `to`
   void add_edge(ItemId from, ItemId to);
+  void mark_unblocked(ItemId first, std::uint32_t count);   // bulk new_item's "ready from the start"
+  void check_lanes(Lanes lanes) const;                      // throws unless they are existing items
+  std::uint32_t new_group_edge(const GroupEdge& edge);
+  [[nodiscard]] std::int64_t wavelets_of(std::int64_t bytes) const;         // ceil(bytes / link width)
+  [[nodiscard]] std::int64_t unit_wavelets(std::int64_t wavelets) const;    // a transport unit at this fidelity
+  void mark_relays(ItemId id, int relays);                                   // software relay latency
   int note_route(const SendSpec& spec, const Route& r, std::int64_t units);  // colours and channel users; returns the relays
   std::size_t channel_of(const Item& m, std::int64_t step, double& latency) const;
   void add_stream_edge(ItemId from, ItemId to);
@@ -267,6 +323,8 @@ class Network {
   NetworkConfig config_;
   std::vector<Item> items_;
   std::vector<Edge> edges_;
+  std::vector<LaneGroup> groups_;
+  std::vector<GroupEdge> group_edges_;
   // The event queue: pending events in (time, item) order. Kernels run in lock-step, so many events
   // share a time: each distinct future time has a bucket (found through an open-addressing table and
   // ordered by a small heap of times); the bucket of the current time is sorted by item when it
