@@ -42,12 +42,12 @@ std::string_view to_string(SpanKind kind) {
 // Fresh multi-megabyte arrays per op cost page faults: a third of a 256x256 allreduce's time went to
 // the kernel mapping and zeroing pages. Every array is empty when a network starts, as if new.
 struct Network::Spare {
-  std::vector<Item> items;
+  details::RawArray<Item> items;
   std::vector<Edge> edges;
   std::vector<LaneGroup> groups;
   std::vector<GroupEdge> group_edges;
-  std::vector<double> channel_free, pe_free, first_start, head, tail_min, extra;
-  std::vector<std::uint64_t> colours, unblocked, table_keys;
+  std::vector<double> lane_time, channel_free, pe_free, first_start, head, tail_min, extra;
+  std::vector<std::uint64_t> colours, unblocked, holes, table_keys;
   std::vector<std::uint8_t> pe_tasks, colour_count, channel_users;
   std::vector<std::uint32_t> uncontested, table_buckets, free_buckets;
   std::vector<TimeSlot> times;
@@ -65,6 +65,8 @@ void Network::pair_arrays(Spare& kept, F&& f) {
   f(edges_, kept.edges);
   f(groups_, kept.groups);
   f(group_edges_, kept.group_edges);
+  f(lane_time_, kept.lane_time);
+  f(holes_, kept.holes);
   f(channel_free_, kept.channel_free);
   f(pe_free_, kept.pe_free);
   f(first_start_, kept.first_start);
@@ -298,7 +300,11 @@ void Network::drain_uncontested() {
   while (!uncontested_.empty()) {
     const ItemId id = uncontested_.back();
     uncontested_.pop_back();
-    run_alone(id);
+    if ((id & kGroupBit) != 0) {
+      run_group(id & ~kGroupBit);
+    } else {
+      run_alone(id);
+    }
   }
 }
 
@@ -326,7 +332,13 @@ void Network::complete(ItemId id, double finish, double head) {
     }
     if ((to & kGroupBit) != 0) {
       const GroupEdge& g = group_edges_[to & ~kGroupBit];
-      for (std::uint32_t k = 0; k < g.count; ++k) notify(g.to + k, finish);
+      if (g.to_group != kNoGroup && groups_[g.to_group].compact) {
+        LaneGroup& lanes = groups_[g.to_group];
+        lanes.ready_all = std::max(lanes.ready_all, finish);
+        if (--lanes.waiting == 0) uncontested_.push_back(g.to_group | kGroupBit);
+      } else {
+        for (std::uint32_t k = 0; k < g.count; ++k) notify(g.to + k, finish);
+      }
       continue;
     }
     // A stream edge: the downstream may start on the first wavelet; its tail follows the upstream's.
@@ -460,15 +472,115 @@ void Network::process(Event ev) {
   }
 }
 
+void Network::run_group(std::uint32_t index) {
+  // Every lane alone on its PE and channels: each is what run_alone would make of it, with the same
+  // additions in the same order, so the times are bit-identical to running the items.
+  LaneGroup& g = groups_[index];
+  g.waiting = -1;  // run: the sweep's seeding passes it by
+  double* const time = lane_time_.data();
+  const bool has_extra = !extra_.empty();
+  // Counters in locals: the stores through `time` could otherwise alias them.
+  std::int64_t events = 0;
+  double makespan = makespan_cycles_;
+  for (std::uint32_t i = 0; i < g.count; ++i) {
+    const ItemId id = g.first + i;
+    const double now = std::max(g.ready_all, time[id]);
+    ++events;
+    double finish = now;
+    if (g.kind == Kind::task) {
+      finish = now + g.length;
+      if (config_.record_spans) {
+        spans_.push_back(Span{id, static_cast<std::int32_t>(g.a + static_cast<std::int64_t>(i) * g.a_stride), -1, g.span, now, finish});
+      }
+    } else {
+      const SendSpec spec = lane_spec(g, i);
+      const Route r = route_of(spec);
+      const bool ramps = config_.model_ramps;
+      const std::int64_t links = r.nx + r.ny + g.folded;
+      const std::int64_t path = (g.inject && ramps ? 1 : 0) + links + (g.eject && ramps ? 1 : 0);
+      const double extra = has_extra && id < extra_.size() ? extra_[id] : 0.0;
+      if (path == 0) {
+        finish = now + extra;
+      } else {
+        events += path - 1;
+        double head = now;
+        for (std::int64_t link = links; link > 0; --link) head += config_.hop_cycles;
+        finish = head + g.length + extra;
+      }
+      if (config_.record_spans) {
+        spans_.push_back(Span{id, static_cast<std::int32_t>(spec.src_pe), static_cast<std::int32_t>(spec.dst_pe),
+                              SpanKind::message, now, finish});
+      }
+    }
+    time[id] = finish;
+    makespan = std::max(makespan, finish);
+  }
+  stats_.events += events;
+  makespan_cycles_ = makespan;
+  completed_ += g.count;
+  for (std::uint32_t e = g.edges; e != kNoItem; e = group_edges_[e].next) {
+    const GroupEdge& r = group_edges_[e];
+    if (r.to_one) {
+      double latest = 0;
+      for (std::uint32_t k = 0; k < r.count; ++k) latest = std::max(latest, time[r.from + k]);
+      Item& next = items_[r.to];
+      if (latest > next.ready) next.ready = latest;
+      next.deps -= static_cast<std::int32_t>(r.count);
+      if (next.deps == 0) become_ready(r.to);
+    } else if (r.to_group != kNoGroup && groups_[r.to_group].compact) {
+      for (std::uint32_t k = 0; k < r.count; ++k) time[r.to + k] = std::max(time[r.to + k], time[r.from + k]);
+      if (--groups_[r.to_group].waiting == 0) uncontested_.push_back(r.to_group | kGroupBit);
+    } else {
+      for (std::uint32_t k = 0; k < r.count; ++k) notify(r.to + k, time[r.from + k]);
+    }
+  }
+}
+
+void Network::sweep() {
+  // Items and compact groups ready from the start, in id order.
+  lane_time_.assign(items_.size(), 0.0);
+  std::size_t next_group = 0;
+  auto groups_before = [&](std::size_t id) {
+    for (; next_group < groups_.size() && groups_[next_group].first < id; ++next_group) {
+      const LaneGroup& g = groups_[next_group];
+      if (g.compact && g.waiting == 0) {
+        uncontested_.push_back(static_cast<ItemId>(next_group) | kGroupBit);
+        drain_uncontested();
+      }
+    }
+  };
+  for (std::size_t word = 0; word < unblocked_.size(); ++word) {
+    for (std::uint64_t bits = unblocked_[word]; bits != 0; bits &= bits - 1) {
+      const std::size_t id = word * 64 + static_cast<std::size_t>(__builtin_ctzll(bits));
+      groups_before(id);
+      become_ready(static_cast<ItemId>(id));
+      drain_uncontested();
+    }
+  }
+  groups_before(items_.size());
+}
+
 void Network::run() {
   if (ran_) throw InternalError("sim::Network: run() called twice");
   ran_ = true;
   now_bits_ = kNoTime;
+  const bool shared_pes = std::any_of(pe_tasks_.begin(), pe_tasks_.end(), [](std::uint8_t t) { return t > 1; });
+  if (compact_groups_ && !shared_pes && !shared_channels_) {
+    // Nothing contends: the run is a sweep of the dependency graph, compact groups whole.
+    if (config_.record_spans) first_start_.assign(items_.size(), 0.0);
+    if (has_packets_) head_.assign(items_.size(), 0.0);
+    if (has_streams_) tail_min_.assign(items_.size(), 0.0);
+    sweep();
+    finish_run();
+    return;
+  }
+  for (std::uint32_t g = 0; g < groups_.size(); ++g) materialize(g);
+  compact_groups_ = false;
   if (config_.record_spans) first_start_.assign(items_.size(), 0.0);
   // Free times only for what is shared; per-item side arrays only where something reads them
   // (extra_ is sized as relays are marked).
   const auto n = static_cast<std::size_t>(pes());
-  if (std::any_of(pe_tasks_.begin(), pe_tasks_.end(), [](std::uint8_t t) { return t > 1; })) pe_free_.assign(n, 0.0);
+  if (shared_pes) pe_free_.assign(n, 0.0);
   if (shared_channels_) channel_free_.assign(n * kChannelsPerPe, 0.0);
   if (has_packets_) head_.assign(items_.size(), 0.0);
   if (has_streams_) tail_min_.assign(items_.size(), 0.0);
@@ -486,12 +598,22 @@ void Network::run() {
     process(ev);
     drain_uncontested();
   }
+  finish_run();
+}
+
+void Network::finish_run() {
   if (completed_ != items_.size()) throw InternalError("sim::Network: an item never became ready (dependency cycle)");
+  // Spans in time order, not in the order the sweep or the queue decided them: the trace is then the
+  // same whichever way the run went.
+  std::sort(spans_.begin(), spans_.end(), [](const Span& a, const Span& b) {
+    return a.start_cycles != b.start_cycles ? a.start_cycles < b.start_cycles : a.item < b.item;
+  });
 }
 
 double Network::finish_cycles(ItemId item) const {
   if (item >= items_.size()) throw InternalError("sim::Network: unknown item");
   if (!ran_) throw InternalError("sim::Network: finish time asked before run()");
+  if (compact_groups_ && is_hole(item)) return lane_time_[item];
   return items_[item].finish;
 }
 

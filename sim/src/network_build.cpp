@@ -55,7 +55,8 @@ Network::Route Network::route_of(const SendSpec& spec) const {
   return r;
 }
 
-int Network::note_route(const SendSpec& spec, const Route& r, std::int64_t units) {
+// Inlined into send and sends: a call per message was a tenth of a 4-byte shift.
+__attribute__((always_inline)) inline int Network::note_route(const SendSpec& spec, const Route& r, std::int64_t units) {
   const std::uint64_t bit = std::uint64_t{1} << spec.colour;
   const std::int64_t w = config_.width_pes;
   const auto add = static_cast<unsigned>(std::min<std::int64_t>(units, 2));
@@ -105,7 +106,7 @@ int Network::note_route(const SendSpec& spec, const Route& r, std::int64_t units
   return relays;
 }
 
-ItemId Network::new_message(const SendSpec& spec, const Route& r, double serial_cycles) {
+Network::Item Network::message_item(const SendSpec& spec, const Route& r, double serial_cycles) const {
   Item m;
   m.kind = Kind::message;
   m.length = serial_cycles;
@@ -119,7 +120,11 @@ ItemId Network::new_message(const SendSpec& spec, const Route& r, double serial_
                                       (spec.eject && config_.model_ramps ? Flag::eject : 0) |
                                       (r.x_minus ? Flag::x_minus : 0) | (r.y_minus ? Flag::y_minus : 0));
   m.span = SpanKind::message;
-  return new_item(m);
+  return m;
+}
+
+ItemId Network::new_message(const SendSpec& spec, const Route& r, double serial_cycles) {
+  return new_item(message_item(spec, r, serial_cycles));
 }
 
 void Network::refuse_send(const SendSpec& spec) const {
@@ -199,7 +204,7 @@ ItemId Network::send(const SendSpec& spec) {
 }
 
 void Network::mark_relays(ItemId id, int relays) {
-  items_[id].flags = static_cast<std::uint8_t>(items_[id].flags | Flag::relayed);
+  if (!is_hole(id)) items_[id].flags = static_cast<std::uint8_t>(items_[id].flags | Flag::relayed);
   if (extra_.size() <= id) extra_.resize(static_cast<std::size_t>(id) + 1, 0.0);
   extra_[id] = relays * config_.relay_cycles;
 }
@@ -228,6 +233,10 @@ void Network::stream(ItemId item, ItemId upstream) {
   if (upstream == kNoItem) return;
   if (ran_) throw InternalError("sim::Network: stream added after run()");
   if (item >= items_.size() || upstream >= items_.size()) throw InternalError("sim::Network: unknown item");
+  if (compact_groups_) {
+    unhole(item);
+    unhole(upstream);
+  }
   const Item& down = items_[item];
   const Item& up = items_[upstream];
   if ((down.kind != Kind::message && down.kind != Kind::packets) ||
@@ -249,6 +258,8 @@ void Network::stream(ItemId item, ItemId upstream) {
 
 void Network::release_at(ItemId item, double time_cycles) {
   if (item >= items_.size()) throw InternalError("sim::Network: unknown item");
+  if (ran_) throw InternalError("sim::Network: release time set after run()");
+  if (compact_groups_) unhole(item);
   Item& it = items_[item];
   if (it.kind == Kind::packets) {
     for (std::int32_t u = 0; u < it.b; ++u) {
@@ -259,79 +270,171 @@ void Network::release_at(ItemId item, double time_cycles) {
   it.ready = std::max(it.ready, time_cycles);
 }
 
-// Lane groups. Their items are those the single calls would make, in the same order; what is saved
-// is the per-call work: checks, stats and routes done once, and one edge record per line.
+// Lane groups. Their ids are those the single calls would take, in the same order; a compact group
+// writes no items, and its links to other groups are one record per call.
 
-void Network::mark_unblocked(ItemId first, std::uint32_t count) {
-  const std::size_t end = static_cast<std::size_t>(first) + count;
-  unblocked_.resize((end + 63) / 64, 0);
-  for (std::size_t id = first; id < end;) {
+namespace {
+
+// PE of the last of `count` lanes from `first`, `stride` apart (strides may be negative).
+std::int64_t last_lane_pe(std::int64_t first, std::int64_t count, std::int64_t stride) {
+  std::int64_t step = 0, pe = 0;
+  if (__builtin_mul_overflow(count - 1, stride, &step) || __builtin_add_overflow(first, step, &pe)) {
+    throw InternalError("sim::Network: lane PEs leave the 64-bit range");
+  }
+  return pe;
+}
+
+}  // namespace
+
+Network::LaneGroup& Network::new_group(std::int64_t count) {
+  if (ran_ || static_cast<std::int64_t>(items_.size()) + count > config_.max_items) refuse_item();
+  LaneGroup g;
+  g.first = static_cast<ItemId>(items_.size());
+  g.count = static_cast<std::uint32_t>(count);
+  items_.grow_uninitialized(static_cast<std::size_t>(count));
+  const std::size_t words = (items_.size() + 63) / 64;
+  unblocked_.resize(words, 0);
+  holes_.resize(words, 0);
+  for (std::size_t id = g.first; id < items_.size();) {
     const std::size_t bit = id % 64;
-    const std::size_t n = std::min<std::size_t>(64 - bit, end - id);
-    const std::uint64_t mask = n == 64 ? ~std::uint64_t{0} : ((std::uint64_t{1} << n) - 1) << bit;
-    unblocked_[id / 64] |= mask;
+    const std::size_t n = std::min<std::size_t>(64 - bit, items_.size() - id);
+    holes_[id / 64] |= n == 64 ? ~std::uint64_t{0} : ((std::uint64_t{1} << n) - 1) << bit;
     id += n;
   }
+  compact_groups_ = true;
+  groups_.push_back(g);
+  return groups_.back();
 }
 
 Lanes Network::tasks(std::int64_t first_pe, std::int64_t pe_stride, std::int64_t count, double duration_cycles,
                      SpanKind kind) {
   if (count < 0) throw InternalError("sim::Network: a negative number of lanes");
-  const auto first = static_cast<ItemId>(items_.size());
-  if (count == 0) return Lanes{first, 0};
+  if (count == 0) return Lanes{static_cast<ItemId>(items_.size()), 0};
   if (ran_ || static_cast<std::int64_t>(items_.size()) + count > config_.max_items) refuse_item();
-  const std::int64_t last_pe = checked_add(first_pe, checked_mul(count - 1, pe_stride, "lane PE"), "lane PE");
+  const std::int64_t last_pe = last_lane_pe(first_pe, count, pe_stride);
   refuse_task(first_pe, duration_cycles);
   refuse_task(last_pe, duration_cycles);  // lanes are affine: the ends bound every PE
-  const auto group = static_cast<std::uint32_t>(groups_.size());
-  groups_.push_back(LaneGroup{first, static_cast<std::uint32_t>(count), kNoItem});
-  Item it;
-  it.kind = Kind::task;
-  it.length = duration_cycles;
-  it.span = kind;
-  it.group = group;
   std::uint8_t* const placed = pe_tasks_.data();
   std::int64_t pe = first_pe;
   for (std::int64_t i = 0; i < count; ++i, pe += pe_stride) {
-    it.a = static_cast<std::int32_t>(pe);
-    items_.push_back(it);
     auto& p = placed[static_cast<std::size_t>(pe)];
     p = static_cast<std::uint8_t>(std::min(2, p + 1));
   }
-  mark_unblocked(first, static_cast<std::uint32_t>(count));
+  LaneGroup& g = new_group(count);
+  g.kind = Kind::task;
+  g.span = kind;
+  g.length = duration_cycles;
+  g.a = first_pe;
+  g.a_stride = pe_stride;
   stats_.tasks += count;
-  return Lanes{first, static_cast<std::uint32_t>(count)};
+  return Lanes{g.first, g.count};
 }
 
 Lanes Network::sends(const SendSpec& first_spec, std::int64_t count, std::int64_t src_stride, std::int64_t dst_stride) {
   if (count < 0) throw InternalError("sim::Network: a negative number of lanes");
-  const auto first = static_cast<ItemId>(items_.size());
-  if (count == 0) return Lanes{first, 0};
+  if (count == 0) return Lanes{static_cast<ItemId>(items_.size()), 0};
   if (ran_ || static_cast<std::int64_t>(items_.size()) + count > config_.max_items) refuse_item();
   SendSpec spec = first_spec;
   SendSpec last = first_spec;
-  last.src_pe = checked_add(last.src_pe, checked_mul(count - 1, src_stride, "lane PE"), "lane PE");
-  last.dst_pe = checked_add(last.dst_pe, checked_mul(count - 1, dst_stride, "lane PE"), "lane PE");
+  last.src_pe = last_lane_pe(first_spec.src_pe, count, src_stride);
+  last.dst_pe = last_lane_pe(first_spec.dst_pe, count, dst_stride);
   refuse_send(first_spec);  // lanes are affine: the ends bound every PE
   refuse_send(last);
   if (spec.folded_hops > 0 && src_stride != dst_stride) throw InternalError("sim::Network: folded hops need src == dst on every lane");
   if (!single_unit(spec.bytes)) throw InternalError("sim::Network: lane groups hold single-unit messages only");
-  const auto group = static_cast<std::uint32_t>(groups_.size());
-  groups_.push_back(LaneGroup{first, static_cast<std::uint32_t>(count), kNoItem});
-  const std::int64_t wavelets = wavelets_of(spec.bytes);
+  const auto first = static_cast<ItemId>(items_.size());
   std::int64_t hops = 0;
+  std::vector<std::pair<ItemId, int>> relayed;
   for (std::int64_t i = 0; i < count; ++i, spec.src_pe += src_stride, spec.dst_pe += dst_stride) {
     const Route route = route_of(spec);
     const int relays = note_route(spec, route, 1);
     hops += route.nx + route.ny + spec.folded_hops;
-    const ItemId id = new_message(spec, route, static_cast<double>(wavelets));
-    items_[id].group = group;
-    if (relays > 0) mark_relays(id, relays);
+    if (relays > 0) relayed.emplace_back(first + static_cast<ItemId>(i), relays);
   }
+  const std::int64_t wavelets = wavelets_of(first_spec.bytes);
+  LaneGroup& g = new_group(count);
+  g.kind = Kind::message;
+  g.span = SpanKind::message;
+  g.length = static_cast<double>(wavelets);
+  g.folded = static_cast<std::uint8_t>(first_spec.folded_hops);
+  g.inject = first_spec.inject;
+  g.eject = first_spec.eject;
+  g.a = first_spec.src_pe;
+  g.a_stride = src_stride;
+  g.b = first_spec.dst_pe;
+  g.b_stride = dst_stride;
+  for (const auto& [id, relays] : relayed) mark_relays(id, relays);
   stats_.messages += count;
   stats_.units = checked_add(stats_.units, count, "transport units");
   stats_.wavelet_hops = checked_add(stats_.wavelet_hops, checked_mul(wavelets, hops, "wavelet-hops"), "wavelet-hops");
-  return Lanes{first, static_cast<std::uint32_t>(count)};
+  return Lanes{g.first, g.count};
+}
+
+SendSpec Network::lane_spec(const LaneGroup& g, std::uint32_t lane) const {
+  SendSpec spec;
+  spec.src_pe = g.a + static_cast<std::int64_t>(lane) * g.a_stride;
+  spec.dst_pe = g.b + static_cast<std::int64_t>(lane) * g.b_stride;
+  spec.folded_hops = g.folded;
+  spec.inject = g.inject;
+  spec.eject = g.eject;
+  return spec;
+}
+
+std::uint32_t Network::group_of(ItemId id) const {
+  auto it = std::upper_bound(groups_.begin(), groups_.end(), id, [](ItemId v, const LaneGroup& g) { return v < g.first; });
+  if (it == groups_.begin()) return kNoGroup;
+  --it;
+  return id - it->first < it->count ? static_cast<std::uint32_t>(it - groups_.begin()) : kNoGroup;
+}
+
+bool Network::covers_compact(std::uint32_t group, Lanes lanes) const {
+  if (group == kNoGroup) return false;
+  const LaneGroup& g = groups_[group];
+  return g.compact && lanes.first >= g.first && lanes.first - g.first + lanes.count <= g.count;
+}
+
+void Network::unhole(Lanes lanes) {
+  if (!compact_groups_) return;
+  for (std::uint32_t i = 0; i < lanes.count; ++i) unhole(lanes.at(i));
+}
+
+void Network::materialize(std::uint32_t first_group) {
+  std::vector<std::uint32_t> todo{first_group};
+  while (!todo.empty()) {
+    LaneGroup& g = groups_[todo.back()];
+    const auto index = todo.back();
+    todo.pop_back();
+    if (!g.compact) continue;
+    g.compact = false;
+    for (std::uint32_t i = 0; i < g.count; ++i) {
+      const ItemId id = g.first + i;
+      Item it;
+      if (g.kind == Kind::task) {
+        it = task_item(g.a + static_cast<std::int64_t>(i) * g.a_stride, g.length, g.span);
+      } else {
+        const SendSpec spec = lane_spec(g, i);
+        it = message_item(spec, route_of(spec), g.length);
+        if (id < extra_.size() && extra_[id] != 0.0) it.flags = static_cast<std::uint8_t>(it.flags | Flag::relayed);
+      }
+      it.group = index;
+      new (&items_[id]) Item(it);
+    }
+    // What was recorded into its lanes while compact becomes their dependency counts.
+    for (std::uint32_t e = g.in_edges; e != kNoItem; e = group_edges_[e].next_in) {
+      const GroupEdge& r = group_edges_[e];
+      for (std::uint32_t k = 0; k < r.count; ++k) ++items_[r.to + k].deps;
+    }
+    for (std::uint32_t i = 0; i < g.count; ++i) {
+      const ItemId id = g.first + i;
+      holes_[id / 64] &= ~(std::uint64_t{1} << (id % 64));
+      if (items_[id].deps == 0) unblocked_[id / 64] |= std::uint64_t{1} << (id % 64);
+    }
+    // Its lanes notify one by one from now on, which a compact group cannot take.
+    for (std::uint32_t e = g.edges; e != kNoItem; e = group_edges_[e].next) {
+      const GroupEdge& r = group_edges_[e];
+      if (!r.to_one && r.to_group != kNoGroup && groups_[r.to_group].compact) todo.push_back(r.to_group);
+    }
+  }
 }
 
 void Network::check_lanes(Lanes lanes) const {
@@ -350,48 +453,79 @@ void Network::after(Lanes items, Lanes dependencies) {
   if (items.count == 0) return;
   check_lanes(items);
   check_lanes(dependencies);
-  const std::uint32_t group = items_[dependencies.first].group;
-  const bool one_group = group != kNoGroup && items_[dependencies.first + dependencies.count - 1].group == group;
+  const std::uint32_t from = group_of(dependencies.first);
+  const bool one_group = from != kNoGroup && group_of(dependencies.first + dependencies.count - 1) == from;
+  std::uint32_t to = group_of(items.first);
+  bool compact = covers_compact(to, items);
+  if (one_group && compact && !groups_[from].compact) {
+    materialize(to);  // a materialised group notifies lane by lane
+    compact = false;
+  }
   bool plain = !one_group;
-  for (std::uint32_t i = 0; i < items.count && !plain; ++i) plain = items_[items.first + i].kind == Kind::packets;
+  if (!compact) {
+    unhole(items);
+    for (std::uint32_t i = 0; i < items.count && !plain; ++i) plain = items_[items.first + i].kind == Kind::packets;
+  }
   if (plain) {
     for (std::uint32_t i = 0; i < items.count; ++i) after(items.first + i, dependencies.first + i);
     return;
   }
-  LaneGroup& g = groups_[group];
-  g.edges = new_group_edge(GroupEdge{dependencies.first, dependencies.count, items.first, g.edges, false});
-  for (std::uint32_t i = 0; i < items.count; ++i) depend(items.first + i);
+  const std::uint32_t index =
+      new_group_edge(GroupEdge{dependencies.first, dependencies.count, items.first, compact ? to : kNoGroup,
+                               groups_[from].edges, kNoItem, false});
+  groups_[from].edges = index;
+  if (compact) {
+    group_edges_[index].next_in = groups_[to].in_edges;
+    groups_[to].in_edges = index;
+    ++groups_[to].waiting;
+  } else {
+    for (std::uint32_t i = 0; i < items.count; ++i) depend(items.first + i);
+  }
 }
 
 void Network::after(Lanes items, ItemId dependency) {
   if (dependency == kNoItem || items.count == 0) return;
   check_lanes(items);
   if (dependency >= items_.size()) throw InternalError("sim::Network: unknown item");
-  for (std::uint32_t i = 0; i < items.count; ++i) {
-    if (items_[items.first + i].kind == Kind::packets) {
-      for (std::uint32_t k = 0; k < items.count; ++k) after(items.first + k, dependency);
-      return;
+  if (compact_groups_) unhole(dependency);
+  const std::uint32_t to = group_of(items.first);
+  const bool compact = covers_compact(to, items);
+  if (!compact) {
+    unhole(items);
+    for (std::uint32_t i = 0; i < items.count; ++i) {
+      if (items_[items.first + i].kind == Kind::packets) {
+        for (std::uint32_t k = 0; k < items.count; ++k) after(items.first + k, dependency);
+        return;
+      }
     }
   }
   Item& source = items_[dependency];
-  const std::uint32_t index = new_group_edge(GroupEdge{dependency, items.count, items.first, kNoItem, false});
+  const std::uint32_t index =
+      new_group_edge(GroupEdge{dependency, items.count, items.first, compact ? to : kNoGroup, kNoItem, kNoItem, false});
   edges_.push_back(Edge{index | kGroupBit, source.edges});
   source.edges = static_cast<std::uint32_t>(edges_.size() - 1);
-  for (std::uint32_t i = 0; i < items.count; ++i) depend(items.first + i);
+  if (compact) {
+    group_edges_[index].next_in = groups_[to].in_edges;
+    groups_[to].in_edges = index;
+    ++groups_[to].waiting;
+  } else {
+    for (std::uint32_t i = 0; i < items.count; ++i) depend(items.first + i);
+  }
 }
 
 void Network::after(ItemId item, Lanes dependencies) {
   if (dependencies.count == 0) return;
   check_lanes(dependencies);
   if (item >= items_.size()) throw InternalError("sim::Network: unknown item");
-  const std::uint32_t group = items_[dependencies.first].group;
-  const bool one_group = group != kNoGroup && items_[dependencies.first + dependencies.count - 1].group == group;
+  if (compact_groups_) unhole(item);
+  const std::uint32_t from = group_of(dependencies.first);
+  const bool one_group = from != kNoGroup && group_of(dependencies.first + dependencies.count - 1) == from;
   if (!one_group || items_[item].kind == Kind::packets) {
     for (std::uint32_t i = 0; i < dependencies.count; ++i) after(item, dependencies.first + i);
     return;
   }
-  LaneGroup& g = groups_[group];
-  g.edges = new_group_edge(GroupEdge{dependencies.first, dependencies.count, item, g.edges, true});
+  groups_[from].edges = new_group_edge(
+      GroupEdge{dependencies.first, dependencies.count, item, kNoGroup, groups_[from].edges, kNoItem, true});
   Item& it = items_[item];
   if (it.deps == 0) unblocked_[item / 64] &= ~(std::uint64_t{1} << (item % 64));
   it.deps += static_cast<std::int32_t>(dependencies.count);

@@ -192,7 +192,7 @@ KernelBuild build_kernel(Network& net, const KernelPlan& plan) {
       case Shape::neighbour: {
         // PE i sends to i - 1; PE 0 sends nothing and waits for its launch alone.
         const Lanes launch = tasks_on(net, line, plan.launch_cycles, SpanKind::launch);
-        net.after(line_done, launch.at(0));
+        if (launch.count > 0) net.after(line_done, launch.sub(0, 1));
         send_lanes(net, line, 1, line.count - 1, 0, 1, work.message_bytes, 1, launch, line_done);
         break;
       }
@@ -202,7 +202,7 @@ KernelBuild build_kernel(Network& net, const KernelPlan& plan) {
         const Lanes launch = tasks_on(net, line, plan.launch_cycles, SpanKind::launch);
         const std::int64_t half = line.count / 2;
         send_lanes(net, line, 0, half, line.count - 1, -1, work.message_bytes, 0, launch, line_done);
-        if (line.count % 2 == 1) net.after(line_done, launch.at(half));
+        if (line.count % 2 == 1) net.after(line_done, launch.sub(half, 1));
         send_lanes(net, line, line.count - half, half, half - 1, -1, work.message_bytes, 1, launch, line_done);
         break;
       }

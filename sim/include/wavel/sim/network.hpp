@@ -6,6 +6,8 @@
 #include <string_view>
 #include <vector>
 
+#include "wavel/sim/details/raw_array.hpp"
+
 namespace wavel::sim {
 
 /// Identifies a task, message or join inside one Network (dense, in creation order).
@@ -196,7 +198,7 @@ class Network {
   /// The latest finish of any item.
   [[nodiscard]] double makespan_cycles() const { return makespan_cycles_; }
   [[nodiscard]] const NetworkStats& stats() const { return stats_; }
-  /// Recorded spans, in the order they were decided (empty unless record_spans).
+  /// Recorded spans by start time, then item (empty unless record_spans).
   [[nodiscard]] const std::vector<Span>& spans() const { return spans_; }
   /// Distinct colours at the busiest router.
   [[nodiscard]] int colours_max() const;
@@ -228,21 +230,36 @@ class Network {
     std::int32_t nx = 0, ny = 0;    // message: hops along X and Y
     std::uint32_t group = kNoGroup; // a lane of this group (its out-records in groups_)
   };
-  // A line of like items made by one tasks() or sends() call, and the head of its list of lane
-  // records (GroupEdge, in group_edges_).
+  // A line of like items made by one tasks() or sends() call. It starts compact: its ids are taken
+  // but its items are not written (their slots in items_ are holes). A compact group that nothing
+  // contends with is run as a whole, in closed form (run_group); otherwise, or once a single-item
+  // call names one of its lanes, it is materialised: its items are written and run one by one.
   struct LaneGroup {
-    ItemId first;
-    std::uint32_t count;
-    std::uint32_t edges;
+    ItemId first = 0;
+    std::uint32_t count = 0;
+    std::uint32_t edges = kNoItem;     // records from its lanes (GroupEdge::next)
+    std::uint32_t in_edges = kNoItem;  // records into it made while compact (GroupEdge::next_in)
+    std::int32_t waiting = 0;          // compact: records into it not yet notified
+    bool compact = true;
+    Kind kind = Kind::task;
+    SpanKind span = SpanKind::compute;
+    std::uint8_t folded = 0;
+    bool inject = true, eject = true;
+    double length = 0;                 // task duration or message serialisation cycles
+    double ready_all = 0;              // compact: latest finish notified to every lane at once
+    std::int64_t a = 0, a_stride = 0;  // lane 0's PE (task) or source (message), and the step per lane
+    std::int64_t b = 0, b_stride = 0;  // message: lane 0's destination and the step per lane
   };
   // A dependency record over lanes. On a group's list: lanes [from, from + count) notify `to` (all of
   // them, when to_one) or to + (lane - from). On an item's edge list (Edge::to with kGroupBit): the
-  // item notifies lanes [to, to + count).
+  // item notifies lanes [to, to + count). to_group: the group of the lanes notified (kNoGroup: items).
   struct GroupEdge {
     ItemId from;
     std::uint32_t count;
     ItemId to;
+    std::uint32_t to_group;
     std::uint32_t next;
+    std::uint32_t next_in;
     bool to_one;
   };
   struct Edge {
@@ -291,9 +308,23 @@ class Network {
   ItemId new_message(const SendSpec& spec, const Route& r, double serial_cycles);
   void depend(ItemId to);  // one more unfinished dependency of `to`
   void add_edge(ItemId from, ItemId to);
-  void mark_unblocked(ItemId first, std::uint32_t count);   // bulk new_item's "ready from the start"
   void check_lanes(Lanes lanes) const;                      // throws unless they are existing items
   std::uint32_t new_group_edge(const GroupEdge& edge);
+  LaneGroup& new_group(std::int64_t count);                 // takes the ids of a compact group
+  [[nodiscard]] std::uint32_t group_of(ItemId id) const;    // the group whose lane `id` is, or kNoGroup
+  [[nodiscard]] bool covers_compact(std::uint32_t group, Lanes lanes) const;  // all its lanes, compact
+  [[nodiscard]] bool is_hole(ItemId id) const { return (holes_[id / 64] >> (id % 64) & 1U) != 0; }
+  void unhole(ItemId id) {         // materialises the group of `id` if it is a compact lane
+    if (is_hole(id)) materialize(group_of(id));
+  }
+  void unhole(Lanes lanes);        // materialises every compact group among the lanes
+  void materialize(std::uint32_t group);  // and, in turn, the compact groups its lanes notify
+  [[nodiscard]] Item task_item(std::int64_t pe, double duration_cycles, SpanKind kind) const;
+  [[nodiscard]] Item message_item(const SendSpec& spec, const Route& r, double serial_cycles) const;
+  [[nodiscard]] SendSpec lane_spec(const LaneGroup& g, std::uint32_t lane) const;
+  void run_group(std::uint32_t group);  // a compact group that contends for nothing, all lanes at once
+  void sweep();                         // run() when nothing contends
+  void finish_run();                    // checks that every item ran; orders the spans
   [[nodiscard]] std::int64_t wavelets_of(std::int64_t bytes) const;         // ceil(bytes / link width)
   [[nodiscard]] std::int64_t unit_wavelets(std::int64_t wavelets) const;    // a transport unit at this fidelity
   void mark_relays(ItemId id, int relays);                                   // software relay latency
@@ -321,10 +352,13 @@ class Network {
   static double time_of(std::uint64_t bits);
 
   NetworkConfig config_;
-  std::vector<Item> items_;
+  details::RawArray<Item> items_;
   std::vector<Edge> edges_;
   std::vector<LaneGroup> groups_;
   std::vector<GroupEdge> group_edges_;
+  std::vector<std::uint64_t> holes_;   // bit per id: a lane of a compact group (no item written)
+  bool compact_groups_ = false;        // some group was ever compact (holes_ is consulted)
+  std::vector<double> lane_time_;      // sweep: compact lanes' ready time, then their finish
   // The event queue: pending events in (time, item) order. Kernels run in lock-step, so many events
   // share a time: each distinct future time has a bucket (found through an open-addressing table and
   // ordered by a small heap of times); the bucket of the current time is sorted by item when it
@@ -375,19 +409,17 @@ inline ItemId Network::new_item(const Item& item) {
   const auto id = static_cast<ItemId>(items_.size());
   items_.push_back(item);
   // Ready from the start until it gets a dependency.
-  if (id % 64 == 0) unblocked_.push_back(0);
+  if (id % 64 == 0) {
+    unblocked_.push_back(0);
+    holes_.push_back(0);
+  }
   unblocked_[id / 64] |= std::uint64_t{1} << (id % 64);
   return id;
 }
 
 inline ItemId Network::task(std::int64_t pe, double duration_cycles, SpanKind kind) {
   if (pe < 0 || pe >= pes() || !(duration_cycles >= 0.0)) refuse_task(pe, duration_cycles);
-  Item it;
-  it.kind = Kind::task;
-  it.a = static_cast<std::int32_t>(pe);
-  it.length = duration_cycles;
-  it.span = kind;
-  const ItemId id = new_item(it);
+  const ItemId id = new_item(task_item(pe, duration_cycles, kind));
   auto& placed = pe_tasks_[static_cast<std::size_t>(pe)];
   if (placed < 2) ++placed;
   ++stats_.tasks;
@@ -395,6 +427,15 @@ inline ItemId Network::task(std::int64_t pe, double duration_cycles, SpanKind ki
 }
 
 inline ItemId Network::join() { return new_item(Item{}); }
+
+inline Network::Item Network::task_item(std::int64_t pe, double duration_cycles, SpanKind kind) const {
+  Item it;
+  it.kind = Kind::task;
+  it.a = static_cast<std::int32_t>(pe);
+  it.length = duration_cycles;
+  it.span = kind;
+  return it;
+}
 
 inline void Network::depend(ItemId to) {
   if (items_[to].deps++ == 0) unblocked_[to / 64] &= ~(std::uint64_t{1} << (to % 64));
@@ -414,6 +455,10 @@ inline void Network::add_edge(ItemId from, ItemId to) {
 inline void Network::after(ItemId item, ItemId dependency) {
   if (dependency == kNoItem) return;
   if (ran_ || item >= items_.size() || dependency >= items_.size()) refuse_edge(item, dependency);
+  if (compact_groups_) {
+    unhole(item);
+    unhole(dependency);
+  }
   if (items_[item].kind == Kind::packets) {
     after_packets(item, dependency);
   } else {

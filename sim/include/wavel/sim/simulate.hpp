@@ -29,7 +29,7 @@ struct SimOptions {
   bool memoize = true;                        ///< simulate identical ops once (see simulate())
   bool record_trace = false;                  ///< keep each op's timeline for trace export
   std::int64_t trace_max_pes = 16;            ///< sampled PEs per op kept in the trace
-  std::int64_t trace_max_spans = 4096;        ///< spans per op kept (the earliest decided)
+  std::int64_t trace_max_spans = 4096;        ///< spans per op kept (the earliest to start)
 };
 
 /// One simulated op.
