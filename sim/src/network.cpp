@@ -516,6 +516,7 @@ void Network::run_group(std::uint32_t index) {
     makespan = std::max(makespan, finish);
   }
   stats_.events += events;
+  stats_.lanes_swept += g.count;
   makespan_cycles_ = makespan;
   completed_ += g.count;
   for (std::uint32_t e = g.edges; e != kNoItem; e = group_edges_[e].next) {

@@ -363,7 +363,10 @@ Lanes Network::sends(const SendSpec& first_spec, std::int64_t count, std::int64_
   g.a_stride = src_stride;
   g.b = first_spec.dst_pe;
   g.b_stride = dst_stride;
-  for (const auto& [id, relays] : relayed) mark_relays(id, relays);
+  for (const auto& [id, relays] : relayed) {
+    mark_relays(id, relays);
+    stats_.relays += relays;
+  }
   stats_.messages += count;
   stats_.units = checked_add(stats_.units, count, "transport units");
   stats_.wavelet_hops = checked_add(stats_.wavelet_hops, checked_mul(wavelets, hops, "wavelet-hops"), "wavelet-hops");

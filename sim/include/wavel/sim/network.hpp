@@ -114,6 +114,7 @@ struct NetworkStats {
   std::int64_t units = 0;         ///< transport units: messages, packets or wavelets by fidelity
   std::int64_t wavelet_hops = 0;  ///< wavelets x mesh links crossed (folded hops included, ramps not)
   std::int64_t relays = 0;        ///< routes relayed in software because a router ran out of colours
+  std::int64_t lanes_swept = 0;   ///< items run a whole lane group at a time (nothing contended)
 };
 
 /// A mesh of width x height PEs and the work placed on it. Build the work first (task, send, join,
