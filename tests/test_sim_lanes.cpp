@@ -160,6 +160,41 @@ void require_same(const Outcome& a, const Outcome& b) {
   }
 }
 
+// One group over a whole w x h mesh in row-major order: PE p + 1 sends to p, so the lanes at row
+// ends turn a corner (their routes differ from the rest) and nothing contends.
+Outcome run_wrapped(bool lanes, std::int64_t w, std::int64_t h) {
+  sim::Network net(lane_mesh(w, h));
+  const std::int64_t n = w * h;
+  const sim::ItemId done = net.join();
+  sim::SendSpec spec;
+  spec.src_pe = 1;
+  spec.dst_pe = 0;
+  spec.bytes = 20;
+  if (lanes) {
+    const sim::Lanes launch = net.tasks(0, 1, n, 3.0, sim::SpanKind::launch);
+    const sim::Lanes sent = net.sends(spec, n - 1, 1, 1);
+    net.after(sent, launch.sub(1, n - 1));
+    net.after(done, sent);
+  } else {
+    std::vector<sim::ItemId> launch;
+    for (std::int64_t p = 0; p < n; ++p) launch.push_back(net.task(p, 3.0, sim::SpanKind::launch));
+    for (std::int64_t p = 1; p < n; ++p) {
+      spec.src_pe = p;
+      spec.dst_pe = p - 1;
+      const sim::ItemId m = net.send(spec);
+      net.after(m, launch[static_cast<std::size_t>(p)]);
+      net.after(done, m);
+    }
+  }
+  net.run();
+  Outcome o;
+  for (std::size_t i = 0; i < net.items(); ++i) o.finish.push_back(net.finish_cycles(static_cast<sim::ItemId>(i)));
+  o.stats = net.stats();
+  o.spans = net.spans();
+  o.makespan = net.makespan_cycles();
+  return o;
+}
+
 }  // namespace
 
 TEST_CASE("sim: lane groups give the items' times, counters and spans, swept or materialised") {
@@ -169,6 +204,13 @@ TEST_CASE("sim: lane groups give the items' times, counters and spans, swept or 
     require_same(items, lanes);
     CHECK(items.stats.lanes_swept == 0);
     CHECK(lanes.stats.lanes_swept == 4 * (8 + 7));  // every launch and message lane
+  }
+  SUBCASE("lanes that wrap to the next row have their own routes, still swept") {
+    const Outcome items = run_wrapped(false, 6, 4);
+    const Outcome lanes = run_wrapped(true, 6, 4);
+    require_same(items, lanes);
+    CHECK(lanes.stats.lanes_swept == 24 + 23);
+    CHECK(items.makespan > 3.0 + 1.0 + 5.0);  // the row-end lanes travel w hops
   }
   SUBCASE("a mirror, the halves cross: groups are materialised and queued") {
     const Outcome items = run(Variant::mirror, false, 8, 3);

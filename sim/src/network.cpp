@@ -493,10 +493,12 @@ void Network::run_group(std::uint32_t index) {
         spans_.push_back(Span{id, static_cast<std::int32_t>(g.a + static_cast<std::int64_t>(i) * g.a_stride), -1, g.span, now, finish});
       }
     } else {
-      const SendSpec spec = lane_spec(g, i);
-      const Route r = route_of(spec);
+      std::int64_t links = g.links;
+      if (!g.uniform) {
+        const Route r = route_of(lane_spec(g, i));
+        links = r.nx + r.ny + g.folded;
+      }
       const bool ramps = config_.model_ramps;
-      const std::int64_t links = r.nx + r.ny + g.folded;
       const std::int64_t path = (g.inject && ramps ? 1 : 0) + links + (g.eject && ramps ? 1 : 0);
       const double extra = has_extra && id < extra_.size() ? extra_[id] : 0.0;
       if (path == 0) {
@@ -508,6 +510,7 @@ void Network::run_group(std::uint32_t index) {
         finish = head + g.length + extra;
       }
       if (config_.record_spans) {
+        const SendSpec spec = lane_spec(g, i);
         spans_.push_back(Span{id, static_cast<std::int32_t>(spec.src_pe), static_cast<std::int32_t>(spec.dst_pe),
                               SpanKind::message, now, finish});
       }

@@ -55,8 +55,13 @@ Network::Route Network::route_of(const SendSpec& spec) const {
   return r;
 }
 
-// Inlined into send and sends: a call per message was a tenth of a 4-byte shift.
-__attribute__((always_inline)) inline int Network::note_route(const SendSpec& spec, const Route& r, std::int64_t units) {
+// Inlined into send and sends: a call per message was a tenth of a 4-byte shift. With lanes > 1, the
+// route is that of `lanes` messages, each `stride` PEs on from the last, all of one colour; they are
+// noted position by position along the route. The outcome is that of noting them one after another:
+// channel counts saturate whatever the order, and at each router the one colour is either carried
+// already, taken by the first lane there, or relayed for every lane.
+__attribute__((always_inline)) inline void Network::note_route(const SendSpec& spec, const Route& r, std::int64_t units,
+                                                               std::int64_t lanes, std::int64_t stride, int* relays) {
   const std::uint64_t bit = std::uint64_t{1} << spec.colour;
   const std::int64_t w = config_.width_pes;
   const auto add = static_cast<unsigned>(std::min<std::int64_t>(units, 2));
@@ -64,26 +69,30 @@ __attribute__((always_inline)) inline int Network::note_route(const SendSpec& sp
   // reloaded after every count.
   std::uint8_t* const users = channel_users_.data();
   unsigned most = 0;
+  const std::int64_t channel_stride = stride * kChannelsPerPe;
   auto use = [&](std::int64_t pe, Port port) {
-    auto& u = users[static_cast<std::size_t>(pe) * kChannelsPerPe + static_cast<std::size_t>(port)];
-    const unsigned now = std::min(2u, u + add);
-    u = static_cast<std::uint8_t>(now);
-    most = std::max(most, now);
+    std::uint8_t* u = users + pe * kChannelsPerPe + static_cast<std::int64_t>(port);
+    for (std::int64_t i = 0; i < lanes; ++i, u += channel_stride) {
+      const unsigned now = std::min(2u, *u + add);
+      *u = static_cast<std::uint8_t>(now);
+      most = std::max(most, now);
+    }
   };
   std::uint64_t* const sets = colours_.data();
   std::uint8_t* const counts = colour_count_.data();
   const std::int64_t routable = config_.routable_colours;
-  int relays = 0;
   auto mark = [&](std::int64_t pe) {
-    auto& set = sets[static_cast<std::size_t>(pe)];
-    if ((set & bit) != 0) return;  // most routes reuse colours the router already carries
-    auto& count = counts[static_cast<std::size_t>(pe)];
-    if (count >= routable) {
-      ++relays;  // out of colours: this router hands the route to its PE, which re-sends it
-      return;
+    for (std::int64_t i = 0; i < lanes; ++i, pe += stride) {
+      auto& set = sets[pe];
+      if ((set & bit) != 0) continue;  // most routes reuse colours the router already carries
+      auto& count = counts[pe];
+      if (count >= routable) {
+        ++relays[i];  // out of colours: this router hands the route to its PE, which re-sends it
+        continue;
+      }
+      set |= bit;
+      ++count;
     }
-    set |= bit;
-    ++count;
   };
   // Every router from source to destination, each with the channel it drives along the route.
   const std::int64_t step_x = r.x_minus ? -1 : 1, step_y = r.y_minus ? -w : w;
@@ -103,7 +112,6 @@ __attribute__((always_inline)) inline int Network::note_route(const SendSpec& sp
   if (spec.folded_hops > 1) use(spec.src_pe, Port::south);
   if (spec.eject && config_.model_ramps) use(spec.dst_pe, Port::ramp_out);
   if (most > 1) shared_channels_ = true;
-  return relays;
 }
 
 Network::Item Network::message_item(const SendSpec& spec, const Route& r, double serial_cycles) const {
@@ -175,7 +183,8 @@ ItemId Network::send(const SendSpec& spec) {
                             std::to_string(units) + " transport units, more than the " +
                             std::to_string(config_.max_items) + " items a simulation may hold");
   }
-  const int relays = note_route(spec, route, units);
+  int relays = 0;
+  note_route(spec, route, units, 1, 0, &relays);
   ++stats_.messages;
   stats_.units = checked_add(stats_.units, units, "transport units");
   stats_.wavelet_hops = checked_add(stats_.wavelet_hops, checked_mul(wavelets, hops, "wavelet-hops"), "wavelet-hops");
@@ -344,12 +353,18 @@ Lanes Network::sends(const SendSpec& first_spec, std::int64_t count, std::int64_
   if (!single_unit(spec.bytes)) throw InternalError("sim::Network: lane groups hold single-unit messages only");
   const auto first = static_cast<ItemId>(items_.size());
   std::int64_t hops = 0;
-  std::vector<std::pair<ItemId, int>> relayed;
-  for (std::int64_t i = 0; i < count; ++i, spec.src_pe += src_stride, spec.dst_pe += dst_stride) {
-    const Route route = route_of(spec);
-    const int relays = note_route(spec, route, 1);
-    hops += route.nx + route.ny + spec.folded_hops;
-    if (relays > 0) relayed.emplace_back(first + static_cast<ItemId>(i), relays);
+  std::vector<int> relays(static_cast<std::size_t>(count), 0);
+  const Route route = route_of(spec);
+  const bool uniform = same_route(first_spec, count, src_stride, dst_stride);
+  if (uniform) {
+    note_route(spec, route, 1, count, src_stride, relays.data());
+    hops = count * (route.nx + route.ny + spec.folded_hops);
+  } else {
+    for (std::int64_t i = 0; i < count; ++i, spec.src_pe += src_stride, spec.dst_pe += dst_stride) {
+      const Route r = route_of(spec);
+      note_route(spec, r, 1, 1, 0, &relays[static_cast<std::size_t>(i)]);
+      hops += r.nx + r.ny + spec.folded_hops;
+    }
   }
   const std::int64_t wavelets = wavelets_of(first_spec.bytes);
   LaneGroup& g = new_group(count);
@@ -363,14 +378,34 @@ Lanes Network::sends(const SendSpec& first_spec, std::int64_t count, std::int64_
   g.a_stride = src_stride;
   g.b = first_spec.dst_pe;
   g.b_stride = dst_stride;
-  for (const auto& [id, relays] : relayed) {
-    mark_relays(id, relays);
-    stats_.relays += relays;
+  g.uniform = uniform;
+  g.links = route.nx + route.ny + first_spec.folded_hops;
+  for (std::int64_t i = 0; i < count; ++i) {
+    const int n = relays[static_cast<std::size_t>(i)];
+    if (n == 0) continue;
+    mark_relays(first + static_cast<ItemId>(i), n);
+    stats_.relays += n;
   }
   stats_.messages += count;
   stats_.units = checked_add(stats_.units, count, "transport units");
   stats_.wavelet_hops = checked_add(stats_.wavelet_hops, checked_mul(wavelets, hops, "wavelet-hops"), "wavelet-hops");
   return Lanes{g.first, g.count};
+}
+
+bool Network::same_route(const SendSpec& first, std::int64_t count, std::int64_t src_stride, std::int64_t dst_stride) const {
+  // Lanes that move as one (equal strides) have one route shape unless a lane's x wraps to another
+  // row: a whole-row stride keeps x; a smaller one must keep both ends' x on their rows, and x moves
+  // monotonically, so the last lane's x settles it.
+  if (src_stride != dst_stride) return false;
+  const std::int64_t w = config_.width_pes;
+  if (src_stride % w == 0) return true;
+  if (src_stride <= -w || src_stride >= w) return false;
+  const std::int64_t shift = (count - 1) * src_stride;
+  for (std::int64_t pe : {first.src_pe, first.dst_pe}) {
+    const std::int64_t x = pe % w + shift;
+    if (x < 0 || x >= w) return false;
+  }
+  return true;
 }
 
 SendSpec Network::lane_spec(const LaneGroup& g, std::uint32_t lane) const {

@@ -246,6 +246,8 @@ class Network {
     SpanKind span = SpanKind::compute;
     std::uint8_t folded = 0;
     bool inject = true, eject = true;
+    bool uniform = false;              // message lanes all have lane 0's route shape
+    std::int64_t links = 0;            // uniform: mesh links each lane crosses
     double length = 0;                 // task duration or message serialisation cycles
     double ready_all = 0;              // compact: latest finish notified to every lane at once
     std::int64_t a = 0, a_stride = 0;  // lane 0's PE (task) or source (message), and the step per lane
@@ -329,7 +331,11 @@ class Network {
   [[nodiscard]] std::int64_t wavelets_of(std::int64_t bytes) const;         // ceil(bytes / link width)
   [[nodiscard]] std::int64_t unit_wavelets(std::int64_t wavelets) const;    // a transport unit at this fidelity
   void mark_relays(ItemId id, int relays);                                   // software relay latency
-  int note_route(const SendSpec& spec, const Route& r, std::int64_t units);  // colours and channel users; returns the relays
+  // Colours and channel users of `lanes` like messages, `stride` PEs apart; adds each one's relays.
+  void note_route(const SendSpec& spec, const Route& r, std::int64_t units, std::int64_t lanes, std::int64_t stride,
+                  int* relays);
+  [[nodiscard]] bool same_route(const SendSpec& first, std::int64_t count, std::int64_t src_stride,
+                                std::int64_t dst_stride) const;  // every lane has lane 0's route shape
   std::size_t channel_of(const Item& m, std::int64_t step, double& latency) const;
   void add_stream_edge(ItemId from, ItemId to);
   void process(Event ev);      // a queued event, taken from the queue in its order
