@@ -308,6 +308,19 @@ void Network::drain_uncontested() {
   }
 }
 
+// Out of line: records over lanes are rare on the paths that complete() serves most.
+void Network::notify_record(std::uint32_t record, double finish) {
+  // An item's record over lanes: a compact group takes the finish once for all its lanes.
+  const GroupEdge& g = group_edges_[record];
+  if (g.to_group != kNoGroup && groups_[g.to_group].compact) {
+    LaneGroup& lanes = groups_[g.to_group];
+    lanes.ready_all = std::max(lanes.ready_all, finish);
+    if (--lanes.waiting == 0) uncontested_.push_back(g.to_group | kGroupBit);
+  } else {
+    for (std::uint32_t k = 0; k < g.count; ++k) notify(g.to + k, finish);
+  }
+}
+
 void Network::complete(ItemId id, double finish, double head) {
   Item& it = items_[id];
   it.finish = finish;
@@ -316,14 +329,6 @@ void Network::complete(ItemId id, double finish, double head) {
   makespan_cycles_ = std::max(makespan_cycles_, finish);
   if (has_packets_ && (it.kind == Kind::message || it.kind == Kind::packets)) head_[id] = head;
   if (it.successor != kNoItem) notify(it.successor, finish);
-  if (it.group != kNoGroup) {
-    // A lane: its group's records that cover it.
-    for (std::uint32_t e = groups_[it.group].edges; e != kNoItem; e = group_edges_[e].next) {
-      const GroupEdge& g = group_edges_[e];
-      const ItemId lane = id - g.from;
-      if (lane < g.count) notify(g.to_one ? g.to : g.to + lane, finish);
-    }
-  }
   for (std::uint32_t e = it.edges; e != kNoItem; e = edges_[e].next) {
     const ItemId to = edges_[e].to;
     if ((to & (kStreamBit | kGroupBit)) == 0) {
@@ -331,14 +336,7 @@ void Network::complete(ItemId id, double finish, double head) {
       continue;
     }
     if ((to & kGroupBit) != 0) {
-      const GroupEdge& g = group_edges_[to & ~kGroupBit];
-      if (g.to_group != kNoGroup && groups_[g.to_group].compact) {
-        LaneGroup& lanes = groups_[g.to_group];
-        lanes.ready_all = std::max(lanes.ready_all, finish);
-        if (--lanes.waiting == 0) uncontested_.push_back(g.to_group | kGroupBit);
-      } else {
-        for (std::uint32_t k = 0; k < g.count; ++k) notify(g.to + k, finish);
-      }
+      notify_record(to & ~kGroupBit, finish);
       continue;
     }
     // A stream edge: the downstream may start on the first wavelet; its tail follows the upstream's.

@@ -60,8 +60,10 @@ Network::Route Network::route_of(const SendSpec& spec) const {
 // noted position by position along the route. The outcome is that of noting them one after another:
 // channel counts saturate whatever the order, and at each router the one colour is either carried
 // already, taken by the first lane there, or relayed for every lane.
+template <bool kLanes>
 __attribute__((always_inline)) inline void Network::note_route(const SendSpec& spec, const Route& r, std::int64_t units,
-                                                               std::int64_t lanes, std::int64_t stride, int* relays) {
+                                                               std::int64_t lanes_given, std::int64_t stride, int* relays) {
+  const std::int64_t lanes = kLanes ? lanes_given : 1;  // one message: the lane loops fold away
   const std::uint64_t bit = std::uint64_t{1} << spec.colour;
   const std::int64_t w = config_.width_pes;
   const auto add = static_cast<unsigned>(std::min<std::int64_t>(units, 2));
@@ -70,7 +72,7 @@ __attribute__((always_inline)) inline void Network::note_route(const SendSpec& s
   std::uint8_t* const users = channel_users_.data();
   unsigned most = 0;
   const std::int64_t channel_stride = stride * kChannelsPerPe;
-  auto use = [&](std::int64_t pe, Port port) {
+  auto use = [&](std::int64_t pe, Port port) __attribute__((always_inline)) {
     std::uint8_t* u = users + pe * kChannelsPerPe + static_cast<std::int64_t>(port);
     for (std::int64_t i = 0; i < lanes; ++i, u += channel_stride) {
       const unsigned now = std::min(2u, *u + add);
@@ -81,7 +83,7 @@ __attribute__((always_inline)) inline void Network::note_route(const SendSpec& s
   std::uint64_t* const sets = colours_.data();
   std::uint8_t* const counts = colour_count_.data();
   const std::int64_t routable = config_.routable_colours;
-  auto mark = [&](std::int64_t pe) {
+  auto mark = [&](std::int64_t pe) __attribute__((always_inline)) {
     for (std::int64_t i = 0; i < lanes; ++i, pe += stride) {
       auto& set = sets[pe];
       if ((set & bit) != 0) continue;  // most routes reuse colours the router already carries
@@ -184,7 +186,7 @@ ItemId Network::send(const SendSpec& spec) {
                             std::to_string(config_.max_items) + " items a simulation may hold");
   }
   int relays = 0;
-  note_route(spec, route, units, 1, 0, &relays);
+  note_route<false>(spec, route, units, 1, 0, &relays);
   ++stats_.messages;
   stats_.units = checked_add(stats_.units, units, "transport units");
   stats_.wavelet_hops = checked_add(stats_.wavelet_hops, checked_mul(wavelets, hops, "wavelet-hops"), "wavelet-hops");
@@ -357,12 +359,12 @@ Lanes Network::sends(const SendSpec& first_spec, std::int64_t count, std::int64_
   const Route route = route_of(spec);
   const bool uniform = same_route(first_spec, count, src_stride, dst_stride);
   if (uniform) {
-    note_route(spec, route, 1, count, src_stride, relays.data());
+    note_route<true>(spec, route, 1, count, src_stride, relays.data());
     hops = count * (route.nx + route.ny + spec.folded_hops);
   } else {
     for (std::int64_t i = 0; i < count; ++i, spec.src_pe += src_stride, spec.dst_pe += dst_stride) {
       const Route r = route_of(spec);
-      note_route(spec, r, 1, 1, 0, &relays[static_cast<std::size_t>(i)]);
+      note_route<false>(spec, r, 1, 1, 0, &relays[static_cast<std::size_t>(i)]);
       hops += r.nx + r.ny + spec.folded_hops;
     }
   }
@@ -440,8 +442,7 @@ void Network::materialize(std::uint32_t first_group) {
   std::vector<std::uint32_t> todo{first_group};
   while (!todo.empty()) {
     LaneGroup& g = groups_[todo.back()];
-    const auto index = todo.back();
-    todo.pop_back();
+      todo.pop_back();
     if (!g.compact) continue;
     g.compact = false;
     for (std::uint32_t i = 0; i < g.count; ++i) {
@@ -454,7 +455,6 @@ void Network::materialize(std::uint32_t first_group) {
         it = message_item(spec, route_of(spec), g.length);
         if (id < extra_.size() && extra_[id] != 0.0) it.flags = static_cast<std::uint8_t>(it.flags | Flag::relayed);
       }
-      it.group = index;
       new (&items_[id]) Item(it);
     }
     // What was recorded into its lanes while compact becomes their dependency counts.
@@ -467,11 +467,14 @@ void Network::materialize(std::uint32_t first_group) {
       holes_[id / 64] &= ~(std::uint64_t{1} << (id % 64));
       if (items_[id].deps == 0) unblocked_[id / 64] |= std::uint64_t{1} << (id % 64);
     }
-    // Its lanes notify one by one from now on, which a compact group cannot take.
+    // Its records become its lanes' edges (the dependencies they stand for are counted already).
+    // Lanes notify one by one from now on, which a compact group cannot take: those go too.
     for (std::uint32_t e = g.edges; e != kNoItem; e = group_edges_[e].next) {
       const GroupEdge& r = group_edges_[e];
+      for (std::uint32_t k = 0; k < r.count; ++k) link(r.from + k, r.to_one ? r.to : r.to + k);
       if (!r.to_one && r.to_group != kNoGroup && groups_[r.to_group].compact) todo.push_back(r.to_group);
     }
+    g.edges = kNoItem;
   }
 }
 
@@ -491,19 +494,12 @@ void Network::after(Lanes items, Lanes dependencies) {
   if (items.count == 0) return;
   check_lanes(items);
   check_lanes(dependencies);
+  // A record only from the lanes of one compact group; anything else is an edge per lane.
   const std::uint32_t from = group_of(dependencies.first);
-  const bool one_group = from != kNoGroup && group_of(dependencies.first + dependencies.count - 1) == from;
-  std::uint32_t to = group_of(items.first);
-  bool compact = covers_compact(to, items);
-  if (one_group && compact && !groups_[from].compact) {
-    materialize(to);  // a materialised group notifies lane by lane
-    compact = false;
-  }
-  bool plain = !one_group;
-  if (!compact) {
-    unhole(items);
-    for (std::uint32_t i = 0; i < items.count && !plain; ++i) plain = items_[items.first + i].kind == Kind::packets;
-  }
+  const std::uint32_t to = group_of(items.first);
+  const bool compact = covers_compact(to, items);
+  bool plain = !covers_compact(from, dependencies);
+  for (std::uint32_t i = 0; i < items.count && !plain && !compact; ++i) plain = is_hole(items.first + i) || items_[items.first + i].kind == Kind::packets;
   if (plain) {
     for (std::uint32_t i = 0; i < items.count; ++i) after(items.first + i, dependencies.first + i);
     return;
@@ -557,8 +553,7 @@ void Network::after(ItemId item, Lanes dependencies) {
   if (item >= items_.size()) throw InternalError("sim::Network: unknown item");
   if (compact_groups_) unhole(item);
   const std::uint32_t from = group_of(dependencies.first);
-  const bool one_group = from != kNoGroup && group_of(dependencies.first + dependencies.count - 1) == from;
-  if (!one_group || items_[item].kind == Kind::packets) {
+  if (!covers_compact(from, dependencies) || items_[item].kind == Kind::packets) {
     for (std::uint32_t i = 0; i < dependencies.count; ++i) after(item, dependencies.first + i);
     return;
   }

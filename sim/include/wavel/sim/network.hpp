@@ -229,7 +229,6 @@ class Network {
     std::int32_t b = 0;             // message: destination; packets: how many
     std::int32_t corner = 0;        // message: PE where the X leg turns into the Y leg
     std::int32_t nx = 0, ny = 0;    // message: hops along X and Y
-    std::uint32_t group = kNoGroup; // a lane of this group (its out-records in groups_)
   };
   // A line of like items made by one tasks() or sends() call. It starts compact: its ids are taken
   // but its items are not written (their slots in items_ are holes). A compact group that nothing
@@ -253,9 +252,10 @@ class Network {
     std::int64_t a = 0, a_stride = 0;  // lane 0's PE (task) or source (message), and the step per lane
     std::int64_t b = 0, b_stride = 0;  // message: lane 0's destination and the step per lane
   };
-  // A dependency record over lanes. On a group's list: lanes [from, from + count) notify `to` (all of
-  // them, when to_one) or to + (lane - from). On an item's edge list (Edge::to with kGroupBit): the
-  // item notifies lanes [to, to + count). to_group: the group of the lanes notified (kNoGroup: items).
+  // A dependency record over lanes. On a compact group's list: lanes [from, from + count) notify `to`
+  // (all of them, when to_one) or to + (lane - from); when the group is materialised, its records
+  // become the lanes' edges. On an item's edge list (Edge::to with kGroupBit): the item notifies
+  // lanes [to, to + count). to_group: the group of the lanes notified (kNoGroup: items).
   struct GroupEdge {
     ItemId from;
     std::uint32_t count;
@@ -311,6 +311,7 @@ class Network {
   ItemId new_message(const SendSpec& spec, const Route& r, double serial_cycles);
   void depend(ItemId to);  // one more unfinished dependency of `to`
   void add_edge(ItemId from, ItemId to);
+  void link(ItemId from, ItemId to);  // add_edge without counting the dependency (counted already)
   void check_lanes(Lanes lanes) const;                      // throws unless they are existing items
   std::uint32_t new_group_edge(const GroupEdge& edge);
   LaneGroup& new_group(std::int64_t count);                 // takes the ids of a compact group
@@ -332,6 +333,7 @@ class Network {
   [[nodiscard]] std::int64_t unit_wavelets(std::int64_t wavelets) const;    // a transport unit at this fidelity
   void mark_relays(ItemId id, int relays);                                   // software relay latency
   // Colours and channel users of `lanes` like messages, `stride` PEs apart; adds each one's relays.
+  template <bool kLanes>
   void note_route(const SendSpec& spec, const Route& r, std::int64_t units, std::int64_t lanes, std::int64_t stride,
                   int* relays);
   [[nodiscard]] bool same_route(const SendSpec& first, std::int64_t count, std::int64_t src_stride,
@@ -344,6 +346,7 @@ class Network {
   void stretch_for_stream(ItemId id, Item& m, double start);
   void deliver(ItemId id, const Item& m, double first_start, double head, double extra);
   void complete(ItemId id, double finish, double head);
+  [[gnu::noinline]] void notify_record(std::uint32_t record, double finish);           // an item's record over lanes
   void notify(ItemId to, double finish);
   void become_ready(ItemId id);  // queued if it contends for something, else run outside the queue
   [[nodiscard]] bool contested(const Item& it) const;
@@ -448,7 +451,7 @@ inline void Network::depend(ItemId to) {
   if (items_[to].deps++ == 0) unblocked_[to / 64] &= ~(std::uint64_t{1} << (to % 64));
 }
 
-inline void Network::add_edge(ItemId from, ItemId to) {
+inline void Network::link(ItemId from, ItemId to) {
   Item& source = items_[from];
   if (source.successor == kNoItem) {
     source.successor = to;
@@ -456,6 +459,10 @@ inline void Network::add_edge(ItemId from, ItemId to) {
     edges_.push_back(Edge{to, source.edges});
     source.edges = static_cast<std::uint32_t>(edges_.size() - 1);
   }
+}
+
+inline void Network::add_edge(ItemId from, ItemId to) {
+  link(from, to);
   depend(to);
 }
 
