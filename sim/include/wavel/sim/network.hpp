@@ -143,6 +143,13 @@ struct NetworkStats {
 ///  - Colours: every router a route crosses (both ends included) records the route's colour. A router
 ///    that would carry more than routable_colours does not take the colour: the route is relayed
 ///    there in software (relay_cycles more latency; counted in NetworkStats::relays).
+///  - Lane groups (tasks(), sends(), the Lanes forms of after()) are a way to build, not a different
+///    model: a group's lanes are the items the single calls would make, with the same ids. A group
+///    stays compact (no per-lane record) until a single-item call names one of its lanes. When
+///    nothing in the network contends (no PE with two tasks, no channel with two units), run() is a
+///    sweep of the dependency graph that runs each compact group whole, lane by lane in closed form
+///    (NetworkStats::lanes_swept); otherwise every group becomes items first. Either way every time
+///    is bit-identical to the single calls' (tests/test_sim_lanes.cpp checks both).
 ///  - Sizes past 64 bits or more than max_items work items throw std::domain_error.
 class Network {
  public:
@@ -272,6 +279,8 @@ class Network {
   static constexpr ItemId kStreamBit = ItemId{1} << 31;
   // Marks an Edge whose `to` indexes group_edges_ (item ids stay below 2^30: see max_items).
   static constexpr ItemId kGroupBit = ItemId{1} << 30;
+  // Not the bit pattern of any time (it is a NaN): marks empty table slots and "no current time".
+  static constexpr std::uint64_t kNoTime = ~std::uint64_t{0};
   // Times are never negative, so their IEEE-754 bit patterns order like the times and serve as
   // exact keys for the time buckets.
   struct Event {
