@@ -102,6 +102,10 @@ Built build(sim::Network& net, Variant v, bool lanes) {
           net.after(out.done, extra);
           net.release_at(first + 3, 40.0);
         }
+        if (v == Variant::named_lane && y == 2) {
+          // Only a message lane named: its group becomes items, the launch group feeding it stays compact.
+          net.release_at(first + 1, 30.0);
+        }
         break;
       }
       case Variant::mirror: {
@@ -224,8 +228,9 @@ TEST_CASE("sim: lane groups give the items' times, counters and spans, swept or 
     const Outcome items = run(Variant::named_lane, false, 8, 3);
     const Outcome lanes = run(Variant::named_lane, true, 8, 3);
     require_same(items, lanes);
-    // Row 1's launch and message groups are items now; rows 0 and 2 stay compact.
-    CHECK(lanes.stats.lanes_swept == 2 * (8 + 7));
+    // Row 1's launch and message groups are items now, and row 2's message group; row 0 and row 2's
+    // launch stay compact (row 2's launch notifies its materialised messages lane by lane).
+    CHECK(lanes.stats.lanes_swept == (8 + 7) + 8);
   }
   SUBCASE("routers out of colours relay lanes as they relay items") {
     const Outcome items = run(Variant::relayed, false, 8, 8, 0);
