@@ -184,7 +184,7 @@ void Network::notify_record(std::uint32_t record, double finish) {
   const GroupEdge& g = group_edges_[record];
   if (g.to_group != kNoGroup && groups_[g.to_group].compact) {
     LaneGroup& lanes = groups_[g.to_group];
-    lanes.ready_all = std::max(lanes.ready_all, finish);
+    lanes.ready_all_cycles = std::max(lanes.ready_all_cycles, finish);
     if (--lanes.waiting == 0) uncontested_.push_back(g.to_group | kGroupBit);
   } else {
     for (std::uint32_t k = 0; k < g.count; ++k) notify(g.to + k, finish);
@@ -352,11 +352,11 @@ void Network::run_group(std::uint32_t index) {
   double makespan = makespan_cycles_;
   for (std::uint32_t i = 0; i < g.count; ++i) {
     const ItemId id = g.first + i;
-    const double now = std::max(g.ready_all, time[id]);
+    const double now = std::max(g.ready_all_cycles, time[id]);
     ++events;
     double finish = now;
     if (g.kind == Kind::task) {
-      finish = now + g.length;
+      finish = now + g.length_cycles;
       if (config_.record_spans) {
         spans_.push_back(Span{id, static_cast<std::int32_t>(g.a + static_cast<std::int64_t>(i) * g.a_stride), -1, g.span, now, finish});
       }
@@ -375,7 +375,7 @@ void Network::run_group(std::uint32_t index) {
         events += path - 1;
         double head = now;
         for (std::int64_t link = links; link > 0; --link) head += config_.hop_cycles;
-        finish = head + g.length + extra;
+        finish = head + g.length_cycles + extra;
       }
       if (config_.record_spans) {
         const SendSpec spec = lane_spec(g, i);

@@ -334,7 +334,7 @@ Lanes Network::tasks(std::int64_t first_pe, std::int64_t pe_stride, std::int64_t
   LaneGroup& g = new_group(count);
   g.kind = Kind::task;
   g.span = kind;
-  g.length = duration_cycles;
+  g.length_cycles = duration_cycles;
   g.a = first_pe;
   g.a_stride = pe_stride;
   stats_.tasks += count;
@@ -372,7 +372,7 @@ Lanes Network::sends(const SendSpec& first_spec, std::int64_t count, std::int64_
   LaneGroup& g = new_group(count);
   g.kind = Kind::message;
   g.span = SpanKind::message;
-  g.length = static_cast<double>(wavelets);
+  g.length_cycles = static_cast<double>(wavelets);
   g.folded = static_cast<std::uint8_t>(first_spec.folded_hops);
   g.inject = first_spec.inject;
   g.eject = first_spec.eject;
@@ -449,10 +449,10 @@ void Network::materialize(std::uint32_t first_group) {
       const ItemId id = g.first + i;
       Item it;
       if (g.kind == Kind::task) {
-        it = task_item(g.a + static_cast<std::int64_t>(i) * g.a_stride, g.length, g.span);
+        it = task_item(g.a + static_cast<std::int64_t>(i) * g.a_stride, g.length_cycles, g.span);
       } else {
         const SendSpec spec = lane_spec(g, i);
-        it = message_item(spec, route_of(spec), g.length);
+        it = message_item(spec, route_of(spec), g.length_cycles);
         if (id < extra_.size() && extra_[id] != 0.0) it.flags = static_cast<std::uint8_t>(it.flags | Flag::relayed);
       }
       new (&items_[id]) Item(it);

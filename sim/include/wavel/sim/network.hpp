@@ -254,8 +254,8 @@ class Network {
     bool inject = true, eject = true;
     bool uniform = false;              // message lanes all have lane 0's route shape
     std::int64_t links = 0;            // uniform: mesh links each lane crosses
-    double length = 0;                 // task duration or message serialisation cycles
-    double ready_all = 0;              // compact: latest finish notified to every lane at once
+    double length_cycles = 0;          // task duration or message serialisation
+    double ready_all_cycles = 0;       // compact: latest finish notified to every lane at once
     std::int64_t a = 0, a_stride = 0;  // lane 0's PE (task) or source (message), and the step per lane
     std::int64_t b = 0, b_stride = 0;  // message: lane 0's destination and the step per lane
   };
