@@ -199,6 +199,37 @@ Outcome run_wrapped(bool lanes, std::int64_t w, std::int64_t h) {
   return o;
 }
 
+// Lanes of one group that wait for others of its lanes: through a join (lanes 0-3, then the join,
+// then lanes 4-7), and directly (lane i + 1 of a second group after its lane i). Items have no cycle
+// here; a group run whole would, so the sweep must take these lanes one by one.
+Outcome run_self_waiting(bool lanes) {
+  sim::Network net(lane_mesh(8, 2));
+  const sim::ItemId middle = net.join();
+  std::vector<sim::ItemId> first(8), second(8);
+  if (lanes) {
+    const sim::Lanes a = net.tasks(0, 1, 8, 4.0);
+    const sim::Lanes b = net.tasks(8, 1, 8, 2.0);
+    net.after(middle, a.sub(0, 4));
+    net.after(a.sub(4, 4), middle);
+    net.after(b.sub(1, 7), b.sub(0, 7));
+    net.after(b.sub(0, 1), middle);
+  } else {
+    for (std::int64_t x = 0; x < 8; ++x) first[static_cast<std::size_t>(x)] = net.task(x, 4.0);
+    for (std::int64_t x = 0; x < 8; ++x) second[static_cast<std::size_t>(x)] = net.task(8 + x, 2.0);
+    for (std::size_t x = 0; x < 4; ++x) net.after(middle, first[x]);
+    for (std::size_t x = 4; x < 8; ++x) net.after(first[x], middle);
+    for (std::size_t x = 1; x < 8; ++x) net.after(second[x], second[x - 1]);
+    net.after(second[0], middle);
+  }
+  net.run();
+  Outcome o;
+  for (std::size_t i = 0; i < net.items(); ++i) o.finish.push_back(net.finish_cycles(static_cast<sim::ItemId>(i)));
+  o.stats = net.stats();
+  o.spans = net.spans();
+  o.makespan = net.makespan_cycles();
+  return o;
+}
+
 }  // namespace
 
 TEST_CASE("sim: lane groups give the items' times, counters and spans, swept or materialised") {
@@ -215,6 +246,14 @@ TEST_CASE("sim: lane groups give the items' times, counters and spans, swept or 
     require_same(items, lanes);
     CHECK(lanes.stats.lanes_swept == 24 + 23);
     CHECK(items.makespan > 3.0 + 1.0 + 5.0);  // the row-end lanes travel w hops
+  }
+  SUBCASE("lanes that wait for lanes of their own group, as items would") {
+    const Outcome items = run_self_waiting(false);
+    const Outcome lanes = run_self_waiting(true);
+    require_same(items, lanes);
+    // By hand: lanes 0-3 end at 4, the join at 4, lanes 4-7 at 8; the chain 4 + 8 x 2 = 20.
+    CHECK(lanes.makespan == 20.0);
+    CHECK(lanes.finish[0] == 4.0);
   }
   SUBCASE("a mirror, the halves cross: groups are materialised and queued") {
     const Outcome items = run(Variant::mirror, false, 8, 3);

@@ -181,8 +181,9 @@ void Network::drain_uncontested() {
 // Out of line: records over lanes are rare on the paths that complete() serves most.
 void Network::notify_record(std::uint32_t record, double finish) {
   // An item's record over lanes: a compact group takes the finish once for all its lanes.
-  const GroupEdge& g = group_edges_[record];
+  GroupEdge& g = group_edges_[record];
   if (g.to_group != kNoGroup && groups_[g.to_group].compact) {
+    g.notified = true;
     LaneGroup& lanes = groups_[g.to_group];
     lanes.ready_all_cycles = std::max(lanes.ready_all_cycles, finish);
     if (--lanes.waiting == 0) uncontested_.push_back(g.to_group | kGroupBit);
@@ -391,7 +392,7 @@ void Network::run_group(std::uint32_t index) {
   makespan_cycles_ = makespan;
   completed_ += g.count;
   for (std::uint32_t e = g.edges; e != kNoItem; e = group_edges_[e].next) {
-    const GroupEdge& r = group_edges_[e];
+    GroupEdge& r = group_edges_[e];
     if (r.to_one) {
       double latest = 0;
       for (std::uint32_t k = 0; k < r.count; ++k) latest = std::max(latest, time[r.from + k]);
@@ -400,6 +401,7 @@ void Network::run_group(std::uint32_t index) {
       next.deps -= static_cast<std::int32_t>(r.count);
       if (next.deps == 0) become_ready(r.to);
     } else if (r.to_group != kNoGroup && groups_[r.to_group].compact) {
+      r.notified = true;
       for (std::uint32_t k = 0; k < r.count; ++k) time[r.to + k] = std::max(time[r.to + k], time[r.from + k]);
       if (--groups_[r.to_group].waiting == 0) uncontested_.push_back(r.to_group | kGroupBit);
     } else {
@@ -430,6 +432,28 @@ void Network::sweep() {
     }
   }
   groups_before(items_.size());
+  // A group waits for all it depends on, so records that make some of its lanes wait for others of
+  // its lanes (through other items) can stall it where the items would not stall. Such groups become
+  // items, with what they were notified so far, and the sweep goes on item by item.
+  std::vector<std::uint32_t> stalled;
+  while (completed_ != items_.size()) {
+    // Compact groups still waiting (those that ran have waiting -1), which includes every compact
+    // group they feed.
+    stalled.clear();
+    for (std::uint32_t g = 0; g < groups_.size(); ++g) {
+      if (groups_[g].compact && groups_[g].waiting > 0) stalled.push_back(g);
+    }
+    if (stalled.empty()) return;  // a true cycle: run() reports it
+    for (std::uint32_t g : stalled) materialize(g);
+    for (std::uint32_t g : stalled) {
+      const LaneGroup& lanes = groups_[g];
+      for (std::uint32_t i = 0; i < lanes.count; ++i) {
+        if (items_[lanes.first + i].deps != 0) continue;
+        become_ready(lanes.first + i);
+        drain_uncontested();
+      }
+    }
+  }
 }
 
 void Network::run() {

@@ -442,7 +442,7 @@ void Network::materialize(std::uint32_t first_group) {
   std::vector<std::uint32_t> todo{first_group};
   while (!todo.empty()) {
     LaneGroup& g = groups_[todo.back()];
-      todo.pop_back();
+    todo.pop_back();
     if (!g.compact) continue;
     g.compact = false;
     for (std::uint32_t i = 0; i < g.count; ++i) {
@@ -455,11 +455,15 @@ void Network::materialize(std::uint32_t first_group) {
         it = message_item(spec, route_of(spec), g.length_cycles);
         if (id < extra_.size() && extra_[id] != 0.0) it.flags = static_cast<std::uint8_t>(it.flags | Flag::relayed);
       }
+      // What the sweep had notified to the lanes before (when it materialises a group late).
+      it.ready = std::max(g.ready_all_cycles, id < lane_time_.size() ? lane_time_[id] : 0.0);
       new (&items_[id]) Item(it);
     }
-    // What was recorded into its lanes while compact becomes their dependency counts.
+    // What was recorded into its lanes while compact, and not yet notified, becomes their
+    // dependency counts.
     for (std::uint32_t e = g.in_edges; e != kNoItem; e = group_edges_[e].next_in) {
       const GroupEdge& r = group_edges_[e];
+      if (r.notified) continue;
       for (std::uint32_t k = 0; k < r.count; ++k) ++items_[r.to + k].deps;
     }
     for (std::uint32_t i = 0; i < g.count; ++i) {
@@ -498,7 +502,7 @@ void Network::after(Lanes items, Lanes dependencies) {
   const std::uint32_t from = group_of(dependencies.first);
   const std::uint32_t to = group_of(items.first);
   const bool compact = covers_compact(to, items);
-  bool plain = !covers_compact(from, dependencies);
+  bool plain = !covers_compact(from, dependencies) || (compact && from == to);  // lanes of one group after each other
   for (std::uint32_t i = 0; i < items.count && !plain && !compact; ++i) plain = is_hole(items.first + i) || items_[items.first + i].kind == Kind::packets;
   if (plain) {
     for (std::uint32_t i = 0; i < items.count; ++i) after(items.first + i, dependencies.first + i);

@@ -148,8 +148,9 @@ struct NetworkStats {
 ///    stays compact (no per-lane record) until a single-item call names one of its lanes. When
 ///    nothing in the network contends (no PE with two tasks, no channel with two units), run() is a
 ///    sweep of the dependency graph that runs each compact group whole, lane by lane in closed form
-///    (NetworkStats::lanes_swept); otherwise every group becomes items first. Either way every time
-///    is bit-identical to the single calls' (tests/test_sim_lanes.cpp checks both).
+///    (NetworkStats::lanes_swept); otherwise every group becomes items first. A group whose lanes
+///    wait, through other items, for others of its lanes cannot run whole: the sweep makes it items
+///    when it stalls. Either way every time is bit-identical to the single calls' (tests/test_sim_lanes.cpp).
 ///  - Sizes past 64 bits or more than max_items work items throw std::domain_error.
 class Network {
  public:
@@ -271,6 +272,7 @@ class Network {
     std::uint32_t next;
     std::uint32_t next_in;
     bool to_one;
+    bool notified = false;  // into a compact group: applied by the sweep already
   };
   struct Edge {
     ItemId to;  // the high bit marks a stream edge
