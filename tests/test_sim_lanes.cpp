@@ -126,18 +126,22 @@ struct Outcome {
   double makespan = 0;
 };
 
-Outcome run(Variant v, bool lanes, std::int64_t w, std::int64_t h, std::int64_t routable = 24) {
-  auto config = lane_mesh(w, h);
-  config.routable_colours = routable;
-  sim::Network net(config);
-  build(net, v, lanes);
-  net.run();
+Outcome outcome_of(const sim::Network& net) {
   Outcome o;
   for (std::size_t i = 0; i < net.items(); ++i) o.finish.push_back(net.finish_cycles(static_cast<sim::ItemId>(i)));
   o.stats = net.stats();
   o.spans = net.spans();
   o.makespan = net.makespan_cycles();
   return o;
+}
+
+Outcome run(Variant v, bool lanes, std::int64_t w, std::int64_t h, std::int64_t routable = 24) {
+  auto config = lane_mesh(w, h);
+  config.routable_colours = routable;
+  sim::Network net(config);
+  build(net, v, lanes);
+  net.run();
+  return outcome_of(net);
 }
 
 void require_same(const Outcome& a, const Outcome& b) {
@@ -191,12 +195,7 @@ Outcome run_wrapped(bool lanes, std::int64_t w, std::int64_t h) {
     }
   }
   net.run();
-  Outcome o;
-  for (std::size_t i = 0; i < net.items(); ++i) o.finish.push_back(net.finish_cycles(static_cast<sim::ItemId>(i)));
-  o.stats = net.stats();
-  o.spans = net.spans();
-  o.makespan = net.makespan_cycles();
-  return o;
+  return outcome_of(net);
 }
 
 // Lanes of one group that wait for others of its lanes: through a join (lanes 0-3, then the join,
@@ -222,12 +221,7 @@ Outcome run_self_waiting(bool lanes) {
     net.after(second[0], middle);
   }
   net.run();
-  Outcome o;
-  for (std::size_t i = 0; i < net.items(); ++i) o.finish.push_back(net.finish_cycles(static_cast<sim::ItemId>(i)));
-  o.stats = net.stats();
-  o.spans = net.spans();
-  o.makespan = net.makespan_cycles();
-  return o;
+  return outcome_of(net);
 }
 
 }  // namespace
