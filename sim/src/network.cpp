@@ -9,7 +9,6 @@
 #include <type_traits>
 
 #include "wavel/common/error.hpp"
-#include "wavel/sim/microarch.hpp"
 
 namespace wavel::sim {
 
@@ -461,25 +460,22 @@ void Network::run() {
   ran_ = true;
   now_bits_ = kNoTime;
   const bool shared_pes = std::any_of(pe_tasks_.begin(), pe_tasks_.end(), [](std::uint8_t t) { return t > 1; });
+  // Per-item side arrays only where something reads them (extra_ is sized as relays are marked).
+  if (config_.record_spans) first_start_.assign(items_.size(), 0.0);
+  if (has_packets_) head_.assign(items_.size(), 0.0);
+  if (has_streams_) tail_min_.assign(items_.size(), 0.0);
   if (compact_groups_ && !shared_pes && !shared_channels_) {
     // Nothing contends: the run is a sweep of the dependency graph, compact groups whole.
-    if (config_.record_spans) first_start_.assign(items_.size(), 0.0);
-    if (has_packets_) head_.assign(items_.size(), 0.0);
-    if (has_streams_) tail_min_.assign(items_.size(), 0.0);
     sweep();
     finish_run();
     return;
   }
   for (std::uint32_t g = 0; g < groups_.size(); ++g) materialize(g);
   compact_groups_ = false;
-  if (config_.record_spans) first_start_.assign(items_.size(), 0.0);
-  // Free times only for what is shared; per-item side arrays only where something reads them
-  // (extra_ is sized as relays are marked).
+  // Free times only for what is shared.
   const auto n = static_cast<std::size_t>(pes());
   if (shared_pes) pe_free_.assign(n, 0.0);
   if (shared_channels_) channel_free_.assign(n * kChannelsPerPe, 0.0);
-  if (has_packets_) head_.assign(items_.size(), 0.0);
-  if (has_streams_) tail_min_.assign(items_.size(), 0.0);
   // Items ready from the start (the bits are set only while building, so running one cannot add any).
   for (std::size_t word = 0; word < unblocked_.size(); ++word) {
     for (std::uint64_t bits = unblocked_[word]; bits != 0; bits &= bits - 1) {

@@ -487,6 +487,13 @@ void Network::check_lanes(Lanes lanes) const {
   if (static_cast<std::size_t>(lanes.first) + lanes.count > items_.size()) throw InternalError("sim::Network: unknown lanes");
 }
 
+void Network::add_in_record(std::uint32_t record, std::uint32_t group) {
+  LaneGroup& g = groups_[group];
+  group_edges_[record].next_in = g.in_edges;
+  g.in_edges = record;
+  ++g.waiting;
+}
+
 std::uint32_t Network::new_group_edge(const GroupEdge& edge) {
   if (group_edges_.size() >= kGroupBit) throw std::domain_error("sim::Network: too many lane records");
   group_edges_.push_back(edge);
@@ -513,9 +520,7 @@ void Network::after(Lanes items, Lanes dependencies) {
                                groups_[from].edges, kNoItem, false});
   groups_[from].edges = index;
   if (compact) {
-    group_edges_[index].next_in = groups_[to].in_edges;
-    groups_[to].in_edges = index;
-    ++groups_[to].waiting;
+    add_in_record(index, to);
   } else {
     for (std::uint32_t i = 0; i < items.count; ++i) depend(items.first + i);
   }
@@ -543,9 +548,7 @@ void Network::after(Lanes items, ItemId dependency) {
   edges_.push_back(Edge{index | kGroupBit, source.edges});
   source.edges = static_cast<std::uint32_t>(edges_.size() - 1);
   if (compact) {
-    group_edges_[index].next_in = groups_[to].in_edges;
-    groups_[to].in_edges = index;
-    ++groups_[to].waiting;
+    add_in_record(index, to);
   } else {
     for (std::uint32_t i = 0; i < items.count; ++i) depend(items.first + i);
   }

@@ -325,6 +325,7 @@ class Network {
   void link(ItemId from, ItemId to);  // add_edge without counting the dependency (counted already)
   void check_lanes(Lanes lanes) const;                      // throws unless they are existing items
   std::uint32_t new_group_edge(const GroupEdge& edge);
+  void add_in_record(std::uint32_t record, std::uint32_t group);  // the compact group waits for it
   LaneGroup& new_group(std::int64_t count);                 // takes the ids of a compact group
   [[nodiscard]] std::uint32_t group_of(ItemId id) const;    // the group whose lane `id` is, or kNoGroup
   [[nodiscard]] bool covers_compact(std::uint32_t group, Lanes lanes) const;  // all its lanes, compact
