@@ -1,4 +1,4 @@
-# Finds MPI, parallel HDF5, yaml-cpp, Boost.Program_options and Kokkos, papering over Debian 12 quirks.
+# Finds MPI, parallel HDF5, yaml-cpp, Boost.Program_options, Eigen and Kokkos, papering over Debian 12 quirks.
 find_package(MPI REQUIRED COMPONENTS C CXX)
 
 set(HDF5_PREFER_PARALLEL TRUE)
@@ -29,6 +29,9 @@ endif()
 add_library(wavel::yaml ALIAS wavel_yaml)
 
 find_package(Boost 1.71 REQUIRED COMPONENTS program_options)
+
+# Header-only; calibration's Levenberg-Marquardt solver (unsupported/Eigen/NonLinearOptimization).
+find_package(Eigen3 3.3 REQUIRED NO_MODULE)
 
 # Choose the install with -DKokkos_ROOT (scripts/setup.sh passes .deps/kokkos or KOKKOS_ROOT).
 find_package(Kokkos REQUIRED)

@@ -16,13 +16,17 @@ inline cost::CostParams round_params() {
   cost::CostParams p;
   p.alpha_cycles_per_hop = 1.0;
   p.beta_cycles_per_stage = 30.0;
-  p.gemm_efficiency = 0.5;
-  p.gemv_efficiency = 0.5;
+  p.gemm_step_cycles = 20.0;
+  p.gemm_k_cycles = 10.0;
+  p.gemm_fmac_issue_cycles = 1.0;
+  p.gemv_fixed_cycles = 40.0;
+  p.gemv_fmac_issue_cycles = 1.0;
+  p.shift_fixed_cycles = 50.0;
+  p.shift_hop_cycles = 70.0;
+  p.shift_element_cycles = 1.0;
   p.elementwise_efficiency = 0.5;
-  p.step_overhead_cycles = 20.0;
   p.kernel_overhead_cycles = 100.0;
   p.route_switch_cycles = 50.0;
-  p.vector_setup_cycles = 0.0;  // whole vectors: shape efficiency is only the lanes a tile leaves idle
   return p;
 }
 

@@ -8,6 +8,7 @@
 #include "wavel/calibrate/crossval.hpp"
 #include "wavel/calibrate/predict.hpp"
 #include "wavel/cost/model.hpp"
+#include "wavel/driver/commands.hpp"
 #include "wavel/meshir/text.hpp"
 #include "wavel/meshir/verify.hpp"
 
@@ -134,14 +135,16 @@ TEST_CASE("cross-validated on the shared reference, the calibration predicts poi
   const auto params = cost::load_params(wavel::test::source_path("configs/params/wse2-waferllm.yaml").string(),
                                         cost::default_params(wafer));
   const auto predict = calibrate::waferllm_predictor(wafer);
-  const std::vector<std::string> fit{"beta_cycles_per_stage", "gemm_efficiency", "step_overhead_cycles",
-                                     "vector_setup_cycles"};
-  // Each fold refits from the defaults, so the committed values do not leak into the test.
-  const auto by_model = calibrate::cross_validate(set, predict, cost::default_params(wafer), fit, calibrate::FoldBy::model);
+  const std::vector<std::string> fit = wavel::driver::default_fit_names();
+  // Each fold refits from the kernel-level file (the first level of calibration), so the committed
+  // end-to-end values do not leak into the test.
+  const auto kernels = cost::load_params(wavel::test::source_path("configs/params/wse3-kernels.yaml").string(),
+                                         cost::default_params(wafer));
+  const auto by_model = calibrate::cross_validate(set, predict, kernels, fit, calibrate::FoldBy::model);
   CHECK(by_model.folds == 2);
   CHECK(by_model.mape_pct <= 5.0);
   CHECK(by_model.max_abs_error_pct <= 10.0);
-  const auto by_grid = calibrate::cross_validate(set, predict, cost::default_params(wafer), fit, calibrate::FoldBy::grid);
+  const auto by_grid = calibrate::cross_validate(set, predict, kernels, fit, calibrate::FoldBy::grid);
   CHECK(by_grid.folds == 6);
   CHECK(by_grid.mape_pct <= 5.0);
   // The committed file is the fit on the training split: its held-out points stay within 5 %.
@@ -156,7 +159,7 @@ TEST_CASE("the decode-falls / prefill-rises trends come out of the physics with 
   const auto report = calibrate::validate(set, calibrate::waferllm_predictor(wafer), params);
   // Points come in threes of rising grid per (model, phase).
   for (std::size_t i = 0; i + 2 < set.points.size(); i += 3) {
-    const double a = report.points[i].predicted_tokens_per_s, c = report.points[i + 2].predicted_tokens_per_s;
+    const double a = report.points[i].predicted, c = report.points[i + 2].predicted;
     if (set.points[i].phase == workload::Phase::decode) {
       CHECK(c < a);
     } else {

@@ -18,8 +18,9 @@ TEST_CASE("K-tree allreduce of a GEMV on 8x8, by hand") {
   op.group = 4;
   op.work = {1, 1, 64, 64, 0, 0, 0, 0, 0};
   const auto c = cost::op_cost(s, op, wse3(), round_params());
-  // Local tile 8 x 8: 2*8*8 = 128 FLOP at 2*8 lanes*0.5 = 8 FLOP/cycle -> 16 cycles.
-  CHECK(c.compute_cycles == doctest::Approx(16.0));
+  // WaferLLM's loop: one FMAC per input element (Kt = 64 / 8 = 8) along the Nt = 8 outputs, at 4
+  // elements a cycle (SRAM ports): 8 x (ceil(8 / 4) + 1 issue) = 24 cycles.
+  CHECK(c.compute_cycles == doctest::Approx(24.0));
   // 8 PEs, groups of 4: level 1 takes 2 stages of 1 hop, level 2 (2 roots) 1 stage of 4 hops,
   // then the multicast crosses 4 hops: 3 stages, 10 hops.
   CHECK(c.stages == 3);
@@ -30,7 +31,8 @@ TEST_CASE("K-tree allreduce of a GEMV on 8x8, by hand") {
   // final root's ramp takes 2 level-1 streams and 1 level-2 stream: 3 x 4 = 12 cycles.
   // (Store-and-forward would have charged (3 stages + 1) x 4 = 16.)
   CHECK(c.link_cycles == doctest::Approx(12.0));
-  CHECK(c.total_cycles == doctest::Approx(16.0 + 90.0 + 10.0 + 12.0 + 100.0));
+  CHECK(c.overhead_cycles == doctest::Approx(40.0 + 100.0));  // gemv_fixed + kernel launch
+  CHECK(c.total_cycles == doctest::Approx(24.0 + 90.0 + 10.0 + 12.0 + 140.0));
 }
 
 TEST_CASE("MeshGEMM steps on 4x4, by hand") {
@@ -38,46 +40,52 @@ TEST_CASE("MeshGEMM steps on 4x4, by hand") {
   auto op = op_on(s.regions[0], meshir::Kernel::meshgemm);
   op.work = {1, 64, 64, 64, 2 * 64 * 64 * 64, 0, 0, 0, 0};
   const auto c = cost::op_cost(s, op, wse3(), round_params());
-  // 4 steps; each multiplies 16x16 by 16x16 tiles: 8192 FLOP / 8 FLOP per cycle = 1024 cycles
-  // (rows of 16 fill the 8 lanes exactly), longer than the two 512-byte tiles entering through the
-  // ramp two hops away (2 + 256 cycles), so the step is compute-bound.
-  CHECK(c.compute_cycles == doctest::Approx(4 * 1024.0));
-  // Skew: 2 positions of 2 hops and 128 link cycles each, not overlapped.
+  // 4 steps of 16x16 by 16x16 tiles. As WaferLLM's loop runs: Kt = 16 k-iterations of 10 cycles,
+  // each issuing Nt = 16 FMACs along the Mt = 16 tokens at 4 elements a cycle: 16 x (10 + 16 x
+  // (4 + 1)) = 1440 cycles, longer than the two 512-byte tiles through the ramp two hops away
+  // (2 + 256): compute-bound.
+  CHECK(c.compute_cycles == doctest::Approx(4 * 1440.0));
+  // Alignment: 2 shifts of 2 hops and 128 link cycles each, not overlapped.
   CHECK(c.hop_cycles == doctest::Approx(4.0));
   CHECK(c.link_cycles == doctest::Approx(256.0));
-  CHECK(c.overhead_cycles == doctest::Approx(4 * 20.0 + 100.0));
-  CHECK(c.total_cycles == doctest::Approx(4096.0 + 4.0 + 256.0 + 180.0));
+  // 4 steps and 2 alignment shifts of 20 cycles, one launch.
+  CHECK(c.overhead_cycles == doctest::Approx(6 * 20.0 + 100.0));
+  CHECK(c.total_cycles == doctest::Approx(5760.0 + 4.0 + 256.0 + 220.0));
 
-  // A narrow N: 16x16 by 16x1 tiles. The FMAC runs along the 16 output rows (a strided DSD), which
-  // fill the 8 lanes: 512 FLOP / 8 = 64 cycles, shorter than both tiles on the ramp, 2 + (512 + 32) / 4
-  // = 138: comm-bound. Links 4 x 136 + skew 2 x 128 = 800, hops 4 x 2 + skew 2 x 2 = 12.
+  // A narrow N: 16x16 by 16x1 tiles: 16 x (10 + 1 x 5) = 240 per step, still longer than both tiles
+  // on the ramp, 2 + (512 + 32) / 4 = 138. The vector runs along the tokens, so Nt never widens it.
   op.work = {1, 64, 64, 4, 0, 0, 0, 0, 0};
   const auto narrow = cost::op_cost(s, op, wse3(), round_params());
-  CHECK(narrow.compute_cycles == 0.0);
-  CHECK(narrow.link_cycles == doctest::Approx(800.0));
-  CHECK(narrow.total_cycles == doctest::Approx(12.0 + 800.0 + 180.0));
-  // Narrow both ways: 1x16 by 16x1 tiles leave 7 of 8 lanes idle along either: 32 FLOP / (8 x 1/8)
-  // = 32 cycles a step, longer than the ramp's 2 + (32 + 32) / 4 = 18: compute-bound, 4 x 32.
+  CHECK(narrow.compute_cycles == doctest::Approx(4 * 240.0));
+  CHECK(narrow.total_cycles == doctest::Approx(960.0 + 4.0 + 256.0 + 220.0));
+  // One token per PE: 16 x (10 + 1 x (1 + 1)) = 192 a step, the same as two tokens (one vector issue).
   op.work = {1, 4, 64, 4, 0, 0, 0, 0, 0};
   const auto thin = cost::op_cost(s, op, wse3(), round_params());
-  CHECK(thin.compute_cycles == doctest::Approx(4 * 32.0));
+  CHECK(thin.compute_cycles == doctest::Approx(4 * 192.0));
+  op.work = {1, 8, 64, 4, 0, 0, 0, 0, 0};
+  CHECK(cost::op_cost(s, op, wse3(), round_params()).compute_cycles == doctest::Approx(4 * 192.0));
+  // Tiles round up: the PE with the largest tile sets the step (m = 65 gives a 17-token tile: 5 issues).
+  op.work = {1, 65, 64, 64, 0, 0, 0, 0, 0};
+  CHECK(cost::op_cost(s, op, wse3(), round_params()).compute_cycles ==
+        doctest::Approx(4 * 16.0 * (10.0 + 16.0 * (5.0 + 1.0))));
 }
 
 TEST_CASE("MeshGEMM: both moving tiles serialise on the ramp, by hand") {
   const auto s = one_region(4, 4);
   auto op = op_on(s.regions[0], meshir::Kernel::meshgemm);
-  op.work = {1, 8, 64, 32, 0, 0, 0, 0, 0};
+  op.work = {1, 64, 64, 4, 0, 0, 0, 0, 0};
   auto p = round_params();
-  p.gemm_efficiency = 1.0;
+  p.gemm_k_cycles = 0.0;
+  p.gemm_fmac_issue_cycles = 0.0;
   const auto c = cost::op_cost(s, op, wse3(), p);
-  // 4 steps of a 2x16 by 16x8 tile: 512 FLOP / 16 per cycle = 32 cycles. The A tile (64 B) and the
-  // B tile (256 B) both enter through the PE's ramp: 80 wavelets + 2 hops = 82 cycles per step, so
-  // the step is communication-bound (max(A, B) alone would be 66). Skew: 2 positions of 2 hops and
-  // 16 wavelets of A.
+  // 16 x 16 by 16 x 1 tiles: 16 FMACs of 16 tokens = 64 cycles a step. The A tile (512 B) and the
+  // B tile (32 B) both enter through the PE's ramp: 136 wavelets + 2 hops = 138 cycles per step, so
+  // the step is communication-bound (max(A, B) alone would be 130). Alignment: 2 shifts of 2 hops
+  // and 128 wavelets of A.
   CHECK(c.compute_cycles == doctest::Approx(0.0));
   CHECK(c.hop_cycles == doctest::Approx(4 * 2.0 + 2 * 2.0));
-  CHECK(c.link_cycles == doctest::Approx(4 * 80.0 + 2 * 16.0));
-  CHECK(c.total_cycles == doctest::Approx(12.0 + 352.0 + 180.0));
+  CHECK(c.link_cycles == doctest::Approx(4 * 136.0 + 2 * 128.0));
+  CHECK(c.total_cycles == doctest::Approx(12.0 + 800.0 + 220.0));
 }
 
 TEST_CASE("N bytes over H hops between regions, by hand") {

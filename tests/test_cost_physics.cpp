@@ -29,18 +29,24 @@ TEST_CASE("streamed K-tree allreduce over 16 PEs with groups of 4, by hand") {
   CHECK(cost::detail::streamed_allreduce(1, 0, 64.0, wse3(), round_params()).total_cycles() == 0.0);
 }
 
-TEST_CASE("multicast and vector shape efficiency, by hand") {
+TEST_CASE("multicast and vector FMAC loops, by hand") {
   const auto m = cost::detail::multicast(9, 40.0, wse3(), round_params());
   CHECK(m.hops == 4);       // centre to either end of 9 PEs
   CHECK(m.wavelets == 10);  // 40 bytes, serialised once: the routers copy
   CHECK(m.stages == 0);
   CHECK(m.total_cycles() == doctest::Approx(14.0));
-  auto p = round_params();
-  p.vector_setup_cycles = 2.0;
-  // 20 elements on 8 lanes: 2.5 cycles of work in 3 issue cycles plus 2 of setup.
-  CHECK(cost::detail::vector_shape_efficiency(20, wse3(), p) == doctest::Approx(0.5));
-  CHECK(cost::detail::vector_shape_efficiency(64, wse3(), p) == doctest::Approx(0.8));
-  CHECK(cost::detail::vector_shape_efficiency(64, wse3(), round_params()) == doctest::Approx(1.0));
+  // FMACs read 4 bytes and write 2 per element: 2 x 64-bit reads and a 64-bit write feed 4 a cycle
+  // on either generation (WSE-3's 8 lanes wait on the ports); 32-bit ports would feed 2.
+  CHECK(cost::detail::fmac_elements_per_cycle(wse3()) == 4);
+  CHECK(cost::detail::fmac_elements_per_cycle(*wafer::find_wafer_preset("wse2")) == 4);
+  auto narrow = wse3();
+  narrow.sram_read_bytes_per_cycle = 8;
+  narrow.sram_write_bytes_per_cycle = 4;
+  CHECK(cost::detail::fmac_elements_per_cycle(narrow) == 2);
+  // 3 FMACs of 20 elements with 2 cycles of issue: 3 x (5 + 2) = 21; at 2 a cycle 3 x (10 + 2) = 36.
+  CHECK(cost::detail::fmac_loop_cycles(3.0, 20, 2.0, wse3()) == doctest::Approx(21.0));
+  CHECK(cost::detail::fmac_loop_cycles(3.0, 20, 2.0, narrow) == doctest::Approx(36.0));
+  CHECK(cost::detail::fmac_loop_cycles(0.0, 20, 2.0, wse3()) == 0.0);
 }
 
 namespace {
@@ -79,8 +85,8 @@ TEST_CASE("decode attention by head group with the GQA multicast, by hand") {
   SUBCASE("scores") {
     const auto c = cost::op_cost(s, attention_op(meshir::AttentionRole::scores), wse3(), round_params());
     // K multicast over a KV group (2 heads x 4 PEs = 8 PEs): 10 x 8 x 2 B = 160 B = 40 wavelets, 4 hops.
-    // Dot products: 2 requests x 8 features x 10 entries x 2 = 320 FLOP; rows of 10 on 8 lanes reach
-    // 1.25 / 2 of the lanes: 320 / (16 x 0.5 x 0.625) = 64 cycles.
+    // Dot products as WaferLLM loops them: per request and feature, one FMAC along the PE's 10 context
+    // entries: 2 x 8 x (ceil(10 / 4) + 1) = 64 cycles.
     // Segment allreduce over 4 PEs (groups of 2) of 2 x 10 scores x 4 B = 80 B = 20 wavelets:
     // 2 stages, 1 + 2 + 2 hops, fan-in 2: 5 + 60 + 40 = 105.
     CHECK(c.compute_cycles == doctest::Approx(64.0));
@@ -94,9 +100,10 @@ TEST_CASE("decode attention by head group with the GQA multicast, by hand") {
   }
   SUBCASE("values") {
     const auto c = cost::op_cost(s, attention_op(meshir::AttentionRole::values), wse3(), round_params());
-    // V multicast 44 cycles as K; 320 FLOP on rows of 8 features (full lanes): 40 cycles; allreduce
-    // over the 4 context PEs of 2 x 8 x 4 B = 64 B = 16 wavelets: 5 + 60 + 2 x 16 = 97.
-    CHECK(c.total_cycles == doctest::Approx(44.0 + 40.0 + 97.0 + 100.0));
+    // V multicast 44 cycles as K; per request and context entry one FMAC along the 8 features:
+    // 2 x 10 x (2 + 1) = 60 cycles; allreduce over the 4 context PEs of 2 x 8 x 4 B = 64 B = 16
+    // wavelets: 5 + 60 + 2 x 16 = 97.
+    CHECK(c.total_cycles == doctest::Approx(44.0 + 60.0 + 97.0 + 100.0));
   }
   SUBCASE("softmax") {
     const auto c = cost::op_cost(s, attention_op(meshir::AttentionRole::softmax), wse3(), round_params());
@@ -161,12 +168,10 @@ TEST_CASE("a transfer inside a stage is on the stage's path; one between stages 
   CHECK(c.bottleneck_stage_cycles == doctest::Approx(30.0));  // stage 0: 10 + 20
 }
 
-TEST_CASE("a batched MeshGEMV vectorises along the longer of tile columns and tokens, by hand") {
-  // 32 x 8 region reducing along X (32 PEs), output features across Y (8 PEs): n = 32 -> 4 columns
-  // per PE, k = 64 -> 2 per PE. Vector setup 2 cycles, 8 lanes, gemv efficiency 1.
-  auto p = round_params();
-  p.vector_setup_cycles = 2.0;
-  p.gemv_efficiency = 1.0;
+TEST_CASE("a batched MeshGEMV loops over tokens with vectors along its outputs, by hand") {
+  // 32 x 8 region reducing along X (32 PEs), output features across Y (8 PEs): n = 32 -> 4 outputs
+  // per PE, k = 64 -> 2 inputs per PE. WaferLLM's decode loop: per token and input, one FMAC along
+  // the 4 outputs: 1 issue cycle + ceil(4 / 4) = 2 cycles each.
   auto s = one_region(32, 8);
   auto op = op_on(meshir::Rect{0, 0, 32, 8}, meshir::Kernel::meshgemv);
   op.reduce_axis = meshir::Axis::x;
@@ -176,10 +181,20 @@ TEST_CASE("a batched MeshGEMV vectorises along the longer of tile columns and to
   for (const std::int64_t tokens : {1, 64}) {
     op.work.m = tokens;
     s.ops = {op};
-    const auto c = cost::op_cost(s, s.ops[0], wse3(), p);
-    // FLOPs per PE 2 x tokens x 2 x 4 at 16 FLOP/cycle. One token: 4-column vectors, efficiency
-    // (4/8) / (1 + 2) = 1/6, so 16 / 16 x 6 = 6 cycles. 64 tokens: 64-token vectors, (64/8) / (8 + 2)
-    // = 0.8, so 1024 / 16 / 0.8 = 80 cycles (along the columns it would be 384).
-    CHECK(c.compute_cycles == doctest::Approx(tokens == 1 ? 6.0 : 80.0));
+    const auto c = cost::op_cost(s, s.ops[0], wse3(), round_params());
+    CHECK(c.compute_cycles == doctest::Approx(static_cast<double>(tokens) * 2.0 * 2.0));
   }
+}
+
+TEST_CASE("the neighbour shift and the KV shift, by hand") {
+  // 3 hops of a 16-element tile: 50 + 3 x (70 + 16 x 1) = 308.
+  const auto t = cost::detail::neighbour_shift(3, 16, round_params());
+  CHECK(t.stages == 3);
+  CHECK(t.total_cycles == doctest::Approx(308.0));
+  CHECK(cost::detail::neighbour_shift(0, 16, round_params()).total_cycles == 0.0);
+  // KV shift on 4 x 4: 512 bytes over 16 PEs = 32 B = 16 FP16 elements, one hop: 50 + 70 + 16, plus the launch.
+  const auto s = one_region(4, 4);
+  auto op = op_on(s.regions[0], meshir::Kernel::kv_shift);
+  op.work.output_bytes = 512;
+  CHECK(cost::op_cost(s, op, wse3(), round_params()).total_cycles == doctest::Approx(136.0 + 100.0));
 }

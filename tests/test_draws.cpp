@@ -15,13 +15,13 @@ using namespace wavel;
 namespace {
 
 cost::ParamUncertaintySpec two_by_two() {
-  return {{"beta_cycles_per_stage", "gemm_efficiency"}, {{4.0, 2.0}, {2.0, 3.0}}, "by hand"};
+  return {{"beta_cycles_per_stage", "elementwise_efficiency"}, {{4.0, 2.0}, {2.0, 3.0}}, "by hand"};
 }
 
 }  // namespace
 
 TEST_CASE("pinning conditions the covariance on the pinned parameters, by hand") {
-  const auto pinned = cost::pin(two_by_two(), {"gemm_efficiency"});
+  const auto pinned = cost::pin(two_by_two(), {"elementwise_efficiency"});
   REQUIRE(pinned.names == std::vector<std::string>{"beta_cycles_per_stage"});
   // Schur complement: 4 - 2 x (1/3) x 2 = 8/3.
   CHECK(pinned.ln_covariance[0][0] == doctest::Approx(8.0 / 3.0));
@@ -36,7 +36,7 @@ TEST_CASE("the uncertainty section round-trips and bad matrices are located") {
   CHECK(back.ln_covariance == spec.ln_covariance);
   CHECK(back.method == "by hand");
   CHECK(cost::parse_params(text, "p.yaml", {}).beta_cycles_per_stage == 10.0);
-  CHECK_THROWS_WITH_AS(cost::parse_uncertainty("uncertainty:\n  names: [beta_cycles_per_stage, gemm_efficiency]\n"
+  CHECK_THROWS_WITH_AS(cost::parse_uncertainty("uncertainty:\n  names: [beta_cycles_per_stage, elementwise_efficiency]\n"
                                                "  ln_covariance:\n    - [1, 2]\n    - [0, 1]\n",
                                                "p.yaml"),
                        doctest::Contains("p.yaml:5:7: error: uncertainty.ln_covariance: the matrix must be symmetric"),
@@ -48,7 +48,7 @@ TEST_CASE("the uncertainty section round-trips and bad matrices are located") {
 TEST_CASE("draws are counter-based, bounded and centred in ln space") {
   cost::CostParams center;
   center.beta_cycles_per_stage = 10.0;
-  center.gemm_efficiency = 0.5;
+  center.elementwise_efficiency = 0.5;
   auto spec = two_by_two();
   spec.ln_covariance = {{0.04, 0.0}, {0.0, 0.01}};
   const auto a = cost::draw_params(center, spec, 4096, 7);
@@ -57,7 +57,7 @@ TEST_CASE("draws are counter-based, bounded and centred in ln space") {
   double mean_ln_beta = 0, var_ln_beta = 0;
   for (std::size_t i = 0; i < a.size(); ++i) {
     CHECK(a[i].beta_cycles_per_stage == b[i].beta_cycles_per_stage);  // same seed, same draws
-    CHECK(a[i].gemm_efficiency <= 1.0);
+    CHECK(a[i].elementwise_efficiency <= 1.0);
     CHECK(a[i].alpha_cycles_per_hop == center.alpha_cycles_per_hop);  // not in the spec: untouched
     mean_ln_beta += std::log(a[i].beta_cycles_per_stage / 10.0) / 4096.0;
   }
@@ -81,7 +81,7 @@ TEST_CASE("interval_90 takes the 5th and 95th percentiles") {
   CHECK(std::isnan(cost::interval_90({1.0, std::nan("")}).hi));
 }
 
-TEST_CASE("with the committed uncertainty, the interval contains the prediction and narrows when beta is pinned") {
+TEST_CASE("with the committed uncertainty, the interval contains the prediction and narrows when alpha is pinned") {
   const std::string file = wavel::test::source_path("configs/params/wse2-waferllm.yaml").string();
   const auto wafer = *wafer::find_wafer_preset("wse3");
   const auto params = cost::load_params(file, cost::default_params(wafer));
@@ -101,7 +101,7 @@ TEST_CASE("with the committed uncertainty, the interval contains the prediction 
   CHECK(all.lo < point);
   CHECK(point < all.hi);
   const auto pinned = cost::interval_90(cost::tokens_per_s_under(
-      *schedule, wafer, cost::draw_params(params, cost::pin(spec, {"beta_cycles_per_stage"}), 64, 1), true, 2048));
+      *schedule, wafer, cost::draw_params(params, cost::pin(spec, {"alpha_cycles_per_hop"}), 64, 1), true, 2048));
   CHECK(pinned.hi - pinned.lo < all.hi - all.lo);
   // Evaluated in parallel, each draw lands in its own slot: a second pass is bit-identical.
   const auto draws = cost::draw_params(params, spec, 16, 3);

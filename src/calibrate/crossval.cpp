@@ -63,7 +63,7 @@ CrossValidation cross_validate(const ReferenceSet& set, const Predictor& predict
   cv.by = by;
   const std::size_t n = set.points.size();
   cv.fold.resize(n);
-  cv.predicted_tokens_per_s.assign(n, std::numeric_limits<double>::quiet_NaN());
+  cv.predicted.assign(n, std::numeric_limits<double>::quiet_NaN());
   cv.rel_error.assign(n, std::numeric_limits<double>::quiet_NaN());
   std::set<std::string> keys;
   for (std::size_t i = 0; i < n; ++i) {
@@ -87,7 +87,7 @@ CrossValidation cross_validate(const ReferenceSet& set, const Predictor& predict
     for (std::size_t i = 0; i < n; ++i) {
       if (!fold_options.held_out[i]) continue;
       const auto& r = fit.after.points[i];
-      cv.predicted_tokens_per_s[i] = r.predicted_tokens_per_s;
+      cv.predicted[i] = r.predicted;
       cv.rel_error[i] = r.rel_error;
       sum += std::abs(r.rel_error);
       cv.max_abs_error_pct = std::max(cv.max_abs_error_pct, 100.0 * std::abs(r.rel_error));
@@ -116,13 +116,24 @@ io::Table cross_validation_table(const ReferenceSet& set, const CrossValidation&
                {"grid", "PEs", grid},
                {"fold", "", fold},
                {"measured_tokens_per_s", "tokens/s", measured},
-               {"predicted_tokens_per_s", "tokens/s", cv.predicted_tokens_per_s},
+               {"predicted_tokens_per_s", "tokens/s", cv.predicted},
                {"rel_error", "1", cv.rel_error}};
   return t;
 }
 
 ParamUncertainty estimate_uncertainty(const ReferenceSet& set, const Predictor& predict,
                                       const CalibrationResult& result, const std::vector<bool>& held_out) {
+  LogFitProblem problem;
+  for (const auto& p : set.points) problem.measured.push_back(p.tpr_tokens_per_s);
+  problem.held_out = held_out;
+  problem.predict = [&set, &predict](std::size_t i, const cost::CostParams& params) {
+    return predict(set.points[i], params);
+  };
+  return estimate_uncertainty(problem, set.file, result);
+}
+
+ParamUncertainty estimate_uncertainty(const LogFitProblem& problem, const std::string& file,
+                                      const CalibrationResult& result) {
   ParamUncertainty u;
   const auto on_bound = parameters_on_bounds(result);
   for (const auto& name : result.fit_names) {
@@ -134,18 +145,18 @@ ParamUncertainty estimate_uncertainty(const ReferenceSet& set, const Predictor& 
     }
   }
   std::vector<std::size_t> train;
-  for (std::size_t i = 0; i < set.points.size(); ++i) {
-    if (!held_out[i]) train.push_back(i);
+  for (std::size_t i = 0; i < problem.measured.size(); ++i) {
+    if (!problem.held_out[i]) train.push_back(i);
   }
   u.points = train.size();
   const std::size_t p = u.names.size();
   if (train.size() <= p) {
-    throw DataError({Diagnostic{set.file, 0, 0, "points",
+    throw DataError({Diagnostic{file, 0, 0, "points",
                                 std::to_string(train.size()) + " training points cannot give the uncertainty of " +
                                     std::to_string(p) + " parameters; at least one more point than parameters is needed"}});
   }
   const auto residual = [&](const cost::CostParams& params, std::size_t i) {
-    return std::log(predict(set.points[i], params)) - std::log(set.points[i].tpr_tokens_per_s);
+    return std::log(problem.predict(i, params)) - std::log(problem.measured[i]);
   };
   double ssr = 0;
   for (std::size_t i : train) ssr += std::pow(residual(result.fitted, i), 2);

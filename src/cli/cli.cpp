@@ -9,6 +9,7 @@
 #include <memory>
 #include <sstream>
 
+#include "wavel/calibrate/kernels.hpp"
 #include "wavel/common/error.hpp"
 #include "wavel/config/config.hpp"
 #include "wavel/driver/commands.hpp"
@@ -29,6 +30,7 @@ const std::vector<std::string> kPlannedSubcommands{};
 struct Options {
   std::string subcommand = "run";
   std::string config_path;
+  std::vector<std::string> inputs;  ///< every positional input (calibrate takes several kernel files)
   bool help = false;
   bool version = false;
   bool dry_run = false;
@@ -39,6 +41,7 @@ struct Options {
   std::int64_t setting = -1;
   std::string schedule;
   std::string wafer = "wse3";
+  bool wafer_given = false;
   std::string trace_path;
   driver::SweepSlice slice;
   bool resume = false;
@@ -58,14 +61,16 @@ po::options_description visible_options() {
       ("params", po::value<std::string>()->value_name("FILE"),
        "cost-model parameters file (run: same as --set cost.params_file=FILE)")  //
       ("fit", po::value<std::string>()->value_name("A,B,..."),
-       "calibrate: parameters to fit (default for a reference file: beta_cycles_per_stage,\n"
-       "gemm_efficiency,step_overhead_cycles,vector_setup_cycles; for a config: alpha_cycles_per_hop,\n"
-       "beta_cycles_per_stage,gemm_efficiency,step_overhead_cycles,kernel_overhead_cycles)")  //
+       "calibrate: parameters to fit (default for a reference file: alpha_cycles_per_hop,\n"
+       "gemm_k_cycles,kernel_overhead_cycles; for kernel files: the constants of the kernels given;\n"
+       "for a config: alpha_cycles_per_hop,beta_cycles_per_stage,gemm_step_cycles,gemm_k_cycles,\n"
+       "kernel_overhead_cycles)")  //
       ("setting", po::value<std::int64_t>()->value_name("N"), "show: setting id")  //
       ("schedule", po::value<std::string>()->value_name("NAME"),
        "show: schedule name: fullchip, waferllm, wavel (the best found) or front.N (N-th point of the front)")  //
       ("wafer", po::value<std::string>()->value_name("PRESET"),
-       "check, simulate: wafer preset for clock, SIMD and links (default wse3)")  //
+       "check, simulate, calibrate KERNEL.yaml...: wafer preset for clock, SIMD, SRAM ports and links\n"
+       "(default wse3)")  //
       ("trace", po::value<std::string>()->value_name("FILE.json"), "simulate: write a Chrome/Perfetto trace")  //
       ("sweep-index", po::value<std::int64_t>()->value_name("I"),
        "run: only task I of the sweep (a Slurm array task; output in <output>/sweep-I)")  //
@@ -82,6 +87,7 @@ std::string usage_text() {
          "       wavel-dse validate REFERENCE.yaml [--params FILE] [-o DIR]\n"
          "       wavel-dse calibrate REFERENCE.yaml [--params START] [--fit A,B,...] [-o DIR]\n"
          "       wavel-dse calibrate CONFIG.yaml [--params START] [--fit A,B,...] [-o DIR]\n"
+         "       wavel-dse calibrate KERNEL.yaml... [--wafer PRESET] [--params START] [--fit A,B,...] [-o DIR]\n"
          "       wavel-dse show RESULTS.h5 [--setting N] [--schedule fullchip|waferllm|wavel|front.N]\n"
          "       wavel-dse check FILE.meshir [--wafer PRESET] [--params FILE]\n"
          "       wavel-dse simulate FILE.meshir [--wafer PRESET] [--params FILE] [--trace FILE.json]\n"
@@ -143,6 +149,7 @@ Options parse(const std::vector<std::string>& args) {
   if (vm.count("setting")) o.setting = vm["setting"].as<std::int64_t>();
   if (vm.count("schedule")) o.schedule = vm["schedule"].as<std::string>();
   if (vm.count("wafer")) o.wafer = vm["wafer"].as<std::string>();
+  o.wafer_given = vm.count("wafer") > 0;
   if (vm.count("trace")) o.trace_path = vm["trace"].as<std::string>();
   if (vm.count("sweep-index")) o.slice.index = vm["sweep-index"].as<std::int64_t>();
   if (vm.count("sweep-count")) o.slice.count = vm["sweep-count"].as<std::int64_t>();
@@ -162,7 +169,7 @@ Options parse(const std::vector<std::string>& args) {
   const std::map<std::string, std::vector<std::string>> allowed{
       {"run", {"dry-run", "set", "output", "params", "sweep-index", "sweep-count", "resume"}},
       {"validate", {"params", "output"}},
-      {"calibrate", {"params", "fit", "output"}},
+      {"calibrate", {"params", "fit", "output", "wafer"}},
       {"show", {"setting", "schedule"}},
       {"check", {"wafer", "params"}},
       {"simulate", {"wafer", "params", "trace"}}};
@@ -178,8 +185,11 @@ Options parse(const std::vector<std::string>& args) {
                                                          : "REFERENCE.yaml";
   if (!vm.count("config")) throw UsageError(std::string("missing ") + input_name);
   const auto inputs = vm["config"].as<std::vector<std::string>>();
-  if (inputs.size() > 1) throw UsageError(std::string("expected one ") + input_name + ", got " + std::to_string(inputs.size()));
+  if (inputs.size() > 1 && o.subcommand != "calibrate") {
+    throw UsageError(std::string("expected one ") + input_name + ", got " + std::to_string(inputs.size()));
+  }
   o.config_path = inputs[0];
+  o.inputs = inputs;
   return o;
 }
 
@@ -187,8 +197,18 @@ void execute(const Options& o, std::ostream& out, MPI_Comm comm) {
   const driver::RunContext context = driver::make_run_context(comm);
   if (o.subcommand == "validate") return driver::validate_command(o.config_path, o.params_path, o.output_dir, context, out);
   if (o.subcommand == "calibrate") {
-    // A config (it has `workloads:`) calibrates against the simulator; anything else is a reference file.
+    // Kernel measurement files (a `kernel:` key) fit the kernel constants; a config (it has
+    // `workloads:`) calibrates against the simulator; anything else is a reference file.
     const std::string text = driver::read_file_on_root(o.config_path, comm);
+    if (calibrate::looks_like_kernel_file(text)) {
+      return driver::calibrate_kernels_command(o.inputs, o.wafer, o.params_path, o.fit_names, o.output_dir, context,
+                                               out);
+    }
+    if (o.inputs.size() > 1) {
+      throw UsageError("calibrate takes several files only when they are kernel measurement files; '" + o.config_path +
+                       "' is not one");
+    }
+    if (o.wafer_given) throw UsageError("option --wafer applies to 'calibrate' only with kernel measurement files");
     if (text.find("\nworkloads:") != std::string::npos || text.rfind("workloads:", 0) == 0) {
       return driver::calibrate_against_sim_command(o.config_path, o.params_path, o.fit_names, o.output_dir, context,
                                                    out);

@@ -56,7 +56,7 @@ void read_wafer(Validator& v, const Node& node, wafer::WaferParams& w) {
   v.check_map(node, path,
               {"preset", "fabric_w_pes", "fabric_h_pes", "io_border_cols", "io_border_rows", "grid_w_pes",
                "grid_h_pes", "sram_per_pe_bytes", "clock_hz", "simd_fp16_lanes", "link_bytes_per_cycle",
-               "alpha_cycles_per_hop", "beta_cycles_per_stage", "routable_colours", "defective_pes"});
+               "sram_read_bytes_per_cycle", "sram_write_bytes_per_cycle", "alpha_cycles_per_hop", "beta_cycles_per_stage", "routable_colours", "defective_pes"});
   std::string preset = "wse3";
   if (present(node, "preset")) {
     if (auto p = v.choice(child_or_null(node, "preset"), "wafer.preset", wafer::wafer_preset_names())) preset = *p;
@@ -96,6 +96,8 @@ void read_wafer(Validator& v, const Node& node, wafer::WaferParams& w) {
   read_double(v, node, path, "clock_hz", w.clock_hz, 0.0, 1e12, true);
   read_int(v, node, path, "simd_fp16_lanes", w.simd_fp16_lanes, 1, 1024);
   read_int(v, node, path, "link_bytes_per_cycle", w.link_bytes_per_cycle, 1, 1024);
+  read_int(v, node, path, "sram_read_bytes_per_cycle", w.sram_read_bytes_per_cycle, 1, 1024);
+  read_int(v, node, path, "sram_write_bytes_per_cycle", w.sram_write_bytes_per_cycle, 1, 1024);
   read_double(v, node, path, "alpha_cycles_per_hop", w.alpha_cycles_per_hop, 0.0, 1e6);
   read_double(v, node, path, "beta_cycles_per_stage", w.beta_cycles_per_stage, 0.0, 1e6);
   read_int(v, node, path, "routable_colours", w.routable_colours, 1, 1024);
@@ -480,6 +482,8 @@ std::string to_yaml(const Config& c, bool absolute_paths) {
   out << YAML::Key << "clock_hz" << YAML::Value << num(w.clock_hz);
   out << YAML::Key << "simd_fp16_lanes" << YAML::Value << w.simd_fp16_lanes;
   out << YAML::Key << "link_bytes_per_cycle" << YAML::Value << w.link_bytes_per_cycle;
+  out << YAML::Key << "sram_read_bytes_per_cycle" << YAML::Value << w.sram_read_bytes_per_cycle;
+  out << YAML::Key << "sram_write_bytes_per_cycle" << YAML::Value << w.sram_write_bytes_per_cycle;
   out << YAML::Key << "alpha_cycles_per_hop" << YAML::Value << num(w.alpha_cycles_per_hop);
   out << YAML::Key << "beta_cycles_per_stage" << YAML::Value << num(w.beta_cycles_per_stage);
   out << YAML::Key << "routable_colours" << YAML::Value << w.routable_colours;

@@ -1,4 +1,4 @@
-// Streamed K-tree allreduce and multicast critical paths, and the vector-loop shape efficiency.
+// Streamed K-tree allreduce and multicast critical paths, and the cycles of a vector FMAC loop.
 #include "wavel/cost/detail/collectives.hpp"
 
 #include <algorithm>
@@ -42,11 +42,33 @@ Collective multicast(std::int64_t pes, double bytes, const wafer::WaferParams& w
   return c;
 }
 
-double vector_shape_efficiency(std::int64_t length, const wafer::WaferParams& wafer, const CostParams& p) {
-  if (length < 1) return 1.0;
-  const double lanes = static_cast<double>(std::max<std::int64_t>(1, wafer.simd_fp16_lanes));
-  const double work = static_cast<double>(length) / lanes;
-  return work / (std::ceil(work) + p.vector_setup_cycles);
+std::int64_t fmac_elements_per_cycle(const wafer::WaferParams& wafer) {
+  constexpr std::int64_t kReadBytesPerElement = 4;   // the vector operand and the accumulator, FP16 each
+  constexpr std::int64_t kWriteBytesPerElement = 2;  // the accumulator back
+  const std::int64_t by_reads = wafer.sram_read_bytes_per_cycle / kReadBytesPerElement;
+  const std::int64_t by_writes = wafer.sram_write_bytes_per_cycle / kWriteBytesPerElement;
+  return std::max<std::int64_t>(1, std::min({wafer.simd_fp16_lanes, by_reads, by_writes}));
+}
+
+double fmac_loop_cycles(double instructions, std::int64_t length, double issue_cycles,
+                        const wafer::WaferParams& wafer) {
+  if (!(instructions > 0.0) || length < 1) return 0.0;
+  const std::int64_t rate = fmac_elements_per_cycle(wafer);
+  const double element_cycles = static_cast<double>(length / rate + (length % rate != 0 ? 1 : 0));
+  return instructions * (element_cycles + issue_cycles);
+}
+
+OpCost neighbour_shift(std::int64_t hops, std::int64_t elements, const CostParams& p) {
+  OpCost c;
+  if (hops < 1) return c;
+  const double l = static_cast<double>(hops);
+  c.hops = hops;
+  c.stages = hops;  // each hop is received whole before it is sent on
+  c.stage_cycles = l * p.shift_hop_cycles;
+  c.link_cycles = l * static_cast<double>(std::max<std::int64_t>(0, elements)) * p.shift_element_cycles;
+  c.overhead_cycles = p.shift_fixed_cycles;
+  finish(c);
+  return c;
 }
 
 void add_to(OpCost& c, const Collective& t) {

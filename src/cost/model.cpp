@@ -32,24 +32,20 @@ using detail::peak_flops_per_cycle;
 std::int64_t side(const Rect& r, Axis axis) { return axis == Axis::x ? r.w : r.h; }
 Axis other(Axis axis) { return axis == Axis::x ? Axis::y : Axis::x; }
 
-// Local GEMV tile (the vector runs over the tile's output columns), then a streamed allreduce of the
-// partial outputs along the reduce axis and a multicast back.
+// WaferLLM's decode GEMV as its loop runs: for each token row and each input element the PE holds, one
+// vector FMAC along its Nt outputs; then a streamed allreduce of the partial outputs along the reduce
+// axis and a multicast back.
 OpCost meshgemv(const PlacedOp& op, const wafer::WaferParams& wafer, const CostParams& p) {
   OpCost c;
   const std::int64_t along = std::max<std::int64_t>(1, side(op.used, op.reduce_axis));
   const std::int64_t across = std::max<std::int64_t>(1, side(op.used, other(op.reduce_axis)));
   const std::int64_t rows = op.work.batch * op.work.m;  // independent vectors (tokens)
+  const std::int64_t k_pe = ceil_div(op.work.k, along);
   const std::int64_t n_pe = ceil_div(op.work.n, across);
-  const double local_flops = 2.0 * static_cast<double>(rows) * static_cast<double>(ceil_div(op.work.k, along)) *
-                             static_cast<double>(n_pe);
-  // The FMAC loop runs along the tile's output columns or, with several tokens, along the tokens
-  // (a strided DSD): whichever keeps the lanes busier, so thin tiles of a wide region are not
-  // charged a vector setup per 4-element column when 64 tokens are at hand.
-  const double shape = std::max(detail::vector_shape_efficiency(n_pe, wafer, p),
-                                detail::vector_shape_efficiency(rows, wafer, p));
-  c.compute_cycles = local_flops / (peak_flops_per_cycle(wafer) * p.gemv_efficiency * shape);
+  c.compute_cycles = detail::fmac_loop_cycles(static_cast<double>(rows) * static_cast<double>(k_pe), n_pe,
+                                              p.gemv_fmac_issue_cycles, wafer);
   add_to(c, detail::streamed_allreduce(along, op.group, static_cast<double>(rows * n_pe) * kFp16Bytes, wafer, p));
-  c.overhead_cycles = p.kernel_overhead_cycles;
+  c.overhead_cycles = p.gemv_fixed_cycles + p.kernel_overhead_cycles;
   finish(c);
   return c;
 }
@@ -68,6 +64,10 @@ meshir::OpWork heads_along_x(const PlacedOp& op) {
   return w;
 }
 
+// Per step, as WaferLLM's prefill kernel loops: for each of the Kt rows of the B tile, a k-iteration
+// (gemm_k_cycles) issuing Nt vector FMACs whose vectors run along the Mt tokens of the A tile. Tiles
+// are rounded up: the PE with the largest tile sets the step (WaferLLM's scripts round down because
+// they only run shapes that divide evenly).
 OpCost meshgemm(const PlacedOp& op, const wafer::WaferParams& wafer, const CostParams& p, bool transposed) {
   OpCost c;
   const meshir::OpWork work = heads_along_x(op);
@@ -76,35 +76,34 @@ OpCost meshgemm(const PlacedOp& op, const wafer::WaferParams& wafer, const CostP
   const std::int64_t ring = std::max(w, h);
   const std::int64_t steps = std::max<std::int64_t>(1, std::min(ring, work.k));
   const double b = static_cast<double>(work.batch);
-  const double tile_m = static_cast<double>(ceil_div(work.m, h));
-  const double tile_k = static_cast<double>(ceil_div(work.k, steps));
+  const std::int64_t tile_m = ceil_div(work.m, h);
+  const std::int64_t tile_k = ceil_div(work.k, steps);
   const std::int64_t tile_n = ceil_div(work.n, w);
-  const double step_flops = 2.0 * b * tile_m * tile_k * static_cast<double>(tile_n);
-  // The FMAC loop runs along the output tile's rows or columns (a strided DSD), whichever is longer.
-  const double shape = std::max(detail::vector_shape_efficiency(tile_n, wafer, p),
-                                detail::vector_shape_efficiency(static_cast<std::int64_t>(tile_m), wafer, p));
-  const double step_compute = step_flops / (peak_flops_per_cycle(wafer) * p.gemm_efficiency * shape);
-  const double a_bytes = b * tile_m * tile_k * kFp16Bytes;
-  const double b_bytes = b * tile_k * static_cast<double>(tile_n) * kFp16Bytes;
-  const double out_bytes = transposed ? b * tile_m * static_cast<double>(tile_n) * kFp16Bytes : 0.0;
+  const double kt = static_cast<double>(tile_k);
+  const double step_compute = b * (kt * p.gemm_k_cycles +
+                                   detail::fmac_loop_cycles(kt * static_cast<double>(tile_n), tile_m,
+                                                            p.gemm_fmac_issue_cycles, wafer));
+  const double a_bytes = b * static_cast<double>(tile_m) * kt * kFp16Bytes;
+  const double b_bytes = b * kt * static_cast<double>(tile_n) * kFp16Bytes;
+  const double out_bytes = transposed ? b * static_cast<double>(tile_m * tile_n) * kFp16Bytes : 0.0;
   const double ramp_bytes = transposed ? b_bytes + out_bytes : a_bytes + b_bytes;
   const double step_link = static_cast<double>(detail::wavelets_for(ramp_bytes, wafer));
   const double step_hops = 2.0 * p.alpha_cycles_per_hop;  // interleaved ring: neighbours are <= 2 hops apart
   const double step_comm = step_hops + step_link;
   const double s = static_cast<double>(steps);
-  // Overlap: the step takes the longer of compute and shift; attribute the time to its causes.
+  // The shift runs while the tile loop computes: a step takes the longer of the two.
   if (step_compute >= step_comm) {
     c.compute_cycles = s * step_compute;
   } else {
     c.hop_cycles = s * step_hops;
     c.link_cycles = s * step_link;
   }
-  // Initial skew of the activation operand: up to ring/2 positions of 2 hops, not overlapped.
+  // Alignment of the activation operand: ring/2 shifts of 2 hops, each a step without compute.
   const double skew_positions = std::floor(static_cast<double>(ring) / 2.0);
   c.hop_cycles += skew_positions * step_hops;
   c.link_cycles += skew_positions * static_cast<double>(detail::wavelets_for(a_bytes, wafer));
   c.hops = static_cast<std::int64_t>(2 * steps + 2 * static_cast<std::int64_t>(skew_positions));
-  c.overhead_cycles = s * p.step_overhead_cycles + p.kernel_overhead_cycles;
+  c.overhead_cycles = (s + skew_positions) * p.gemm_step_cycles + p.kernel_overhead_cycles;
   finish(c);
   return c;
 }
@@ -131,14 +130,14 @@ OpCost scalar_allreduce(const PlacedOp& op, const wafer::WaferParams& wafer, con
   return c;
 }
 
-// Shift-based KV cache: the new entries enter one row and every row passes its oldest entry up.
+// Shift-based KV cache: the new entries enter one row and every row passes its oldest entry up, one
+// store-and-forward hop of the PE's share.
 OpCost kv_shift(const PlacedOp& op, const wafer::WaferParams& wafer, const CostParams& p) {
-  OpCost c;
-  const double pes = static_cast<double>(std::max<std::int64_t>(1, op.used.pes()));
-  c.hops = 1;
-  c.hop_cycles = p.alpha_cycles_per_hop;
-  c.link_cycles = static_cast<double>(detail::wavelets_for(std::ceil(static_cast<double>(op.work.output_bytes) / pes), wafer));
-  c.overhead_cycles = p.kernel_overhead_cycles;
+  (void)wafer;
+  const std::int64_t pes = std::max<std::int64_t>(1, op.used.pes());
+  const std::int64_t elements = ceil_div(ceil_div(std::max<std::int64_t>(0, op.work.output_bytes), pes), 2);
+  OpCost c = detail::neighbour_shift(1, elements, p);
+  c.overhead_cycles += p.kernel_overhead_cycles;
   finish(c);
   return c;
 }

@@ -145,8 +145,8 @@ double held_out_spearman(const calibrate::ValidationReport& r) {
   std::vector<double> predicted, measured;
   for (const auto& p : r.points) {
     if (!p.held_out) continue;
-    predicted.push_back(p.predicted_tokens_per_s);
-    measured.push_back(p.measured_tokens_per_s);
+    predicted.push_back(p.predicted);
+    measured.push_back(p.measured);
   }
   return spearman(predicted, measured);
 }
@@ -202,7 +202,7 @@ void print_agreements(std::ostream& out, const std::vector<Agreement>& before, c
 }  // namespace
 
 std::vector<std::string> default_sim_fit_names() {
-  return {"alpha_cycles_per_hop", "beta_cycles_per_stage", "gemm_efficiency", "step_overhead_cycles",
+  return {"alpha_cycles_per_hop", "beta_cycles_per_stage", "gemm_step_cycles", "gemm_k_cycles",
           "kernel_overhead_cycles"};
 }
 
@@ -303,8 +303,8 @@ void calibrate_against_sim_command(const std::string& config_path, const std::st
     op.push_back(samples[i].op);
     held.push_back(result.after.points[i].held_out ? 1 : 0);
     sim_cycles.push_back(samples[i].sim_cycles);
-    model_before.push_back(1e9 / result.before.points[i].predicted_tokens_per_s);
-    model_after.push_back(1e9 / result.after.points[i].predicted_tokens_per_s);
+    model_before.push_back(1e9 / result.before.points[i].predicted);
+    model_after.push_back(1e9 / result.after.points[i].predicted);
   }
   const io::Table op_pairs{"sim_calibration_pairs",
                            {{"kernel", "", kernel},

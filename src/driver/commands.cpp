@@ -33,23 +33,6 @@ wafer::WaferParams wafer_named(const std::string& name, const std::string& file)
   return *w;
 }
 
-cost::CostParams params_for(const wafer::WaferParams& wafer, const std::string& params_path) {
-  cost::CostParams p = cost::default_params(wafer);
-  if (!params_path.empty()) p = cost::load_params(params_path, p);
-  return p;
-}
-
-std::string default_dir(const std::string& command, const std::string& input) {
-  return "results/runs/" + command + "-" + fs::path(input).stem().string();
-}
-
-std::string percent(double value) {
-  if (!std::isfinite(value)) return "n/a";
-  std::ostringstream out;
-  out << std::fixed << std::setprecision(2) << value << " %";
-  return out.str();
-}
-
 void print_validation(std::ostream& out, const calibrate::ReferenceSet& set, const calibrate::ValidationReport& r,
                       const std::string& title) {
   out << title << '\n';
@@ -61,25 +44,13 @@ void print_validation(std::ostream& out, const calibrate::ReferenceSet& set, con
     const auto& q = r.points[i];
     out << std::left << std::setw(12) << p.model << std::setw(9) << workload::to_string(p.phase) << std::right
         << std::setw(6) << p.grid_pes << std::setw(8) << p.tokens() << std::setw(16) << std::fixed
-        << std::setprecision(1) << q.measured_tokens_per_s << std::setw(17) << q.predicted_tokens_per_s
+        << std::setprecision(1) << q.measured << std::setw(17) << q.predicted
         << std::setw(9) << std::setprecision(1) << 100.0 * q.rel_error << "%  " << (q.held_out ? "test" : "train")
         << '\n';
   }
   out << std::defaultfloat << "MAPE: all " << percent(r.mape_pct) << ", train (" << r.train_points << " points) "
       << percent(r.train_mape_pct) << ", held-out test (" << r.test_points << " points) " << percent(r.test_mape_pct)
       << '\n';
-}
-
-std::vector<io::Attribute> command_provenance(const std::string& command, const std::string& input,
-                                              const std::string& params_path, const RunContext& context) {
-  return {{"format_version", std::string("wavel-results/1")},
-          {"tool_version", std::string(WAVEL_VERSION)},
-          {"git_hash", std::string(WAVEL_GIT_HASH)},
-          {"command", command},
-          {"reference_file", input},
-          {"params_file", params_path},
-          {"mpi_ranks", std::int64_t{context.ranks}},
-          {"slurm_job_id", context.slurm_job_id}};
 }
 
 /// A column of a table read from `file`, by name and type (read_table_h5 checked equal lengths).
@@ -102,6 +73,36 @@ double cv_mape(const CrossValidationReport& cv, const std::string& name) {
 
 }  // namespace
 
+std::vector<io::Attribute> command_provenance(const std::string& command, const std::string& input,
+                                              const std::string& params_path, const RunContext& context) {
+  return {{"format_version", std::string("wavel-results/1")},
+          {"tool_version", std::string(WAVEL_VERSION)},
+          {"git_hash", std::string(WAVEL_GIT_HASH)},
+          {"command", command},
+          {"reference_file", input},
+          {"params_file", params_path},
+          {"mpi_ranks", std::int64_t{context.ranks}},
+          {"slurm_job_id", context.slurm_job_id}};
+}
+
+cost::CostParams params_for(const wafer::WaferParams& wafer, const std::string& params_path) {
+  cost::CostParams p = cost::default_params(wafer);
+  if (!params_path.empty()) p = cost::load_params(params_path, p);
+  return p;
+}
+
+std::string default_dir(const std::string& command, const std::string& input) {
+  return "results/runs/" + command + "-" + fs::path(input).stem().string();
+}
+
+std::string percent(double value) {
+  if (!std::isfinite(value)) return "n/a";
+  std::ostringstream out;
+  out << std::fixed << std::setprecision(2) << value << " %";
+  return out.str();
+}
+
+
 void print_fitted_parameters(std::ostream& out, const calibrate::CalibrationResult& result) {
   out << std::setprecision(6) << "fitted parameters (shared by every point):\n";
   for (const auto& info : cost::param_registry()) {
@@ -112,10 +113,10 @@ void print_fitted_parameters(std::ostream& out, const calibrate::CalibrationResu
 }
 
 std::vector<std::string> default_fit_names() {
-  // Four shared parameters for twelve points: decode's routing-stage cost, and prefill's GEMM
-  // efficiency, per-step cost and vector-instruction setup (the tile-shape term). Alpha stays at
-  // the hardware's 1 cycle per hop; the decode slope over grid sides comes from the physics.
-  return {"beta_cycles_per_stage", "gemm_efficiency", "step_overhead_cycles", "vector_setup_cycles"};
+  // Start from the WSE-3 kernel file. What no kernel measurement pins: the launch cost an end-to-end
+  // layer pays per op. And what the WSE-2 fabric and ISA may do differently from WSE-3, where
+  // the kernels were timed: the hop latency and the k-iteration set-up (WSE-2 has no kernel data).
+  return {"alpha_cycles_per_hop", "gemm_k_cycles", "kernel_overhead_cycles"};
 }
 
 void validate_command(const std::string& reference_path, const std::string& params_path,

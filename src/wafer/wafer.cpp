@@ -16,6 +16,12 @@ WaferParams common_params() {
   p.sram_per_pe_bytes = 48 * 1024;
   p.clock_hz = 1.1e9;
   p.link_bytes_per_cycle = 4;
+  // 2 x 64-bit reads and 1 x 64-bit write per cycle: the vendor's 21 PB/s (WSE-3; 20 PB/s WSE-2) over
+  // 900k PEs at 1.1 GHz is 21 B/cycle per PE, which 3 x 32-bit ports (12 B) cannot carry and
+  // 3 x 64-bit (24 B) can. An FP16 FMAC reads two and writes one element, so both generations run
+  // it at 4 elements per cycle whatever their SIMD width (the MeshGEMM measurements at Mt = 16 agree).
+  p.sram_read_bytes_per_cycle = 16;
+  p.sram_write_bytes_per_cycle = 8;
   p.alpha_cycles_per_hop = 1.0;
   p.beta_cycles_per_stage = 30.0;
   p.routable_colours = 24;

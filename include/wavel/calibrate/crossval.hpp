@@ -17,7 +17,7 @@ enum class FoldBy { model, grid };
 struct CrossValidation {
   FoldBy by = FoldBy::model;
   std::vector<std::string> fold;         ///< per point: the fold it was held out in (model name or grid side)
-  std::vector<double> predicted_tokens_per_s;
+  std::vector<double> predicted;         ///< per point, in the units of the measurements
   std::vector<double> rel_error;         ///< (predicted - measured) / measured
   std::vector<std::string> bound_warnings;  ///< "fold: parameter" for each fold's parameter that ended on a bound
   double mape_pct = 0;
@@ -52,5 +52,9 @@ struct ParamUncertainty {
 /// Throws DataError when there are no more training points than free parameters.
 ParamUncertainty estimate_uncertainty(const ReferenceSet& set, const Predictor& predict,
                                       const CalibrationResult& result, const std::vector<bool>& held_out);
+
+/// Same for any log-space fit problem (kernel measurements); `file` labels messages.
+ParamUncertainty estimate_uncertainty(const LogFitProblem& problem, const std::string& file,
+                                      const CalibrationResult& result);
 
 }  // namespace wavel::calibrate

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "wavel/calibrate/least_squares.hpp"
 #include "wavel/calibrate/reference.hpp"
 #include "wavel/cost/params.hpp"
 #include "wavel/io/results.hpp"
@@ -27,8 +28,8 @@ std::vector<bool> held_out_mask(const ReferenceSet& set);
 
 /// Measured and predicted throughput of one point.
 struct PointResult {
-  double measured_tokens_per_s = 0;
-  double predicted_tokens_per_s = 0;
+  double measured = 0;   ///< in the units of the observations (tokens/s for reference points, cycles for kernels)
+  double predicted = 0;
   double rel_error = 0;  ///< (predicted - measured) / measured
   bool held_out = false;
 };
@@ -44,14 +45,17 @@ struct ValidationReport {
   std::size_t test_points = 0;
 };
 
-/// Settings of the derivative-free search (Nelder-Mead in transformed coordinates, see calibrate()).
+/// Settings of a fit.
 struct FitOptions {
-  int max_iterations_per_parameter = 1000;  ///< iteration cap, all runs together, = this x parameters fitted
-  int max_restarts = 4;                     ///< fresh simplices around the best point after the first run
-  double initial_step = 0.5;    ///< simplex edge in transformed units (0.5 in ln p: a factor of about 1.65)
-  double x_tolerance = 1e-10;   ///< a run stops when every vertex is this close to the best (transformed units)
-  double f_tolerance = 1e-13;   ///< ... or when the objective spread is below this fraction of the best value
+  LeastSquaresOptions solver;   ///< Levenberg-Marquardt settings
   std::vector<bool> held_out;   ///< per point, true: not fitted; empty: held_out_mask() (cross-validation sets it)
+};
+
+/// Where the points of a fit came from, for messages: the file and each point's 1-based line and column.
+struct PointSource {
+  std::string file;
+  std::vector<int> lines;
+  std::vector<int> columns;
 };
 
 /// Outcome of a fit: the parameters, the objective and the errors before and after.
@@ -63,10 +67,9 @@ struct CalibrationResult {
   ValidationReport after;           ///< at `fitted`
   double objective_start = 0;       ///< sum over training points of (ln predicted - ln measured)^2
   double objective_final = 0;
-  int iterations = 0;               ///< Nelder-Mead iterations, all runs
-  int evaluations = 0;              ///< objective evaluations (each predicts every training point)
-  int restarts = 0;                 ///< restarts actually run
-  bool converged = false;           ///< false if the iteration cap stopped the search
+  int iterations = 0;               ///< Levenberg-Marquardt iterations
+  int evaluations = 0;              ///< residual evaluations (each predicts every training point)
+  bool converged = false;           ///< false if the evaluation cap stopped the solver
 };
 
 /// Sum over the training points (held_out_mask false) of (ln predicted - ln measured)^2; +inf if any
@@ -77,20 +80,33 @@ double log_objective(const ReferenceSet& set, const Predictor& predict, const co
                      const std::vector<bool>& held_out);
 
 /// Least squares in log space over the training points, for the named parameters only; each is shared by
-/// every model and point (never one per model). The search runs Nelder-Mead over ln(p) (ln(p + 1 unit)
-/// for parameters whose lower bound is 0), with every trial point clamped into the registry bounds,
-/// then restarts from the best point until a restart no longer improves it. Deterministic.
+/// every model and point (never one per model). Solved by fit_log_least_squares (Levenberg-Marquardt in
+/// bounded log coordinates). Deterministic.
 /// Throws wavel::UsageError for an unknown or repeated name or a start value outside its bounds,
 /// wavel::DataError if there are fewer training points than parameters to fit or the start cannot be
 /// predicted (a point's prediction <= 0 or not finite).
 CalibrationResult calibrate(const ReferenceSet& set, const Predictor& predict, const cost::CostParams& start,
                             const std::vector<std::string>& fit_names, const FitOptions& options = {});
 
+/// Same for any measurements (kernel cycles, simulated ops); options.held_out is ignored (the problem has its own).
+CalibrationResult calibrate(const LogFitProblem& problem, const PointSource& source, const cost::CostParams& start,
+                            const std::vector<std::string>& fit_names, const FitOptions& options = {});
+
+/// Relative error (predicted - measured) / measured.
+double rel_error(double predicted, double measured);
+
+/// The one MAPE of the tool: 100 x mean over points of |predicted - measured| / measured, summed in
+/// point order. NaN over no points. Every command, table and plot reports this.
+double mape_pct(const std::vector<double>& predicted, const std::vector<double>& measured);
+
 /// Predicts every point and reports the errors, split as held_out_mask() says.
 ValidationReport validate(const ReferenceSet& set, const Predictor& predict, const cost::CostParams& params);
 /// Same with an explicit split.
 ValidationReport validate(const ReferenceSet& set, const Predictor& predict, const cost::CostParams& params,
                           const std::vector<bool>& held_out);
+
+/// Same for any measurements, split as the problem says.
+ValidationReport validate(const LogFitProblem& problem, const cost::CostParams& params);
 
 /// Names of the fitted parameters that ended within 1e-6 (relative) of a registry bound: a sign that
 /// the model's form, not the data, decided them.

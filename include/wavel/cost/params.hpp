@@ -11,15 +11,22 @@ namespace wavel::cost {
 /// Free parameters of the physical cost model. alpha and beta start from the wafer config;
 /// a params file (--params) overrides any of them.
 struct CostParams {
+  // Kernel constants, each a per-instruction or per-loop software cost of WaferLLM's CSL kernels as
+  // they run; pinned by the WSE-3 kernel measurements (configs/params/wse3-kernels.yaml).
   double alpha_cycles_per_hop = 1.0;        ///< latency per hop on a pre-configured route
   double beta_cycles_per_stage = 30.0;      ///< one software routing stage (receive, add, re-send)
-  double gemm_efficiency = 0.7;             ///< fraction of SIMD peak reached by local GEMM tiles
-  double gemv_efficiency = 0.5;             ///< fraction of SIMD peak reached by local GEMV tiles
+  double gemm_step_cycles = 80.0;           ///< MeshGEMM: fixed cost of one compute-and-shift step (task, sync, buffer swap)
+  double gemm_k_cycles = 38.0;              ///< MeshGEMM: one k-iteration of the tile loop (DSD set-up, DSR loads, @map launch)
+  double gemm_fmac_issue_cycles = 2.0;      ///< MeshGEMM: one vector FMAC instruction beyond its element cycles
+  double gemv_fixed_cycles = 145.0;         ///< MeshGEMV: fixed cost of one call (local loop set-up, tree start, broadcast)
+  double gemv_fmac_issue_cycles = 1.0;      ///< MeshGEMV and decode attention: one vector FMAC beyond its element cycles
+  double shift_fixed_cycles = 50.0;         ///< neighbour shift: fixed cost of one call
+  double shift_hop_cycles = 73.0;           ///< neighbour shift: one store-and-forward hop of a tile (task, DSDs)
+  double shift_element_cycles = 1.0;        ///< neighbour shift: one FP16 element through the ramp and link
+  // Costs the kernels do not show, fitted on end-to-end measurements (configs/params/wse2-waferllm.yaml).
   double elementwise_efficiency = 0.5;      ///< fraction of SIMD peak for elementwise work
-  double step_overhead_cycles = 20.0;       ///< fixed cost of one compute-and-shift step (sync, DSD setup)
   double kernel_overhead_cycles = 100.0;    ///< fixed cost of launching one kernel on a region
   double route_switch_cycles = 50.0;        ///< re-configuring routes at run time (allreduce axis switch)
-  double vector_setup_cycles = 2.0;         ///< setup of one vector FMAC instruction (DSD load, loop branch)
 };
 
 /// Description of one parameter, for files, messages and fitting.

@@ -9,6 +9,7 @@
 #include "wavel/calibrate/fit.hpp"
 #include "wavel/cost/params.hpp"
 #include "wavel/driver/runtime.hpp"
+#include "wavel/io/results.hpp"
 #include "wavel/meshir/schedule.hpp"
 #include "wavel/wafer/wafer.hpp"
 
@@ -54,6 +55,27 @@ void check_command(const std::string& meshir_path, const std::string& wafer_pres
 /// writes a Chrome/Perfetto trace to `trace_path` (atomically) when it is not empty.
 void simulate_command(const std::string& meshir_path, const std::string& wafer_preset, const std::string& params_path,
                       const std::string& trace_path, const RunContext& context, std::ostream& out);
+
+/// Defaults for `wafer`, overridden by the params file at `params_path` if it is not empty.
+cost::CostParams params_for(const wafer::WaferParams& wafer, const std::string& params_path);
+
+/// Root attributes every validate/calibrate results.h5 carries (format, tool, git hash, input, ranks, job).
+std::vector<io::Attribute> command_provenance(const std::string& command, const std::string& input,
+                                              const std::string& params_path, const RunContext& context);
+
+/// results/runs/<command>-<input stem>.
+std::string default_dir(const std::string& command, const std::string& input);
+
+/// "12.34 %", or "n/a" for a NaN.
+std::string percent(double value);
+
+/// `calibrate KERNEL.yaml...`: fits the kernel constants (kernel_fit_names, or `fit_names`) to WSE-3
+/// kernel measurement files on `wafer_preset`, holds out one grid side per kernel, cross-validates
+/// leaving each grid side out in turn, and writes params.yaml, kernel_validation.csv, calibration.csv
+/// and results.h5.
+void calibrate_kernels_command(const std::vector<std::string>& kernel_paths, const std::string& wafer_preset,
+                               const std::string& params_path, const std::vector<std::string>& fit_names,
+                               const std::string& output_dir, const RunContext& context, std::ostream& out);
 
 /// Prints each fitted parameter: start value -> fitted value, units.
 void print_fitted_parameters(std::ostream& out, const calibrate::CalibrationResult& result);

@@ -1,4 +1,4 @@
-// Streamed collectives on a line of PEs (K-tree allreduce, multicast) and local vector-loop efficiency.
+// Streamed collectives on a line of PEs (K-tree allreduce, multicast) and local vector FMAC loops.
 #pragma once
 
 #include <cstdint>
@@ -38,11 +38,17 @@ Collective streamed_allreduce(std::int64_t pes, std::int64_t group, double bytes
 /// copies wavelets, so the message is serialised once and travels pes / 2 hops; no software stage.
 Collective multicast(std::int64_t pes, double bytes, const wafer::WaferParams& wafer, const CostParams& params);
 
-/// Fraction of the vector peak a loop of vector FMACs of `length` elements reaches: each vector
-/// instruction issues ceil(length / lanes) cycles of work after `vector_setup_cycles` of setup, so
-/// efficiency = (length / lanes) / (ceil(length / lanes) + setup). Multiplies the kernel's own
-/// efficiency: short tiles lose throughput, long ones approach it.
-double vector_shape_efficiency(std::int64_t length, const wafer::WaferParams& wafer, const CostParams& params);
+/// FP16 elements a vector FMAC (acc += x * scalar) retires per cycle: the SIMD width, or what the
+/// SRAM ports carry (each element reads 4 bytes and writes 2), whichever is less. 4 on WSE-2 and WSE-3.
+std::int64_t fmac_elements_per_cycle(const wafer::WaferParams& wafer);
+
+/// Cycles of `instructions` vector FMAC instructions of `length` elements each, as WaferLLM's loops
+/// issue them: instructions x (ceil(length / fmac_elements_per_cycle) + issue_cycles).
+double fmac_loop_cycles(double instructions, std::int64_t length, double issue_cycles, const wafer::WaferParams& wafer);
+
+/// A tile of `elements` FP16 values shifted `hops` PEs along a line, one store-and-forward hop at a
+/// time (WaferLLM's shift): shift_fixed + hops x (shift_hop + elements x shift_element) cycles.
+OpCost neighbour_shift(std::int64_t hops, std::int64_t elements, const CostParams& params);
 
 /// Adds a collective's critical path to an op's cost (sequentially).
 void add_to(OpCost& cost, const Collective& collective);

@@ -1,0 +1,69 @@
+// Hardware measurements of single WaferLLM kernels (MeshGEMM, MeshGEMV, shift) and their predictions.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "wavel/calibrate/least_squares.hpp"
+#include "wavel/cost/params.hpp"
+#include "wavel/wafer/wafer.hpp"
+
+namespace wavel::calibrate {
+
+/// The kernels a measurement file may hold.
+enum class KernelKind { meshgemm, meshgemv, shift };
+
+/// "meshgemm", "meshgemv", "shift".
+std::string to_string(KernelKind kind);
+
+/// One timed configuration: a P x P square of PEs, global sizes, mean cycles of one repetition.
+struct KernelPoint {
+  KernelKind kind = KernelKind::meshgemm;
+  std::int64_t side_pes = 0;    ///< P
+  std::int64_t m = 0;           ///< meshgemm: [M,K] @ [K,N]; meshgemv: [1,M] @ [M,N]; shift: M x N matrix
+  std::int64_t k = 0;           ///< meshgemm only
+  std::int64_t n = 0;
+  std::int64_t groups = 0;      ///< meshgemv: group_num G (the reduce tree's first level has P / G PEs)
+  std::int64_t hops = 0;        ///< shift: distance L in PEs
+  double mean_cycles = 0;       ///< mean over PEs of one repetition's cycles, as measured
+  int line = 0;                 ///< 1-based position in its file
+  int column = 0;
+};
+
+/// A measurement file, `../shared/reference/wse3_kernels/*.yaml` in shape.
+struct KernelSet {
+  std::string file;
+  std::string source;
+  KernelKind kind = KernelKind::meshgemm;
+  std::vector<KernelPoint> points;  ///< measured points in file order (failed runs, mean_cycles null, skipped)
+  std::size_t skipped = 0;          ///< failed runs
+};
+
+/// True if the YAML text is a kernel measurement file (a top-level `kernel:` key).
+bool looks_like_kernel_file(const std::string& text);
+
+/// Reads a kernel measurement file. InputMissingError if unreadable, DataError (file:line:col, key)
+/// for every problem: unknown keys, sizes that are not multiples of P, out-of-range values.
+KernelSet load_kernel_set(const std::string& path);
+KernelSet parse_kernel_set(const std::string& text, const std::string& file_label);
+
+/// The cost model's cycles for one repetition of the point's kernel on a P x P region of `wafer`,
+/// through the model's own op costs (MeshGEMM and MeshGEMV as placed ops, the shift through its
+/// neighbour-shift term). The timed span is inside one launch: kernel_overhead_cycles is not charged.
+double predict_kernel_cycles(const KernelPoint& point, const wafer::WaferParams& wafer, const cost::CostParams& params);
+
+/// The parameters kernel measurements pin, in registry order: alpha, beta and the gemm_*, gemv_* and
+/// shift_* constants of the kernels present in `sets`.
+std::vector<std::string> kernel_fit_names(const std::vector<KernelSet>& sets);
+
+/// The held-out split of kernel points: by kernel, the points whose P is the second-largest P of that
+/// kernel (an interpolation check inside the measured range; cross-validation leaves each P out in turn).
+std::vector<bool> kernel_held_out_mask(const std::vector<KernelPoint>& points);
+
+/// All points of all sets, in set then file order, and the fit problem on them (cycles, log space).
+std::vector<KernelPoint> all_points(const std::vector<KernelSet>& sets);
+LogFitProblem kernel_problem(const std::vector<KernelPoint>& points, const std::vector<bool>& held_out,
+                             const wafer::WaferParams& wafer);
+
+}  // namespace wavel::calibrate

@@ -1,0 +1,57 @@
+// Bounded least squares in log space (Levenberg-Marquardt, Eigen) over the cost model's parameters.
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "wavel/cost/params.hpp"
+
+namespace wavel::calibrate {
+
+/// Prediction of observation i under the given parameters; <= 0 or non-finite means "cannot predict".
+using IndexPredictor = std::function<double(std::size_t, const cost::CostParams&)>;
+
+/// What a fit sees: the measured values (> 0) and which of them it must not use.
+struct LogFitProblem {
+  std::vector<double> measured;
+  std::vector<bool> held_out;  ///< per point; true: not fitted
+  IndexPredictor predict;
+};
+
+/// Settings of the solver.
+struct LeastSquaresOptions {
+  int max_evaluations_per_parameter = 400;  ///< cap on residual evaluations, = this x (parameters + 1)
+  double x_tolerance = 1e-12;               ///< relative step size below which the solver stops
+  double f_tolerance = 1e-14;               ///< relative reduction of the objective below which it stops
+};
+
+/// Outcome of a solve.
+struct LeastSquaresOutcome {
+  cost::CostParams fitted;      ///< `start` with the chosen fields replaced by the minimiser
+  double objective_start = 0;   ///< sum of squared ln residuals over the training points
+  double objective_final = 0;
+  int iterations = 0;           ///< Levenberg-Marquardt iterations
+  int evaluations = 0;          ///< residual vector evaluations (each predicts every training point)
+  bool converged = false;       ///< false: the evaluation cap stopped it
+};
+
+/// Sum over the training points of (ln predicted - ln measured)^2; +inf if any prediction is not positive.
+double log_objective(const LogFitProblem& problem, const cost::CostParams& params);
+
+/// Minimises log_objective over the `chosen` parameters (registry entries), each kept inside its
+/// registry bounds by a smooth map: u = ln(p + shift) (shift lifts a zero lower bound to 1) lies in
+/// [u_lo, u_hi] as u_lo + (u_hi - u_lo) / (1 + e^-y), and Levenberg-Marquardt (Eigen's MINPACK port,
+/// forward-difference Jacobian) runs unconstrained in y. A least-squares solver needs no start-specific
+/// restarts: its minimiser does not depend on where a convex-enough problem starts. Deterministic.
+/// The start is kept bit for bit unless the solver really lowers the objective.
+LeastSquaresOutcome fit_log_least_squares(const LogFitProblem& problem, const cost::CostParams& start,
+                                          const std::vector<const cost::ParamInfo*>& chosen,
+                                          const LeastSquaresOptions& options = {});
+
+/// The registry entries named, in registry order. UsageError for an unknown (with a suggestion) or
+/// repeated name.
+std::vector<const cost::ParamInfo*> resolve_fit_names(const std::vector<std::string>& fit_names);
+
+}  // namespace wavel::calibrate

@@ -1,0 +1,257 @@
+// `calibrate KERNEL.yaml...`: the kernel constants fitted on WSE-3 hardware kernel measurements.
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <iomanip>
+#include <iostream>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "wavel/calibrate/crossval.hpp"
+#include "wavel/calibrate/fit.hpp"
+#include "wavel/calibrate/kernels.hpp"
+#include "wavel/common/error.hpp"
+#include "wavel/driver/commands.hpp"
+#include "wavel/driver/reference_cv.hpp"
+#include "wavel/io/results.hpp"
+#include "wavel/version_info.hpp"
+
+namespace wavel::driver {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+using calibrate::KernelKind;
+using calibrate::KernelPoint;
+
+// Each point predicted by a fit that saw no point of its grid side (any kernel).
+struct LeaveOneSideOut {
+  std::vector<double> predicted;  ///< NaN where the fold could not be fitted
+  std::vector<std::string> bound_warnings;
+  std::size_t folds = 0;
+};
+
+LeaveOneSideOut leave_one_side_out(const std::vector<KernelPoint>& points, const wafer::WaferParams& wafer,
+                                   const cost::CostParams& start, const std::vector<std::string>& names) {
+  LeaveOneSideOut cv;
+  cv.predicted.assign(points.size(), std::nan(""));
+  std::set<std::int64_t> sides;
+  for (const auto& p : points) sides.insert(p.side_pes);
+  for (const std::int64_t side : sides) {
+    std::vector<bool> held(points.size(), false);
+    std::size_t training = 0;
+    for (std::size_t i = 0; i < points.size(); ++i) {
+      held[i] = points[i].side_pes == side;
+      training += held[i] ? 0 : 1;
+    }
+    if (training < names.size()) continue;
+    const auto problem = calibrate::kernel_problem(points, held, wafer);
+    const auto fit = calibrate::calibrate(problem, calibrate::PointSource{}, start, names);
+    ++cv.folds;
+    for (const auto& name : calibrate::parameters_on_bounds(fit)) {
+      cv.bound_warnings.push_back("P=" + std::to_string(side) + ": " + name);
+    }
+    for (std::size_t i = 0; i < points.size(); ++i) {
+      if (held[i]) cv.predicted[i] = fit.after.points[i].predicted;
+    }
+  }
+  return cv;
+}
+
+// MAPE and the worst point of the selected points; NaN where none is selected.
+struct Errors {
+  double mape_pct = std::nan("");
+  double max_pct = std::nan("");
+  std::size_t points = 0;
+};
+
+Errors errors_of(const std::vector<double>& predicted, const std::vector<double>& measured,
+                 const std::function<bool(std::size_t)>& selected) {
+  std::vector<double> p, m;
+  double worst = 0;
+  for (std::size_t i = 0; i < predicted.size(); ++i) {
+    if (!selected(i) || !std::isfinite(predicted[i])) continue;
+    p.push_back(predicted[i]);
+    m.push_back(measured[i]);
+    worst = std::max(worst, 100.0 * std::abs(calibrate::rel_error(predicted[i], measured[i])));
+  }
+  Errors e;
+  e.points = p.size();
+  if (!p.empty()) {
+    e.mape_pct = calibrate::mape_pct(p, m);
+    e.max_pct = worst;
+  }
+  return e;
+}
+
+std::vector<double> predictions(const calibrate::ValidationReport& r) {
+  std::vector<double> out;
+  for (const auto& p : r.points) out.push_back(p.predicted);
+  return out;
+}
+
+io::Table kernel_table(const std::vector<KernelPoint>& points, const calibrate::ValidationReport& before,
+                       const calibrate::ValidationReport& after, const LeaveOneSideOut& cv) {
+  std::vector<std::string> kernel;
+  std::vector<std::int64_t> side, m, k, n, groups, hops, line, held;
+  std::vector<double> measured, start, fitted, rel, cv_predicted, cv_rel;
+  for (std::size_t i = 0; i < points.size(); ++i) {
+    const auto& p = points[i];
+    kernel.push_back(calibrate::to_string(p.kind));
+    side.push_back(p.side_pes);
+    m.push_back(p.m);
+    k.push_back(p.k);
+    n.push_back(p.n);
+    groups.push_back(p.groups);
+    hops.push_back(p.hops);
+    line.push_back(p.line);
+    held.push_back(after.points[i].held_out ? 1 : 0);
+    measured.push_back(p.mean_cycles);
+    start.push_back(before.points[i].predicted);
+    fitted.push_back(after.points[i].predicted);
+    rel.push_back(after.points[i].rel_error);
+    cv_predicted.push_back(cv.predicted[i]);
+    cv_rel.push_back(std::isfinite(cv.predicted[i]) ? calibrate::rel_error(cv.predicted[i], p.mean_cycles) : std::nan(""));
+  }
+  return io::Table{"kernel_validation",
+                   {{"kernel", "", kernel},
+                    {"P", "PEs", side},
+                    {"M", "elements", m},
+                    {"K", "elements", k},
+                    {"N", "elements", n},
+                    {"group_num", "1", groups},
+                    {"L", "PEs", hops},
+                    {"file_line", "1", line},
+                    {"held_out", "1", held},
+                    {"measured_cycles", "cycles", measured},
+                    {"predicted_cycles_start", "cycles", start},
+                    {"predicted_cycles", "cycles", fitted},
+                    {"rel_error", "1", rel},
+                    {"cv_predicted_cycles", "cycles", cv_predicted},
+                    {"cv_rel_error", "1", cv_rel}}};
+}
+
+}  // namespace
+
+void calibrate_kernels_command(const std::vector<std::string>& kernel_paths, const std::string& wafer_preset,
+                               const std::string& params_path, const std::vector<std::string>& fit_names,
+                               const std::string& output_dir, const RunContext& context, std::ostream& out) {
+  const auto wafer = wafer::find_wafer_preset(wafer_preset);
+  if (!wafer) throw UsageError("unknown wafer preset '" + wafer_preset + "' (--wafer)");
+  std::vector<calibrate::KernelSet> sets;
+  std::set<KernelKind> kinds;
+  for (const auto& path : kernel_paths) {
+    sets.push_back(calibrate::parse_kernel_set(read_file_on_root(path, context.comm), path));
+    if (!kinds.insert(sets.back().kind).second) {
+      throw UsageError("two files of kernel '" + calibrate::to_string(sets.back().kind) + "' (" + path +
+                       "); give one file per kernel");
+    }
+  }
+  const cost::CostParams start = params_for(*wafer, params_path);
+  const auto names = fit_names.empty() ? calibrate::kernel_fit_names(sets) : fit_names;
+  const auto points = calibrate::all_points(sets);
+  const auto held = calibrate::kernel_held_out_mask(points);
+  const auto problem = calibrate::kernel_problem(points, held, *wafer);
+  std::string label;
+  for (const auto& p : kernel_paths) label += (label.empty() ? "" : ", ") + p;
+  calibrate::PointSource source{label, {}, {}};
+  for (const auto& p : points) {
+    source.lines.push_back(p.line);
+    source.columns.push_back(p.column);
+  }
+  const auto result = calibrate::calibrate(problem, source, start, names);
+  const auto uncertainty = calibrate::estimate_uncertainty(problem, label, result);
+  const auto cv = leave_one_side_out(points, *wafer, start, names);
+  const std::string dir = output_dir.empty() ? default_dir("calibrate", kernel_paths.front()) : output_dir;
+  const OutputDirLock lock = make_output_dir(dir, context.comm);
+
+  std::vector<double> measured;
+  for (const auto& p : points) measured.push_back(p.mean_cycles);
+  const auto before = predictions(result.before);
+  const auto after = predictions(result.after);
+  struct Row {
+    std::string scope;
+    Errors start, train, test, cv;
+  };
+  std::vector<Row> rows;
+  auto row_for = [&](const std::string& scope, const std::function<bool(std::size_t)>& in) {
+    rows.push_back(Row{scope, errors_of(before, measured, in),
+                       errors_of(after, measured, [&](std::size_t i) { return in(i) && !held[i]; }),
+                       errors_of(after, measured, [&](std::size_t i) { return in(i) && held[i]; }),
+                       errors_of(cv.predicted, measured, in)});
+  };
+  for (const auto& s : sets) {
+    row_for(calibrate::to_string(s.kind), [&, kind = s.kind](std::size_t i) { return points[i].kind == kind; });
+  }
+  row_for("all", [](std::size_t) { return true; });
+
+  std::ostringstream header;
+  header << "Fitted by: wavel-dse calibrate";
+  for (const auto& p : kernel_paths) header << ' ' << p;
+  header << " --wafer " << wafer_preset;
+  if (!params_path.empty()) header << " --params " << params_path;
+  header << " --fit ";
+  for (std::size_t i = 0; i < result.fit_names.size(); ++i) header << (i ? "," : "") << result.fit_names[i];
+  header << "\nTool: " << WAVEL_VERSION << " (git " << WAVEL_GIT_HASH << ")\n"
+         << "Kernel level: " << points.size() << " " << wafer_preset
+         << " hardware kernel points; least squares (Levenberg-Marquardt) in log space on " << result.after.train_points
+         << " training points, second-largest grid side of each kernel held out";
+  for (const auto& r : rows) {
+    header << "\n  " << r.scope << ": MAPE train " << percent(r.train.mape_pct) << ", held-out " << percent(r.test.mape_pct)
+           << "; leave-one-P-out MAPE " << percent(r.cv.mape_pct) << ", worst " << percent(r.cv.max_pct);
+  }
+  header << "\nThe other parameters keep their start values; end-to-end calibration fits those (see README, Calibration).";
+  const std::string warnings = bound_warnings(result);
+  for (const auto& name : calibrate::parameters_on_bounds(result)) header << "\nwarning: " << name << " ended on its bound";
+  std::string method = uncertainty.method;
+  if (!uncertainty.fixed.empty()) method += "; held at a bound:";
+  for (const auto& name : uncertainty.fixed) method += " " + name;
+  const std::string params_text = cost::params_to_yaml(result.fitted, header.str()) +
+                                  cost::uncertainty_to_yaml({uncertainty.names, uncertainty.ln_covariance, method});
+
+  const io::Table table = kernel_table(points, result.before, result.after, cv);
+  const io::Table fitted = calibrate::calibration_table(result);
+  auto attrs = command_provenance("calibrate", label, params_path, context);
+  attrs.push_back({"params_yaml", params_text});
+  attrs.push_back({"wafer", wafer_preset});
+  for (const auto& r : rows) {
+    attrs.push_back({r.scope + "_mape_pct_start", r.start.mape_pct});
+    attrs.push_back({r.scope + "_train_mape_pct", r.train.mape_pct});
+    attrs.push_back({r.scope + "_test_mape_pct", r.test.mape_pct});
+    attrs.push_back({r.scope + "_cv_side_mape_pct", r.cv.mape_pct});
+    attrs.push_back({r.scope + "_cv_side_max_abs_error_pct", r.cv.max_pct});
+  }
+  io::write_results_h5((fs::path(dir) / "results.h5").string(), attrs, {table, fitted}, context.comm);
+  on_root_agreed(context.comm, 0, [&] {
+    io::write_file_atomically((fs::path(dir) / "params.yaml").string(), params_text);
+    io::write_csv((fs::path(dir) / "kernel_validation.csv").string(), table);
+    io::write_csv((fs::path(dir) / "calibration.csv").string(), fitted);
+  });
+  if (context.rank != 0) return;
+  std::cerr << warnings;
+  for (const auto& w : cv.bound_warnings) std::cerr << "warning: leave-one-P-out fold " << w << " ended on a bound\n";
+  out << "Kernel calibration on " << points.size() << " " << wafer_preset << " hardware points";
+  std::size_t skipped = 0;
+  for (const auto& s : sets) skipped += s.skipped;
+  if (skipped > 0) out << " (" << skipped << " failed runs skipped)";
+  out << "\n\n"
+      << std::left << std::setw(10) << "kernel" << std::right << std::setw(8) << "points" << std::setw(14)
+      << "MAPE start" << std::setw(13) << "MAPE train" << std::setw(15) << "MAPE held-out" << std::setw(14)
+      << "LOPO MAPE" << std::setw(14) << "LOPO worst" << '\n';
+  for (const auto& r : rows) {
+    out << std::left << std::setw(10) << r.scope << std::right << std::setw(8) << r.start.points << std::setw(14)
+        << percent(r.start.mape_pct) << std::setw(13) << percent(r.train.mape_pct) << std::setw(15)
+        << percent(r.test.mape_pct) << std::setw(14) << percent(r.cv.mape_pct) << std::setw(14) << percent(r.cv.max_pct)
+        << '\n';
+  }
+  out << "(LOPO: leave-one-P-out, each grid side's points predicted by a fit that saw no point of that side; "
+      << cv.folds << " folds)\n\n";
+  print_fitted_parameters(out, result);
+  out << "objective " << result.objective_start << " -> " << result.objective_final << " after " << result.iterations
+      << " iterations" << (result.converged ? "" : " (evaluation cap reached)") << '\n';
+  std::cerr << "written: " << dir << "/params.yaml (use with --params), kernel_validation.csv, calibration.csv, results.h5\n";
+}
+
+}  // namespace wavel::driver
