@@ -2,10 +2,12 @@
 #include "wavel/calibrate/kernels.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <optional>
 #include <set>
 
+#include "wavel/calibrate/fit.hpp"
 #include "wavel/common/error.hpp"
 #include "wavel/common/input_file.hpp"
 #include "wavel/config/schema.hpp"
@@ -262,6 +264,30 @@ LogFitProblem kernel_problem(const std::vector<KernelPoint>& points, const std::
     return predict_kernel_cycles(points[i], wafer, params);
   };
   return problem;
+}
+
+LeaveOneSideOut leave_one_side_out(const std::vector<KernelPoint>& points, const wafer::WaferParams& wafer,
+                                   const cost::CostParams& start, const std::vector<std::string>& names) {
+  LeaveOneSideOut cv;
+  cv.predicted.assign(points.size(), std::nan(""));
+  std::set<std::int64_t> sides;
+  for (const auto& p : points) sides.insert(p.side_pes);
+  for (const std::int64_t side : sides) {
+    std::vector<bool> held(points.size(), false);
+    std::size_t training = 0;
+    for (std::size_t i = 0; i < points.size(); ++i) {
+      held[i] = points[i].side_pes == side;
+      training += held[i] ? 0 : 1;
+    }
+    if (training < names.size()) continue;
+    const auto fit = calibrate(kernel_problem(points, held, wafer), PointSource{}, start, names);
+    ++cv.folds;
+    for (const auto& name : parameters_on_bounds(fit)) cv.bound_warnings.push_back("P=" + std::to_string(side) + ": " + name);
+    for (std::size_t i = 0; i < points.size(); ++i) {
+      if (held[i]) cv.predicted[i] = fit.after.points[i].predicted;
+    }
+  }
+  return cv;
 }
 
 }  // namespace wavel::calibrate

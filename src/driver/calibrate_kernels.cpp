@@ -5,6 +5,7 @@
 #include <iomanip>
 #include <iostream>
 #include <map>
+#include <functional>
 #include <set>
 #include <sstream>
 
@@ -25,40 +26,6 @@ namespace {
 
 using calibrate::KernelKind;
 using calibrate::KernelPoint;
-
-// Each point predicted by a fit that saw no point of its grid side (any kernel).
-struct LeaveOneSideOut {
-  std::vector<double> predicted;  ///< NaN where the fold could not be fitted
-  std::vector<std::string> bound_warnings;
-  std::size_t folds = 0;
-};
-
-LeaveOneSideOut leave_one_side_out(const std::vector<KernelPoint>& points, const wafer::WaferParams& wafer,
-                                   const cost::CostParams& start, const std::vector<std::string>& names) {
-  LeaveOneSideOut cv;
-  cv.predicted.assign(points.size(), std::nan(""));
-  std::set<std::int64_t> sides;
-  for (const auto& p : points) sides.insert(p.side_pes);
-  for (const std::int64_t side : sides) {
-    std::vector<bool> held(points.size(), false);
-    std::size_t training = 0;
-    for (std::size_t i = 0; i < points.size(); ++i) {
-      held[i] = points[i].side_pes == side;
-      training += held[i] ? 0 : 1;
-    }
-    if (training < names.size()) continue;
-    const auto problem = calibrate::kernel_problem(points, held, wafer);
-    const auto fit = calibrate::calibrate(problem, calibrate::PointSource{}, start, names);
-    ++cv.folds;
-    for (const auto& name : calibrate::parameters_on_bounds(fit)) {
-      cv.bound_warnings.push_back("P=" + std::to_string(side) + ": " + name);
-    }
-    for (std::size_t i = 0; i < points.size(); ++i) {
-      if (held[i]) cv.predicted[i] = fit.after.points[i].predicted;
-    }
-  }
-  return cv;
-}
 
 // MAPE and the worst point of the selected points; NaN where none is selected.
 struct Errors {
@@ -93,7 +60,7 @@ std::vector<double> predictions(const calibrate::ValidationReport& r) {
 }
 
 io::Table kernel_table(const std::vector<KernelPoint>& points, const calibrate::ValidationReport& before,
-                       const calibrate::ValidationReport& after, const LeaveOneSideOut& cv) {
+                       const calibrate::ValidationReport& after, const calibrate::LeaveOneSideOut& cv) {
   std::vector<std::string> kernel;
   std::vector<std::int64_t> side, m, k, n, groups, hops, line, held;
   std::vector<double> measured, start, fitted, rel, cv_predicted, cv_rel;
@@ -163,7 +130,7 @@ void calibrate_kernels_command(const std::vector<std::string>& kernel_paths, con
   }
   const auto result = calibrate::calibrate(problem, source, start, names);
   const auto uncertainty = calibrate::estimate_uncertainty(problem, label, result);
-  const auto cv = leave_one_side_out(points, *wafer, start, names);
+  const auto cv = calibrate::leave_one_side_out(points, *wafer, start, names);
   const std::string dir = output_dir.empty() ? default_dir("calibrate", kernel_paths.front()) : output_dir;
   const OutputDirLock lock = make_output_dir(dir, context.comm);
 

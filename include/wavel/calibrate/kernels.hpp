@@ -66,4 +66,15 @@ std::vector<KernelPoint> all_points(const std::vector<KernelSet>& sets);
 LogFitProblem kernel_problem(const std::vector<KernelPoint>& points, const std::vector<bool>& held_out,
                              const wafer::WaferParams& wafer);
 
+/// Each point predicted by a fit of `names` (from `start`) that saw no point of its grid side P, of any
+/// kernel: leave-one-P-out cross-validation. Sides whose fold has fewer training points than
+/// parameters keep NaN.
+struct LeaveOneSideOut {
+  std::vector<double> predicted;            ///< per point, cycles; NaN where its fold could not be fitted
+  std::vector<std::string> bound_warnings;  ///< "P=side: parameter" for each fold's parameter that ended on a bound
+  std::size_t folds = 0;
+};
+LeaveOneSideOut leave_one_side_out(const std::vector<KernelPoint>& points, const wafer::WaferParams& wafer,
+                                   const cost::CostParams& start, const std::vector<std::string>& names);
+
 }  // namespace wavel::calibrate
