@@ -66,8 +66,8 @@ Agreement agreement(const std::string& scope, const std::string& kernel, const s
 
 std::string physics_that_differ(const std::string& kernel) {
   if (kernel == "meshgemv") {
-    return "local GEMV: the simulator times k vector FMACs over the tile's outputs with a setup per vector op, "
-           "the model a fitted gemv_efficiency; allreduce: the simulator's streamed K-tree serialises two streams "
+    return "local GEMV: the simulator times k vector FMACs over the tile's outputs with its own setup per vector "
+           "op and 32-bit SRAM ports, the model WaferLLM's loop with the kernel-fitted issue cost; allreduce: the simulator's streamed K-tree serialises two streams "
            "on each root's ramp and pays a stream latency per stage, the model beta per stage and one fan-in factor; "
            "attention: the simulator multicasts K/V and reduces each head segment as its own tree";
   }
@@ -78,13 +78,17 @@ std::string physics_that_differ(const std::string& kernel) {
   if (kernel == "meshgemm" || kernel == "gemm_t") {
     return "Cannon steps: the simulator wakes a task per step (task_launch) and overlaps the two-hop shifts of both "
            "tiles with the vector loops, serialising both tiles on each PE's ramps and contending on folded links; "
-           "the model takes max(compute / gemm_efficiency, shift) plus step_overhead";
+           "the model takes WaferLLM's loop (vectors along the tokens, a fitted cost per k-iteration and per step) "
+           "and max(compute, shift); the simulator still vectorises along the output columns";
   }
   if (kernel == "elementwise") {
     return "elementwise: the simulator runs one lane-op per flop in vector loops over the PE's rows with a setup "
            "per vector op, the model flops / (peak x elementwise_efficiency)";
   }
-  if (kernel == "kv_shift") return "KV shift: the simulator queues every row's message on the ramps and links it shares";
+  if (kernel == "kv_shift") {
+    return "KV shift: the simulator queues every row's message on the ramps and links it shares; the model pays "
+           "the measured store-and-forward shift (a task and DSD set-up per hop, one cycle per FP16 element)";
+  }
   if (kernel == "relayout") {
     return "relayout: the simulator sends every PE's tile to its mirror in the row, so half the data crosses the "
            "middle links; the model moves half the bytes over min(w, h) lanes";
