@@ -27,10 +27,7 @@ constexpr std::int64_t kMaxSize = std::int64_t{1} << 30;
 constexpr double kMaxCycles = 1e15;
 
 [[noreturn]] void throw_data_error(std::vector<Diagnostic> diagnostics) {
-  std::stable_sort(diagnostics.begin(), diagnostics.end(), [](const Diagnostic& a, const Diagnostic& b) {
-    return a.line != b.line ? a.line < b.line : a.column < b.column;
-  });
-  throw DataError(std::move(diagnostics));
+  throw_data_error_in_file_order(std::move(diagnostics));
 }
 
 // Keys of a point the harvested files carry besides the ones read; provenance, not used.

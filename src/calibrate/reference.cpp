@@ -29,11 +29,7 @@ constexpr double kMaxTokensPerS = 1e15;
 
 // A reference file is data, not configuration: its problems exit 65, not 78.
 [[noreturn]] void throw_data_error(std::vector<Diagnostic> diagnostics) {
-  std::stable_sort(diagnostics.begin(), diagnostics.end(), [](const Diagnostic& a, const Diagnostic& b) {
-    if (a.line != b.line) return a.line < b.line;
-    return a.column < b.column;
-  });
-  throw DataError(std::move(diagnostics));
+  throw_data_error_in_file_order(std::move(diagnostics));
 }
 
 std::string preset_list() {

@@ -1,6 +1,7 @@
 // Formatting of located diagnostics.
 #include "wavel/common/error.hpp"
 
+#include <algorithm>
 #include <sstream>
 
 namespace wavel {
@@ -31,5 +32,12 @@ std::string join_diagnostics(const std::vector<Diagnostic>& diagnostics) {
 
 DiagnosticError::DiagnosticError(ExitCode code, std::vector<Diagnostic> diagnostics)
     : Error(code, join_diagnostics(diagnostics)), diagnostics_(std::move(diagnostics)) {}
+
+void throw_data_error_in_file_order(std::vector<Diagnostic> diagnostics) {
+  std::stable_sort(diagnostics.begin(), diagnostics.end(), [](const Diagnostic& a, const Diagnostic& b) {
+    return a.line != b.line ? a.line < b.line : a.column < b.column;
+  });
+  throw DataError(std::move(diagnostics));
+}
 
 }  // namespace wavel

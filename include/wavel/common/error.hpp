@@ -65,6 +65,10 @@ class DataError : public DiagnosticError {
       : DiagnosticError(ExitCode::data_error, std::move(diagnostics)) {}
 };
 
+/// Throws DataError with `diagnostics` in file order (line, then column): data files are read
+/// section by section, but their problems are listed as the file reads.
+[[noreturn]] void throw_data_error_in_file_order(std::vector<Diagnostic> diagnostics);
+
 /// Malformed binary input (an HDF5 file, a checkpoint) where no line position applies: exit 65.
 class InputDataError : public Error {
  public:
