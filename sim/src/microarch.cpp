@@ -23,6 +23,8 @@ MicroArch microarch_for(const wafer::WaferParams& wafer) {
   MicroArch m;
   if (wafer.simd_fp16_lanes > 0) m.fmac_lanes = wafer.simd_fp16_lanes;
   if (wafer.link_bytes_per_cycle > 0) m.link_bytes_per_cycle = wafer.link_bytes_per_cycle;
+  if (wafer.sram_read_bytes_per_cycle > 0) m.sram_read_bytes_per_cycle = wafer.sram_read_bytes_per_cycle;
+  if (wafer.sram_write_bytes_per_cycle > 0) m.sram_write_bytes_per_cycle = wafer.sram_write_bytes_per_cycle;
   if (wafer.alpha_cycles_per_hop > 0) m.hop_cycles = wafer.alpha_cycles_per_hop;
   if (wafer.routable_colours > 0) m.routable_colours = wafer.routable_colours;
   return m;

@@ -16,6 +16,7 @@
 #include "wavel/driver/commands.hpp"
 #include "wavel/driver/reference_cv.hpp"
 #include "wavel/io/results.hpp"
+#include "wavel/sim/simulate.hpp"
 #include "wavel/version_info.hpp"
 
 namespace wavel::driver {
@@ -26,6 +27,54 @@ namespace {
 
 using calibrate::KernelKind;
 using calibrate::KernelPoint;
+
+// The simulator's time for each point, from its own microarchitecture constants (nothing fitted):
+// one op on a P x P region, less the simulator's kernel launch (the timed span is inside one launch).
+// The shift kernel is L one-hop shifts one after another, each received whole and sent on by a
+// newly configured send (its task, colours and DSDs: the simulator's launch), so its time is L
+// simulated one-hop shifts of the PE's tile, launch included.
+std::vector<double> simulate_points(const std::vector<KernelPoint>& points, const wafer::WaferParams& wafer) {
+  const sim::SimOptions options;
+  const double launch = sim::microarch_for(wafer).kernel_launch_cycles;
+  std::vector<double> out;
+  out.reserve(points.size());
+  for (const auto& p : points) {
+    meshir::Schedule s;
+    s.grid_w_pes = s.grid_h_pes = p.side_pes;
+    s.sram_per_pe_bytes = wafer.sram_per_pe_bytes;
+    s.colours = wafer.routable_colours;
+    s.regions = {meshir::Rect{0, 0, p.side_pes, p.side_pes}};
+    meshir::PlacedOp op;
+    op.name = calibrate::to_string(p.kind);
+    op.used = s.regions[0];
+    op.reduce_axis = meshir::Axis::x;
+    double repeats = 1.0;
+    switch (p.kind) {
+      case KernelKind::meshgemm:
+        op.kernel = meshir::Kernel::meshgemm;
+        op.work.m = p.m;
+        op.work.k = p.k;
+        op.work.n = p.n;
+        break;
+      case KernelKind::meshgemv:
+        op.kernel = meshir::Kernel::meshgemv;
+        op.group = p.side_pes / std::max<std::int64_t>(1, p.groups);
+        op.work.m = 1;
+        op.work.k = p.m;
+        op.work.n = p.n;
+        break;
+      case KernelKind::shift:
+        op.kernel = meshir::Kernel::kv_shift;
+        op.work.output_bytes = 2 * p.m * p.n;  // FP16, the whole matrix over the P x P PEs
+        repeats = static_cast<double>(p.hops);
+        break;
+    }
+    s.ops = {op};
+    const double cycles = sim::simulate_op(s, 0, wafer, options).cycles;
+    out.push_back(p.kind == KernelKind::shift ? repeats * cycles : cycles - launch);
+  }
+  return out;
+}
 
 // MAPE and the worst point of the selected points; NaN where none is selected.
 struct Errors {
@@ -60,7 +109,8 @@ std::vector<double> predictions(const calibrate::ValidationReport& r) {
 }
 
 io::Table kernel_table(const std::vector<KernelPoint>& points, const calibrate::ValidationReport& before,
-                       const calibrate::ValidationReport& after, const calibrate::LeaveOneSideOut& cv) {
+                       const calibrate::ValidationReport& after, const calibrate::LeaveOneSideOut& cv,
+                       const std::vector<double>& simulated) {
   std::vector<std::string> kernel;
   std::vector<std::int64_t> side, m, k, n, groups, hops, line, held;
   std::vector<double> measured, start, fitted, rel, cv_predicted, cv_rel;
@@ -97,7 +147,8 @@ io::Table kernel_table(const std::vector<KernelPoint>& points, const calibrate::
                     {"predicted_cycles", "cycles", fitted},
                     {"rel_error", "1", rel},
                     {"cv_predicted_cycles", "cycles", cv_predicted},
-                    {"cv_rel_error", "1", cv_rel}}};
+                    {"cv_rel_error", "1", cv_rel},
+                    {"sim_cycles", "cycles", simulated}}};
 }
 
 }  // namespace
@@ -131,6 +182,7 @@ void calibrate_kernels_command(const std::vector<std::string>& kernel_paths, con
   const auto result = calibrate::calibrate(problem, source, start, names);
   const auto uncertainty = calibrate::estimate_uncertainty(problem, label, result);
   const auto cv = calibrate::leave_one_side_out(points, *wafer, start, names);
+  const auto simulated = simulate_points(points, *wafer);
   const std::string dir = output_dir.empty() ? default_dir("calibrate", kernel_paths.front()) : output_dir;
   const OutputDirLock lock = make_output_dir(dir, context.comm);
 
@@ -140,14 +192,14 @@ void calibrate_kernels_command(const std::vector<std::string>& kernel_paths, con
   const auto after = predictions(result.after);
   struct Row {
     std::string scope;
-    Errors start, train, test, cv;
+    Errors start, train, test, cv, sim;
   };
   std::vector<Row> rows;
   auto row_for = [&](const std::string& scope, const std::function<bool(std::size_t)>& in) {
     rows.push_back(Row{scope, errors_of(before, measured, in),
                        errors_of(after, measured, [&](std::size_t i) { return in(i) && !held[i]; }),
                        errors_of(after, measured, [&](std::size_t i) { return in(i) && held[i]; }),
-                       errors_of(cv.predicted, measured, in)});
+                       errors_of(cv.predicted, measured, in), errors_of(simulated, measured, in)});
   };
   for (const auto& s : sets) {
     row_for(calibrate::to_string(s.kind), [&, kind = s.kind](std::size_t i) { return points[i].kind == kind; });
@@ -167,7 +219,8 @@ void calibrate_kernels_command(const std::vector<std::string>& kernel_paths, con
          << " training points, second-largest grid side of each kernel held out";
   for (const auto& r : rows) {
     header << "\n  " << r.scope << ": MAPE train " << percent(r.train.mape_pct) << ", held-out " << percent(r.test.mape_pct)
-           << "; leave-one-P-out MAPE " << percent(r.cv.mape_pct) << ", worst " << percent(r.cv.max_pct);
+           << "; leave-one-P-out MAPE " << percent(r.cv.mape_pct) << ", worst " << percent(r.cv.max_pct)
+           << "; simulator (unfitted) MAPE " << percent(r.sim.mape_pct);
   }
   header << "\nThe other parameters keep their start values; end-to-end calibration fits those (see README, Calibration).";
   const std::string warnings = bound_warnings(result);
@@ -178,7 +231,7 @@ void calibrate_kernels_command(const std::vector<std::string>& kernel_paths, con
   const std::string params_text = cost::params_to_yaml(result.fitted, header.str()) +
                                   cost::uncertainty_to_yaml({uncertainty.names, uncertainty.ln_covariance, method});
 
-  const io::Table table = kernel_table(points, result.before, result.after, cv);
+  const io::Table table = kernel_table(points, result.before, result.after, cv, simulated);
   const io::Table fitted = calibrate::calibration_table(result);
   auto attrs = command_provenance("calibrate", label, params_path, context);
   attrs.push_back({"params_yaml", params_text});
@@ -189,6 +242,8 @@ void calibrate_kernels_command(const std::vector<std::string>& kernel_paths, con
     attrs.push_back({r.scope + "_test_mape_pct", r.test.mape_pct});
     attrs.push_back({r.scope + "_cv_side_mape_pct", r.cv.mape_pct});
     attrs.push_back({r.scope + "_cv_side_max_abs_error_pct", r.cv.max_pct});
+    attrs.push_back({r.scope + "_sim_mape_pct", r.sim.mape_pct});
+    attrs.push_back({r.scope + "_sim_max_abs_error_pct", r.sim.max_pct});
   }
   io::write_results_h5((fs::path(dir) / "results.h5").string(), attrs, {table, fitted}, context.comm);
   on_root_agreed(context.comm, 0, [&] {
@@ -206,15 +261,16 @@ void calibrate_kernels_command(const std::vector<std::string>& kernel_paths, con
   out << "\n\n"
       << std::left << std::setw(10) << "kernel" << std::right << std::setw(8) << "points" << std::setw(14)
       << "MAPE start" << std::setw(13) << "MAPE train" << std::setw(15) << "MAPE held-out" << std::setw(14)
-      << "LOPO MAPE" << std::setw(14) << "LOPO worst" << '\n';
+      << "LOPO MAPE" << std::setw(14) << "LOPO worst" << std::setw(12) << "sim MAPE" << std::setw(12) << "sim worst"
+      << '\n';
   for (const auto& r : rows) {
     out << std::left << std::setw(10) << r.scope << std::right << std::setw(8) << r.start.points << std::setw(14)
         << percent(r.start.mape_pct) << std::setw(13) << percent(r.train.mape_pct) << std::setw(15)
         << percent(r.test.mape_pct) << std::setw(14) << percent(r.cv.mape_pct) << std::setw(14) << percent(r.cv.max_pct)
-        << '\n';
+        << std::setw(12) << percent(r.sim.mape_pct) << std::setw(12) << percent(r.sim.max_pct) << '\n';
   }
   out << "(LOPO: leave-one-P-out, each grid side's points predicted by a fit that saw no point of that side; "
-      << cv.folds << " folds)\n\n";
+      << cv.folds << " folds; sim: the mesh simulator from its own microarchitecture constants, nothing fitted)\n\n";
   print_fitted_parameters(out, result);
   out << "objective " << result.objective_start << " -> " << result.objective_final << " after " << result.iterations
       << " iterations" << (result.converged ? "" : " (evaluation cap reached)") << '\n';

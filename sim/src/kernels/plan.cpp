@@ -269,8 +269,11 @@ KernelPlan plan_kernel(const meshir::Schedule& schedule, const PlacedOp& op, con
       plan.steps = at_least_1(std::min(ring, wk.k));
       const std::int64_t b = at_least_1(wk.batch);
       const std::int64_t tile_m = ceil_div(wk.m, h), tile_k = ceil_div(wk.k, plan.steps), tile_n = ceil_div(wk.n, w);
-      // For each (row, k) of the A tile: one vector FMAC over the tile's n columns.
-      plan.step_compute_cycles = micro.vector_loop_cycles(mul(mul(b, tile_m), tile_k), tile_n);
+      // WaferLLM's prefill loop: per k of the tile, the k-iteration's own instructions, then one vector
+      // FMAC per output column, its vector along the tile's m tokens.
+      plan.step_compute_cycles =
+          static_cast<double>(b) * (static_cast<double>(tile_k) * micro.k_iteration_cycles() +
+                                    micro.vector_loop_cycles(mul(tile_k, tile_n), tile_m));
       const std::int64_t a_bytes = mul(mul(mul(b, tile_m), tile_k), kFp16Bytes);
       const std::int64_t b_bytes = mul(mul(mul(b, tile_k), tile_n), kFp16Bytes);
       const std::int64_t out_bytes = mul(mul(mul(b, tile_m), tile_n), kFp16Bytes);

@@ -14,8 +14,10 @@ struct MicroArch {
   std::int64_t fmac_lanes = 8;             ///< FP16 FMACs per SIMD issue (wafer simd_fp16_lanes)
   double simd_op_cycles = 1.0;             ///< one SIMD issue of fmac_lanes lanes
   double vector_op_setup_cycles = 3.0;     ///< per vector (DSD) instruction: descriptor load and loop branch
-  std::int64_t sram_read_bytes_per_cycle = 8;   ///< two 32-bit reads per cycle (domain.md §2, SRAM ports)
-  std::int64_t sram_write_bytes_per_cycle = 4;  ///< one 32-bit write per cycle
+  std::int64_t sram_read_bytes_per_cycle = 16;  ///< two 64-bit reads per cycle (wafer sram_read_bytes_per_cycle)
+  std::int64_t sram_write_bytes_per_cycle = 8;  ///< one 64-bit write per cycle (wafer sram_write_bytes_per_cycle)
+  double scalar_op_cycles = 1.0;           ///< one scalar instruction (an address or offset update, a DSR load)
+  std::int64_t k_iteration_scalar_ops = 6; ///< MeshGEMM k-iteration: a DSD base set, 3 DSR loads, 2 offset increments
   double task_launch_cycles = 16.0;        ///< activating one task on a PE (a step, a relay)
   double kernel_launch_cycles = 64.0;      ///< starting an op on a PE: its tasks, colours and DSDs
   double colour_switch_cycles = 32.0;      ///< router re-configuration when an op's routes change axis
@@ -24,6 +26,11 @@ struct MicroArch {
   double hop_cycles = 1.0;                 ///< head latency per link on a pre-configured route (wafer alpha)
   std::int64_t link_bytes_per_cycle = 4;   ///< one 32-bit wavelet per cycle per link and per ramp
   std::int64_t routable_colours = 24;      ///< colours a router can carry; more are relayed in software
+
+  /// A MeshGEMM k-iteration's own instructions, before its FMACs.
+  [[nodiscard]] double k_iteration_cycles() const {
+    return static_cast<double>(k_iteration_scalar_ops) * scalar_op_cycles;
+  }
 
   /// A software relay (a router out of colours): the PE wakes a task, takes the wavelets down its
   /// ramp and sends them on.
