@@ -35,6 +35,15 @@ expect 0 "Spearman" -- calibrate "$src/configs/tiny.yaml" --output "$tmp/cal"
 [ -s "$tmp/cal/params.yaml" ] && [ -s "$tmp/cal/sim_pairs.csv" ] || { echo "FAIL: calibrate wrote no params.yaml or sim_pairs.csv"; fail=1; }
 expect 0 "results: $tmp/tuned/results.h5" -- "$src/configs/tiny.yaml" --params "$tmp/cal/params.yaml" --output "$tmp/tuned"
 expect 0 "held-out test" -- calibrate "$src/tests/data/reference/waferllm_measured.yaml" --output "$tmp/calref"
+# Two-level calibration: kernel constants on the WSE-3 kernel measurements, then end to end from them.
+k="$src/tests/data/reference/wse3_kernels"
+expect 0 "LOPO MAPE" -- calibrate "$k/meshgemm.yaml" "$k/meshgemv.yaml" "$k/shift.yaml" --output "$tmp/calk"
+[ -s "$tmp/calk/params.yaml" ] && [ -s "$tmp/calk/kernel_validation.csv" ] || { echo "FAIL: kernel calibrate wrote no params.yaml or kernel_validation.csv"; fail=1; }
+expect 0 "leave-one-model-out" -- calibrate "$src/tests/data/reference/waferllm_measured.yaml" --params "$tmp/calk/params.yaml" --output "$tmp/cal2"
+expect 64 "give one file per kernel" -- calibrate "$k/shift.yaml" "$k/shift.yaml" --output "$tmp/calx"
+expect 64 "only when they are kernel measurement files" -- calibrate "$src/tests/data/reference/waferllm_measured.yaml" "$k/shift.yaml" --output "$tmp/calx"
+expect 64 "--wafer applies to 'calibrate' only with kernel measurement files" -- calibrate "$src/tests/data/reference/waferllm_measured.yaml" --wafer wse2 --output "$tmp/calx"
+expect 64 "unknown wafer preset 'wse9'" -- calibrate "$k/shift.yaml" --wafer wse9 --output "$tmp/calx"
 sed 's/^grid .*/grid 8 8/' "$tmp/wavel.meshir" >"$tmp/bad.meshir"
 expect 65 "outside" -- check "$tmp/bad.meshir"
 exit $fail
