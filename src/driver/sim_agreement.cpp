@@ -1,6 +1,8 @@
 // Model-versus-simulator agreement statistics and the named physical differences behind a miss.
 #include "wavel/driver/sim_agreement.hpp"
 
+#include "wavel/calibrate/fit.hpp"
+
 #include <algorithm>
 #include <cmath>
 
@@ -40,14 +42,13 @@ double spearman(const std::vector<double>& a, const std::vector<double>& b) {
 }
 
 double mape_pct(const std::vector<double>& model, const std::vector<double>& sim) {
-  double sum = 0;
-  std::size_t n = 0;
+  std::vector<double> predicted, reference;
   for (std::size_t i = 0; i < std::min(model.size(), sim.size()); ++i) {
     if (!(sim[i] > 0)) continue;
-    sum += std::abs(model[i] - sim[i]) / sim[i];
-    ++n;
+    predicted.push_back(model[i]);
+    reference.push_back(sim[i]);
   }
-  return n ? 100.0 * sum / static_cast<double>(n) : std::nan("");
+  return calibrate::mape_pct(predicted, reference);
 }
 
 Agreement agreement(const std::string& scope, const std::string& kernel, const std::vector<double>& model,

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <iomanip>
 
+#include "wavel/calibrate/fit.hpp"
 #include "wavel/cost/model.hpp"
 #include "wavel/io/results.hpp"
 #include "wavel/meshir/schedule.hpp"
@@ -31,16 +32,15 @@ void simulate_command(const std::string& meshir_path, const std::string& wafer_p
       << " events, " << simulated.wavelet_hops << " wavelet-hops, " << simulated.relays
       << " relays (routers out of colours)\n";
   out << std::left << std::setw(5) << "op" << std::setw(34) << "name" << std::setw(13) << "kernel" << std::right
-      << std::setw(14) << "model cyc" << std::setw(14) << "sim cyc" << std::setw(9) << "diff" << "  sample\n";
-  double abs_rel_sum = 0;
-  std::size_t counted = 0;
+      << std::setw(14) << "model cyc" << std::setw(14) << "sim cyc" << std::setw(9) << "model" << "  sample\n";
+  std::vector<double> model_cycles, sim_cycles;  // ops the simulator gives a time to
   for (std::size_t i = 0; i < s.ops.size(); ++i) {
     const double m = model.ops[i].total_cycles;
     const double x = simulated.ops[i].total_cycles;
-    const double rel = m > 0 ? (x - m) / m : 0.0;
-    if (m > 0) {
-      abs_rel_sum += std::abs(rel);
-      ++counted;
+    const double rel = x > 0 ? calibrate::rel_error(m, x) : 0.0;
+    if (x > 0) {
+      model_cycles.push_back(m);
+      sim_cycles.push_back(x);
     }
     out << std::left << std::setw(5) << i << std::setw(34) << s.ops[i].name.substr(0, 33) << std::setw(13)
         << meshir::to_string(s.ops[i].kernel) << std::right << std::fixed << std::setprecision(0) << std::setw(14) << m
@@ -48,8 +48,8 @@ void simulate_command(const std::string& meshir_path, const std::string& wafer_p
         << simulated.ops[i].sample.rule << "; sampling error " << std::setprecision(2)
         << 100.0 * simulated.ops[i].sampling_error << " %" << std::defaultfloat << '\n';
   }
-  out << std::setprecision(6) << "mean |sim - model| / model over ops: "
-      << (counted ? 100.0 * abs_rel_sum / static_cast<double>(counted) : 0.0) << " %\n";
+  out << std::setprecision(6) << "model against simulator over ops, MAPE (mean |model - sim| / sim): "
+      << (sim_cycles.empty() ? 0.0 : calibrate::mape_pct(model_cycles, sim_cycles)) << " %\n";
   out << (checked.decode ? "TPOT" : "TTFT") << ": model " << model.latency_s << " s, simulated " << simulated.latency_s
       << " s; throughput: model " << model.tokens_per_s << ", simulated " << simulated.tokens_per_s
       << " tokens/s (both PREDICTED; " << simulated.scale_rule << ")\n";

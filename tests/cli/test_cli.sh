@@ -27,7 +27,7 @@ grep -q "llama2-13b" "$tmp/read.txt" || { echo "FAIL: read_results.py printed no
 expect 0 "stored schedules of setting 2" -- show "$tmp/run/results.h5" --setting 2
 "$exe" show "$tmp/run/results.h5" --setting 2 --schedule wavel >"$tmp/wavel.meshir" || { echo "FAIL: show wavel"; fail=1; }
 expect 0 "verified OK" -- check "$tmp/wavel.meshir" --params "$src/configs/params/wse2-waferllm.yaml"
-expect 0 "mean |sim - model| / model over ops" -- simulate "$tmp/wavel.meshir" --trace "$tmp/trace.json"
+expect 0 "model against simulator over ops, MAPE (mean |model - sim| / sim)" -- simulate "$tmp/wavel.meshir" --trace "$tmp/trace.json"
 /usr/bin/python3 -c "import json,sys; d=json.load(open(sys.argv[1])); assert d['traceEvents']" "$tmp/trace.json" \
   || { echo "FAIL: trace.json is not a Chrome trace"; fail=1; }
 # Calibration against the simulator, then a run with the fitted parameters.
