@@ -1,25 +1,3 @@
-// `calibrate CONFIG.yaml`: fit the cost model to the simulator on a stratified sample of the ops of
-// the schedules a sweep produces (baselines and search fronts), with a held-out part.
-#include <algorithm>
-#include <cmath>
-#include <filesystem>
-#include <iomanip>
-#include <map>
-#include <sstream>
-
-#include "wavel/baselines/baselines.hpp"
-#include "wavel/calibrate/fit.hpp"
-#include "wavel/common/error.hpp"
-#include "wavel/config/config.hpp"
-#include "wavel/config/sweep.hpp"
-#include "wavel/cost/model.hpp"
-#include "wavel/driver/commands.hpp"
-#include "wavel/io/results.hpp"
-#include "wavel/meshir/schedule.hpp"
-#include "wavel/search/search.hpp"
-#include "wavel/sim/simulate.hpp"
-#include "wavel/version_info.hpp"
-
 // `calibrate CONFIG.yaml`: how far the cost model is from the independent simulator before any
 // fitting (MAPE and Spearman per setting over its front and baselines, and per kernel), then a fit of
 // the model's free parameters to a stratified sample of simulated ops and what it changes. The
@@ -30,6 +8,7 @@
 #include <cmath>
 #include <filesystem>
 #include <iomanip>
+#include <iostream>
 #include <map>
 #include <sstream>
 
@@ -40,6 +19,7 @@
 #include "wavel/config/sweep.hpp"
 #include "wavel/cost/model.hpp"
 #include "wavel/driver/commands.hpp"
+#include "wavel/driver/reference_cv.hpp"
 #include "wavel/driver/sim_agreement.hpp"
 #include "wavel/io/results.hpp"
 #include "wavel/meshir/schedule.hpp"
@@ -366,6 +346,8 @@ void calibrate_against_sim_command(const std::string& config_path, const std::st
          << "Against the simulator: " << samples.size() << " sampled ops, " << result.after.test_points
          << " held out; held-out MAPE " << result.before.test_mape_pct << " % -> " << result.after.test_mape_pct
          << " %, Spearman " << rho_before << " -> " << rho_after;
+  for (const auto& name : calibrate::parameters_on_bounds(result)) header << "\nwarning: " << name << " ended on its bound";
+  header << "\nThese values make the model imitate the simulator; hardware predictions use configs/params/wse3.yaml.";
   const std::string params_text = cost::params_to_yaml(result.fitted, header.str());
   std::vector<io::Attribute> attrs{{"format_version", std::string("wavel-results/1")},
                                    {"tool_version", std::string(WAVEL_VERSION)},
@@ -401,8 +383,9 @@ void calibrate_against_sim_command(const std::string& config_path, const std::st
       << rho_after << "; training (" << result.after.train_points << " ops): MAPE " << result.before.train_mape_pct
       << " % -> " << result.after.train_mape_pct << " %\n";
   print_fitted_parameters(out, result);
-  out << "written: " << dir << "/params.yaml (run again with --params), sim_agreement.csv, sim_schedules.csv, "
-         "sim_pairs.csv, calibration.csv, results.h5\n";
+  std::cerr << bound_warnings(result);
+  std::cerr << "written: " << dir << "/params.yaml (the model fitted to the simulator, not to hardware), "
+               "sim_agreement.csv, sim_schedules.csv, sim_pairs.csv, calibration.csv, results.h5\n";
 }
 
 }  // namespace wavel::driver
