@@ -130,6 +130,24 @@ TEST_CASE("the kernel constants fitted on the shared WSE-3 measurements predict 
   }
   CHECK(calibrate::mape_pct(predicted, measured) <= 5.0);
   CHECK(worst <= 0.15);
+  // Levenberg-Marquardt lands on the same constants from a start far from them.
+  cost::CostParams far = start;
+  far.alpha_cycles_per_hop = 5.0;
+  far.beta_cycles_per_stage = 100.0;
+  far.gemm_step_cycles = 300.0;
+  far.gemm_k_cycles = 5.0;
+  far.gemm_fmac_issue_cycles = 10.0;
+  far.gemv_fixed_cycles = 500.0;
+  far.gemv_fmac_issue_cycles = 5.0;
+  far.shift_fixed_cycles = 5.0;
+  far.shift_hop_cycles = 200.0;
+  far.shift_element_cycles = 3.0;
+  const auto from_far = calibrate::calibrate(calibrate::kernel_problem(points, held, wafer), calibrate::PointSource{},
+                                             far, names);
+  for (const auto* info : calibrate::resolve_fit_names(names)) {
+    CAPTURE(info->name);
+    CHECK(from_far.fitted.*(info->field) == doctest::Approx(fit.fitted.*(info->field)).epsilon(1e-5));
+  }
   // The committed kernel file is this fit.
   const auto committed = cost::load_params(test::source_path("configs/params/wse3-kernels.yaml").string(), start);
   for (const auto* info : calibrate::resolve_fit_names(names)) {
