@@ -81,6 +81,27 @@ TEST_CASE("kernel measurement files: read, and every problem located") {
             .find("only hardware measurements are fitted") != std::string::npos);
 }
 
+TEST_CASE("kernel points must fit the wafer, and a file holds at most 5000") {
+  const auto wafer = test::wse3();
+  const auto big = calibrate::parse_kernel_set(
+      "kernel: shift\npoints:\n- {P: 16, L: 8, M: 16, N: 16, mean_cycles: 9}\n"
+      "- {P: 800, L: 1, M: 800, N: 800, mean_cycles: 9}\n- {P: 400, L: 400, M: 400, N: 400, mean_cycles: 9}\n",
+      "k.yaml");
+  try {
+    calibrate::check_on_wafer(big, wafer);
+    FAIL("expected a DataError");
+  } catch (const DataError& e) {
+    const std::string what = e.what();
+    CHECK(what.find("k.yaml:4:3: error: points[1].P: a 800 x 800 square does not fit the wse3 kernel rectangle") !=
+          std::string::npos);
+    CHECK(what.find("k.yaml:5:3: error: points[2].L: P + L = 800 PEs does not fit") != std::string::npos);
+    CHECK(what.find("points[0]") == std::string::npos);
+  }
+  std::string many = "kernel: meshgemv\npoints:\n";
+  for (int i = 0; i < 5001; ++i) many += "- {P: 8, M: 8, N: 8, group_num: 2, mean_cycles: 1}\n";
+  CHECK(errors_of(many).find("5001 points; at most 5000 per file") != std::string::npos);
+}
+
 TEST_CASE("kernel predictions, by hand") {
   const auto p = test::round_params();
   SUBCASE("MeshGEMM: P steps and P/2 alignment shifts, no launch") {

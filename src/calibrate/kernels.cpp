@@ -25,6 +25,8 @@ using config::Validator;
 constexpr std::int64_t kMaxSidePes = 100000;
 constexpr std::int64_t kMaxSize = std::int64_t{1} << 30;
 constexpr double kMaxCycles = 1e15;
+// A harvested sweep holds under 1000 points; the cap bounds the fit, its folds and the simulations.
+constexpr std::size_t kMaxPoints = 5000;
 
 [[noreturn]] void throw_data_error(std::vector<Diagnostic> diagnostics) {
   throw_data_error_in_file_order(std::move(diagnostics));
@@ -168,6 +170,9 @@ KernelSet parse_kernel_set(const std::string& text, const std::string& file_labe
     set.kind = *name == "meshgemm" ? KernelKind::meshgemm : *name == "meshgemv" ? KernelKind::meshgemv : KernelKind::shift;
     if (points->kind != Node::Kind::sequence || points->items.empty()) {
       v.error(points->where, "points", "expected a non-empty list of measurements");
+    } else if (points->items.size() > kMaxPoints) {
+      v.error(points->where, "points",
+              std::to_string(points->items.size()) + " points; at most " + std::to_string(kMaxPoints) + " per file");
     } else {
       for (std::size_t i = 0; i < points->items.size(); ++i) {
         bool failed = false;
@@ -180,6 +185,27 @@ KernelSet parse_kernel_set(const std::string& text, const std::string& file_labe
   }
   if (!v.diagnostics().empty()) throw_data_error(v.diagnostics());
   return set;
+}
+
+void check_on_wafer(const KernelSet& set, const wafer::WaferParams& wafer) {
+  const std::int64_t side = std::min(wafer.max_grid_w_pes(), wafer.max_grid_h_pes());
+  std::vector<Diagnostic> problems;
+  for (std::size_t i = 0; i < set.points.size(); ++i) {
+    const auto& p = set.points[i];
+    if (p.side_pes > side) {
+      problems.push_back(Diagnostic{set.file, p.line, p.column, "points[" + std::to_string(i) + "].P",
+                                    "a " + std::to_string(p.side_pes) + " x " + std::to_string(p.side_pes) +
+                                        " square does not fit the " + wafer.preset + " kernel rectangle (largest side " +
+                                        std::to_string(side) + ")"});
+    }
+    if (p.kind == KernelKind::shift && p.hops + p.side_pes > wafer.max_grid_w_pes()) {
+      problems.push_back(Diagnostic{set.file, p.line, p.column, "points[" + std::to_string(i) + "].L",
+                                    "P + L = " + std::to_string(p.side_pes + p.hops) + " PEs does not fit the " +
+                                        wafer.preset + " fabric's width (" + std::to_string(wafer.max_grid_w_pes()) + ")"});
+    }
+    if (problems.size() >= 1000) break;
+  }
+  if (!problems.empty()) throw_data_error(std::move(problems));
 }
 
 double predict_kernel_cycles(const KernelPoint& point, const wafer::WaferParams& wafer, const cost::CostParams& params) {

@@ -162,6 +162,7 @@ void calibrate_kernels_command(const std::vector<std::string>& kernel_paths, con
   std::set<KernelKind> kinds;
   for (const auto& path : kernel_paths) {
     sets.push_back(calibrate::parse_kernel_set(read_file_on_root(path, context.comm), path));
+    calibrate::check_on_wafer(sets.back(), *wafer);
     if (!kinds.insert(sets.back().kind).second) {
       throw UsageError("two files of kernel '" + calibrate::to_string(sets.back().kind) + "' (" + path +
                        "); give one file per kernel");

@@ -48,6 +48,10 @@ bool looks_like_kernel_file(const std::string& text);
 KernelSet load_kernel_set(const std::string& path);
 KernelSet parse_kernel_set(const std::string& text, const std::string& file_label);
 
+/// DataError (file:line, key) for every point whose P x P square (and, for the shift, P + L PEs of
+/// width) does not fit `wafer`: the hardware could not have run it, and the simulator would not end.
+void check_on_wafer(const KernelSet& set, const wafer::WaferParams& wafer);
+
 /// The cost model's cycles for one repetition of the point's kernel on a P x P region of `wafer`,
 /// through the model's own op costs (MeshGEMM and MeshGEMV as placed ops, the shift through its
 /// neighbour-shift term). The timed span is inside one launch: kernel_overhead_cycles is not charged.
