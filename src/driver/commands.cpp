@@ -144,7 +144,7 @@ void validate_command(const std::string& reference_path, const std::string& para
                    "Validation of WaferLLM's schedule against " + set.source + " (" + set.wafer + "), params: " +
                        (params_path.empty() ? "built-in defaults" : params_path));
   out << '\n' << cv.text;
-  out << "written: " << dir << "/validation.csv, " << dir << "/results.h5\n";
+  std::cerr << cv.warnings << "written: " << dir << "/validation.csv, " << dir << "/results.h5\n";
 }
 
 void calibrate_command(const std::string& reference_path, const std::string& params_path,
@@ -205,9 +205,10 @@ void calibrate_command(const std::string& reference_path, const std::string& par
   print_fitted_parameters(out, result);
   out << "objective " << result.objective_start << " -> " << result.objective_final << " after "
       << result.iterations << " iterations" << (result.converged ? "" : " (iteration cap reached)") << '\n';
-  out << warnings << '\n' << cv.text;
+  out << '\n' << cv.text;
+  std::cerr << warnings << cv.warnings;
   out << "parameter uncertainty: " << uncertainty.method << " (written to params.yaml)\n";
-  out << "written: " << dir << "/params.yaml (use with --params), validation.csv, calibration.csv, results.h5\n";
+  std::cerr << "written: " << dir << "/params.yaml (use with --params), validation.csv, calibration.csv, results.h5\n";
 }
 
 void show_command(const std::string& results_path, std::int64_t setting, const std::string& schedule,

@@ -43,7 +43,9 @@ CrossValidationReport cross_validation_report(const calibrate::ReferenceSet& set
   for (const auto* cv : {&by_model, &by_grid}) {
     out << calibrate::to_string(cv->by) << " (" << cv->folds << " folds): MAPE " << pct(cv->mape_pct) << ", worst point "
         << pct(cv->max_abs_error_pct) << '\n';
-    for (const auto& w : cv->bound_warnings) out << "warning: " << calibrate::to_string(cv->by) << " fold " << w << " ended on a bound\n";
+    for (const auto& w : cv->bound_warnings) {
+      report.warnings += "warning: " + calibrate::to_string(cv->by) + " fold " + w + " ended on a bound\n";
+    }
     const std::string key = cv->by == calibrate::FoldBy::model ? "cv_model" : "cv_grid";
     report.attributes.push_back({key + "_mape_pct", cv->mape_pct});
     report.attributes.push_back({key + "_max_abs_error_pct", cv->max_abs_error_pct});

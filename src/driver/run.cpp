@@ -210,9 +210,10 @@ void run(const config::Config& config, const RunContext& context, std::ostream& 
       wall += r.search_wall_s;
       nodes += r.search.nodes_visited;
     }
-    out << "search: " << nodes << " partial schedules in " << std::setprecision(3) << wall << " s of search time ("
+    // Notes, not data: stdout holds only the table.
+    std::cerr << "search: " << nodes << " partial schedules in " << std::setprecision(3) << wall << " s of search time ("
         << human(wall > 0 ? static_cast<double>(nodes) / wall : 0.0, "schedules/s") << ")\n";
-    out << "results: " << dir.string() << "/" << (config.output.hdf5 ? "results.h5 " : "")
+    std::cerr << "results: " << dir.string() << "/" << (config.output.hdf5 ? "results.h5 " : "")
         << (config.output.csv ? "summary.csv" : "") << '\n';
   }
 }

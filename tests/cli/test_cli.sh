@@ -20,6 +20,12 @@ expect 78 "many_errors.yaml:9:23: error: workloads.models[1]: unknown model 'lam
 expect 0 "# 8 settings" -- --dry-run "$src/configs/quickstart.yaml" --output "$tmp/dry"
 [ -e "$tmp/dry" ] && { echo "FAIL: --dry-run created $tmp/dry"; fail=1; }
 expect 0 "results: $tmp/run/results.h5" -- "$src/configs/quickstart.yaml" --output "$tmp/run"
+# stdout carries data only: notes (search statistics, where the results went) go to stderr.
+data_only() {  # data_only WHAT: the last command's stdout has no note lines
+  if grep -qE '^(search|results|written|warning):' "$tmp/out"; then echo "FAIL: $1 printed notes on stdout"; grep -E '^(search|results|written|warning):' "$tmp/out"; fail=1; fi
+}
+data_only run
+grep -q "^results: $tmp/run/results.h5" "$tmp/err" || { echo "FAIL: run's results line is not on stderr"; fail=1; }
 h5dump -a /config_hash_fnv1a64 "$tmp/run/results.h5" >/dev/null || { echo "FAIL: no provenance attribute"; fail=1; }
 /usr/bin/python3 "$src/scripts/read_results.py" "$tmp/run/results.h5" >"$tmp/read.txt" || { echo "FAIL: read_results.py"; fail=1; }
 grep -q "llama2-13b" "$tmp/read.txt" || { echo "FAIL: read_results.py printed no rows"; fail=1; }
@@ -32,12 +38,18 @@ expect 0 "model against simulator over ops, MAPE (mean |model - sim| / sim)" -- 
   || { echo "FAIL: trace.json is not a Chrome trace"; fail=1; }
 # Calibration against the simulator, then a run with the fitted parameters.
 expect 0 "Spearman" -- calibrate "$src/configs/tiny.yaml" --output "$tmp/cal"
+data_only "calibrate CONFIG.yaml"
 [ -s "$tmp/cal/params.yaml" ] && [ -s "$tmp/cal/sim_pairs.csv" ] || { echo "FAIL: calibrate wrote no params.yaml or sim_pairs.csv"; fail=1; }
 expect 0 "results: $tmp/tuned/results.h5" -- "$src/configs/tiny.yaml" --params "$tmp/cal/params.yaml" --output "$tmp/tuned"
 expect 0 "held-out test" -- calibrate "$src/tests/data/reference/waferllm_measured.yaml" --output "$tmp/calref"
+data_only calibrate
+expect 0 "leave-one-model-out" -- validate "$src/tests/data/reference/waferllm_measured.yaml" --params "$src/configs/params/wse2-waferllm.yaml" --output "$tmp/val"
+data_only validate
+grep -q "^written: $tmp/val/validation.csv" "$tmp/err" || { echo "FAIL: validate's written line is not on stderr"; fail=1; }
 # Two-level calibration: kernel constants on the WSE-3 kernel measurements, then end to end from them.
 k="$src/tests/data/reference/wse3_kernels"
 expect 0 "LOPO MAPE" -- calibrate "$k/meshgemm.yaml" "$k/meshgemv.yaml" "$k/shift.yaml" --output "$tmp/calk"
+data_only "calibrate KERNEL.yaml"
 [ -s "$tmp/calk/params.yaml" ] && [ -s "$tmp/calk/kernel_validation.csv" ] || { echo "FAIL: kernel calibrate wrote no params.yaml or kernel_validation.csv"; fail=1; }
 expect 0 "leave-one-model-out" -- calibrate "$src/tests/data/reference/waferllm_measured.yaml" --params "$tmp/calk/params.yaml" --output "$tmp/cal2"
 expect 64 "give one file per kernel" -- calibrate "$k/shift.yaml" "$k/shift.yaml" --output "$tmp/calx"

@@ -13,7 +13,8 @@ namespace wavel::driver {
 struct CrossValidationReport {
   std::vector<io::Table> tables;        ///< cv_model, cv_grid
   std::vector<io::Attribute> attributes;  ///< cv_model_mape_pct, cv_model_max_abs_error_pct, cv_grid_...
-  std::string text;
+  std::string text;       ///< the per-point table and the MAPEs (data: stdout)
+  std::string warnings;   ///< "warning: ..." lines for fold parameters on a bound (notes: stderr)
 };
 
 /// Refits `fit_names` from `start` per fold (leave one model out, leave one grid out).
