@@ -43,6 +43,20 @@ TEST_CASE("the uncertainty section round-trips and bad matrices are located") {
                        ConfigError);
   CHECK_THROWS_AS(cost::parse_uncertainty("uncertainty:\n  names: [bta]\n  ln_covariance: [[1]]\n", "p.yaml"), ConfigError);
   CHECK(cost::parse_uncertainty("beta_cycles_per_stage: 10\n", "p.yaml").names.empty());
+  // A covariance that is not positive semi-definite, or a parameter named twice, is refused where the
+  // file is read (params files of every command), not at the first draw.
+  const std::string not_psd =
+      "beta_cycles_per_stage: 10\nuncertainty:\n  names: [beta_cycles_per_stage, elementwise_efficiency]\n"
+      "  ln_covariance:\n    - [1, 2]\n    - [2, 1]\n";
+  CHECK_THROWS_WITH_AS(cost::parse_params(not_psd, "p.yaml", {}),
+                       doctest::Contains("p.yaml:5:5: error: uncertainty.ln_covariance: the covariance is not positive "
+                                         "semi-definite"),
+                       ConfigError);
+  CHECK_THROWS_WITH_AS(cost::parse_uncertainty("uncertainty:\n  names: [beta_cycles_per_stage, beta_cycles_per_stage]\n"
+                                               "  ln_covariance: [[1, 0], [0, 1]]\n",
+                                               "p.yaml"),
+                       doctest::Contains("p.yaml:2:34: error: uncertainty.names: 'beta_cycles_per_stage' is named twice"),
+                       ConfigError);
 }
 
 TEST_CASE("draws are counter-based, bounded and centred in ln space") {

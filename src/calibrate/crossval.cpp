@@ -24,7 +24,7 @@ const cost::ParamInfo& info_of(const std::string& name) {
 }
 
 // Inverse of a small symmetric positive definite matrix by Gauss-Jordan; throws if singular.
-std::vector<std::vector<double>> inverse(std::vector<std::vector<double>> a) {
+std::vector<std::vector<double>> inverse(std::vector<std::vector<double>> a, const std::string& file) {
   const std::size_t n = a.size();
   std::vector<std::vector<double>> inv(n, std::vector<double>(n, 0.0));
   for (std::size_t i = 0; i < n; ++i) inv[i][i] = 1.0;
@@ -33,7 +33,7 @@ std::vector<std::vector<double>> inverse(std::vector<std::vector<double>> a) {
     for (std::size_t r = c + 1; r < n; ++r) {
       if (std::abs(a[r][c]) > std::abs(a[pivot][c])) pivot = r;
     }
-    if (!(std::abs(a[pivot][c]) > 1e-300)) throw DataError({Diagnostic{"", 0, 0, "points", "the fitted parameters are not identifiable from these points (singular J^T J)"}});
+    if (!(std::abs(a[pivot][c]) > 1e-300)) throw DataError({Diagnostic{file, 0, 0, "points", "the fitted parameters are not identifiable from these points (singular J^T J)"}});
     std::swap(a[c], a[pivot]);
     std::swap(inv[c], inv[pivot]);
     const double d = a[c][c];
@@ -177,7 +177,7 @@ ParamUncertainty estimate_uncertainty(const LogFitProblem& problem, const std::s
       for (std::size_t r = 0; r < train.size(); ++r) jtj[a][b] += jac[r][a] * jac[r][b];
     }
   }
-  u.ln_covariance = p == 0 ? std::vector<std::vector<double>>{} : inverse(jtj);
+  u.ln_covariance = p == 0 ? std::vector<std::vector<double>>{} : inverse(jtj, file);
   for (auto& row : u.ln_covariance) {
     for (double& v : row) v *= s2;
   }

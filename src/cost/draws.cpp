@@ -4,6 +4,7 @@
 #include <Kokkos_Core.hpp>
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <limits>
 
 #include "wavel/common/error.hpp"
@@ -31,29 +32,6 @@ const ParamInfo* info_of(const std::string& name) {
     if (p.name == name) return &p;
   }
   return nullptr;
-}
-
-// Lower-triangular L with L L^T = a; tiny negative pivots from rounding are taken as 0.
-std::vector<std::vector<double>> cholesky(const std::vector<std::vector<double>>& a) {
-  const std::size_t n = a.size();
-  std::vector<std::vector<double>> l(n, std::vector<double>(n, 0.0));
-  for (std::size_t i = 0; i < n; ++i) {
-    for (std::size_t j = 0; j <= i; ++j) {
-      double s = a[i][j];
-      for (std::size_t k = 0; k < j; ++k) s -= l[i][k] * l[j][k];
-      if (i == j) {
-        const double scale = std::max(1.0, std::abs(a[i][i]));
-        if (s < -1e-10 * scale) {
-          throw DataError({Diagnostic{"", 0, 0, "uncertainty.ln_covariance",
-                                      "the covariance is not positive semi-definite"}});
-        }
-        l[i][i] = std::sqrt(std::max(0.0, s));
-      } else {
-        l[i][j] = l[j][j] > 0.0 ? s / l[j][j] : 0.0;
-      }
-    }
-  }
-  return l;
 }
 
 std::vector<std::vector<double>> inverse(std::vector<std::vector<double>> a) {
@@ -86,6 +64,26 @@ std::vector<std::vector<double>> inverse(std::vector<std::vector<double>> a) {
 }
 
 }  // namespace
+
+std::optional<std::vector<std::vector<double>>> covariance_factor(const std::vector<std::vector<double>>& a) {
+  const std::size_t n = a.size();
+  std::vector<std::vector<double>> l(n, std::vector<double>(n, 0.0));
+  for (std::size_t i = 0; i < n; ++i) {
+    for (std::size_t j = 0; j <= i; ++j) {
+      double s = a[i][j];
+      for (std::size_t k = 0; k < j; ++k) s -= l[i][k] * l[j][k];
+      if (i == j) {
+        const double scale = std::max(1.0, std::abs(a[i][i]));
+        if (!(s >= -1e-10 * scale)) return std::nullopt;
+        l[i][i] = std::sqrt(std::max(0.0, s));
+      } else {
+        l[i][j] = l[j][j] > 0.0 ? s / l[j][j] : 0.0;
+      }
+    }
+  }
+  return l;
+}
+
 
 ParamUncertaintySpec pin(const ParamUncertaintySpec& spec, const std::vector<std::string>& pinned) {
   std::vector<std::size_t> free, held;
@@ -123,7 +121,11 @@ std::vector<CostParams> draw_params(const CostParams& center, const ParamUncerta
                                     std::uint64_t seed) {
   std::vector<CostParams> out;
   if (spec.names.empty() || draws <= 0) return out;
-  const auto l = cholesky(spec.ln_covariance);
+  const auto factor = covariance_factor(spec.ln_covariance);
+  if (!factor) {
+    throw DataError({Diagnostic{"", 0, 0, "uncertainty.ln_covariance", "the covariance is not positive semi-definite"}});
+  }
+  const auto& l = *factor;
   std::vector<const ParamInfo*> infos;
   for (const auto& name : spec.names) {
     const ParamInfo* info = info_of(name);

@@ -9,6 +9,7 @@
 #include <system_error>
 
 #include "wavel/common/error.hpp"
+#include "wavel/cost/draws.hpp"
 #include "wavel/config/schema.hpp"
 #include "wavel/config/source_tree.hpp"
 
@@ -114,6 +115,8 @@ CostParams parse_params(const std::string& text, const std::string& file_label, 
     }
   }
   v.throw_if_errors();
+  // The uncertainty section is checked with the values, so every command refuses a bad one up front.
+  if (root.kind == config::Node::Kind::map && root.find("uncertainty") != nullptr) parse_uncertainty(text, file_label);
   return params;
 }
 
@@ -188,6 +191,15 @@ ParamUncertaintySpec parse_uncertainty(const std::string& text, const std::strin
       if (values[i] < 0) v.error(row.items[i].where, path, "a variance must not be negative");
       spec.ln_covariance.push_back(std::move(values));
     }
+    for (std::size_t i = 0; i < spec.names.size(); ++i) {
+      for (std::size_t j = 0; j < i; ++j) {
+        if (spec.names[i] == spec.names[j]) {
+          v.error(names->kind == config::Node::Kind::sequence && i < names->items.size() ? names->items[i].where
+                                                                                         : names->where,
+                  "uncertainty.names", "'" + spec.names[i] + "' is named twice");
+        }
+      }
+    }
     for (std::size_t i = 0; i < spec.ln_covariance.size() && spec.ln_covariance.size() == p; ++i) {
       for (std::size_t j = 0; j < i; ++j) {
         const double a = spec.ln_covariance[i][j], b = spec.ln_covariance[j][i];
@@ -196,6 +208,9 @@ ParamUncertaintySpec parse_uncertainty(const std::string& text, const std::strin
         }
       }
     }
+  }
+  if (v.diagnostics().empty() && !covariance_factor(spec.ln_covariance)) {
+    v.error(cov->where, "uncertainty.ln_covariance", "the covariance is not positive semi-definite");
   }
   v.throw_if_errors();
   return spec;

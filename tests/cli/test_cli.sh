@@ -56,6 +56,11 @@ expect 64 "give one file per kernel" -- calibrate "$k/shift.yaml" "$k/shift.yaml
 expect 64 "only when they are kernel measurement files" -- calibrate "$src/tests/data/reference/waferllm_measured.yaml" "$k/shift.yaml" --output "$tmp/calx"
 expect 64 "--wafer applies to 'calibrate' only with kernel measurement files" -- calibrate "$src/tests/data/reference/waferllm_measured.yaml" --wafer wse2 --output "$tmp/calx"
 expect 64 "unknown wafer preset 'wse9'" -- calibrate "$k/shift.yaml" --wafer wse9 --output "$tmp/calx"
+# A params file whose covariance is not positive semi-definite is refused where it is read (issue 24, item 5).
+printf 'beta_cycles_per_stage: 10\nuncertainty:\n  names: [beta_cycles_per_stage, elementwise_efficiency]\n  ln_covariance:\n    - [1, 2]\n    - [2, 1]\n' >"$tmp/notpsd.yaml"
+expect 78 "notpsd.yaml:5:5: error: uncertainty.ln_covariance: the covariance is not positive semi-definite" -- validate "$src/tests/data/reference/waferllm_measured.yaml" --params "$tmp/notpsd.yaml" --output "$tmp/calx"
+expect 78 "notpsd.yaml:5:5: error: uncertainty.ln_covariance" -- --dry-run "$src/configs/tiny.yaml" --params "$tmp/notpsd.yaml"
+expect 78 "notpsd.yaml:5:5: error: uncertainty.ln_covariance" -- check "$tmp/wavel.meshir" --params "$tmp/notpsd.yaml"
 sed 's/^grid .*/grid 8 8/' "$tmp/wavel.meshir" >"$tmp/bad.meshir"
 expect 65 "outside" -- check "$tmp/bad.meshir"
 exit $fail

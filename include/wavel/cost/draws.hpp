@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <string>
+#include <optional>
 #include <vector>
 
 #include "wavel/cost/params.hpp"
@@ -10,6 +11,10 @@
 #include "wavel/wafer/wafer.hpp"
 
 namespace wavel::cost {
+
+/// Lower-triangular L with L L^T = `covariance` (pivots within 1e-10 of zero, rounding, are taken as
+/// 0), or std::nullopt if the matrix is not positive semi-definite.
+std::optional<std::vector<std::vector<double>>> covariance_factor(const std::vector<std::vector<double>>& covariance);
 
 /// The distribution with `pinned` parameters held at their value: the covariance of the others
 /// conditioned on them (Schur complement), so no draw moves a pinned parameter. Unknown names are
