@@ -146,7 +146,10 @@ Options parse(const std::vector<std::string>& args) {
   if (vm.count("set")) o.overrides = vm["set"].as<std::vector<std::string>>();
   if (vm.count("output")) o.output_dir = vm["output"].as<std::string>();
   if (vm.count("params")) o.params_path = vm["params"].as<std::string>();
-  if (vm.count("setting")) o.setting = vm["setting"].as<std::int64_t>();
+  if (vm.count("setting")) {
+    o.setting = vm["setting"].as<std::int64_t>();
+    if (o.setting < 0) throw UsageError("--setting must be a setting id (0 or more), got " + std::to_string(o.setting));
+  }
   if (vm.count("schedule")) o.schedule = vm["schedule"].as<std::string>();
   if (vm.count("wafer")) o.wafer = vm["wafer"].as<std::string>();
   o.wafer_given = vm.count("wafer") > 0;

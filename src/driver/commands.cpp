@@ -1,6 +1,7 @@
 // validate, calibrate, show and check: thin orchestration over calibrate/, meshir/ and cost/.
 #include "wavel/driver/commands.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <iomanip>
@@ -220,6 +221,17 @@ void show_command(const std::string& results_path, std::int64_t setting, const s
     const auto& names = column_of<std::string>(table, "schedule", results_path);
     const auto& texts = column_of<std::string>(table, "meshir", results_path);
     std::string available;
+    if (setting >= 0 && std::find(ids.begin(), ids.end(), setting) == ids.end()) {
+      std::int64_t lo = 0, hi = -1;
+      if (!ids.empty()) {
+        lo = *std::min_element(ids.begin(), ids.end());
+        hi = *std::max_element(ids.begin(), ids.end());
+      }
+      throw DataError({Diagnostic{results_path, 0, 0, "schedules",
+                                  "no setting " + std::to_string(setting) + " in this file" +
+                                      (ids.empty() ? std::string(" (it stores no schedules)")
+                                                   : " (its settings: " + std::to_string(lo) + ".." + std::to_string(hi) + ")")}});
+    }
     for (std::size_t i = 0; i < ids.size(); ++i) {
       if (setting >= 0 && ids[i] != setting) continue;
       if (!schedule.empty() && names[i] == schedule) {

@@ -31,6 +31,8 @@ h5dump -a /config_hash_fnv1a64 "$tmp/run/results.h5" >/dev/null || { echo "FAIL:
 grep -q "llama2-13b" "$tmp/read.txt" || { echo "FAIL: read_results.py printed no rows"; fail=1; }
 # Inspection: show a stored schedule, check and simulate it, with a trace.
 expect 0 "stored schedules of setting 2" -- show "$tmp/run/results.h5" --setting 2
+expect 65 "no setting 99 in this file (its settings: 0..7)" -- show "$tmp/run/results.h5" --setting 99
+expect 64 "--setting must be a setting id (0 or more), got -1" -- show "$tmp/run/results.h5" --setting -1
 "$exe" show "$tmp/run/results.h5" --setting 2 --schedule wavel >"$tmp/wavel.meshir" || { echo "FAIL: show wavel"; fail=1; }
 expect 0 "verified OK" -- check "$tmp/wavel.meshir" --params "$src/configs/params/wse2-waferllm.yaml"
 expect 0 "model against simulator over ops, MAPE (mean |model - sim| / sim)" -- simulate "$tmp/wavel.meshir" --trace "$tmp/trace.json"
