@@ -44,8 +44,14 @@ void write_checkpoint(const std::string& path, const Checkpoint& c) {
   io::write_file_atomically(path, text);
 }
 
-Checkpoint read_checkpoint(const std::string& path, const std::string& config_hash, std::uint64_t plan_fingerprint,
-                           std::uint64_t tasks) {
+namespace {
+
+InputDataError bad_checkpoint(const std::string& path, const std::string& why) {
+  return InputDataError("--resume: checkpoint '" + path + "' " + why + "; refusing to start over");
+}
+
+// The packed records of the checkpoint at `path` once its presence, magic and checksum are checked.
+std::string checked_records(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     throw InputMissingError("--resume: no checkpoint at '" + path + "' (run without --resume to start afresh)");
@@ -53,28 +59,53 @@ Checkpoint read_checkpoint(const std::string& path, const std::string& config_ha
   std::ostringstream bytes;
   bytes << in.rdbuf();
   const std::string text = bytes.str();
-  const auto bad = [&](const std::string& why) {
-    return InputDataError("--resume: checkpoint '" + path + "' " + why + "; refusing to start over");
-  };
   const std::string magic = kMagic;
-  if (text.compare(0, magic.size(), magic) != 0) throw bad("is not a wavel-dse checkpoint");
-  if (text.size() < magic.size() + sizeof(std::uint64_t)) throw bad("is truncated");
+  if (text.compare(0, magic.size(), magic) != 0) throw bad_checkpoint(path, "is not a wavel-dse checkpoint");
+  if (text.size() < magic.size() + sizeof(std::uint64_t)) throw bad_checkpoint(path, "is truncated");
   std::uint64_t sum = 0;
   std::memcpy(&sum, text.data() + text.size() - sizeof sum, sizeof sum);
   const std::string body = text.substr(0, text.size() - sizeof sum);
-  if (fnv1a64(body) != sum) throw bad("is corrupt (checksum mismatch)");
-  const std::string packed = body.substr(magic.size());
+  if (fnv1a64(body) != sum) throw bad_checkpoint(path, "is corrupt (checksum mismatch)");
+  return body.substr(magic.size());
+}
+
+// Reads the format and the config hash and checks both.
+void check_header(Unpacker& u, const std::string& path, const std::string& config_hash, std::string& hash_out) {
+  const auto format = u.get<std::uint32_t>();
+  if (format != kFormat) {
+    throw bad_checkpoint(path, "has format " + std::to_string(format) + ", this build reads " + std::to_string(kFormat));
+  }
+  u.get(hash_out);
+  if (hash_out != config_hash) {
+    throw bad_checkpoint(path, "belongs to another config (hash " + hash_out + ", this config " + config_hash + ")");
+  }
+}
+
+}  // namespace
+
+void check_checkpoint(const std::string& path, const std::string& config_hash) {
+  const std::string packed = checked_records(path);
+  try {
+    Unpacker u(packed, ExitCode::data_error);
+    std::string hash;
+    check_header(u, path, config_hash, hash);
+  } catch (const InputDataError&) {
+    throw;
+  } catch (const Error& e) {
+    throw bad_checkpoint(path, std::string("is malformed: ") + e.what());
+  }
+}
+
+Checkpoint read_checkpoint(const std::string& path, const std::string& config_hash, std::uint64_t plan_fingerprint,
+                           std::uint64_t tasks) {
+  const std::string packed = checked_records(path);
+  const auto bad = [&](const std::string& why) { return bad_checkpoint(path, why); };
   Checkpoint c;
   try {
     Unpacker u(packed, ExitCode::data_error);
-    const auto format = u.get<std::uint32_t>();
-    if (format != kFormat) throw bad("has format " + std::to_string(format) + ", this build reads " + std::to_string(kFormat));
-    u.get(c.config_hash);
+    check_header(u, path, config_hash, c.config_hash);
     u.get(c.plan_fingerprint);
     u.get(c.tasks);
-    if (c.config_hash != config_hash) {
-      throw bad("belongs to another config (hash " + c.config_hash + ", this config " + config_hash + ")");
-    }
     if (c.plan_fingerprint != plan_fingerprint || c.tasks != tasks) {
       throw bad("was written for another task plan (" + std::to_string(c.tasks) + " tasks, this run has " +
                 std::to_string(tasks) + "; a different build or sweep slice?)");

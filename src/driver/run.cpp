@@ -18,6 +18,7 @@
 
 #include "wavel/common/error.hpp"
 #include "wavel/common/hash.hpp"
+#include "wavel/driver/checkpoint.hpp"
 #include "wavel/driver/distribute.hpp"
 #include "wavel/driver/format.hpp"
 #include "wavel/driver/grouping.hpp"
@@ -153,6 +154,11 @@ void run(const config::Config& config, const RunContext& context, std::ostream& 
   // A failed rerun must not leave the previous results looking current: they are set aside as
   // *.stale now and removed once this run has written its own.
   const std::vector<fs::path> outputs{dir / "results.h5", dir / "summary.csv"};
+  const std::string config_hash = to_hex(fnv1a64(results_identity(config)));
+  // --resume with no usable checkpoint stops before anything in the directory is touched.
+  if (run_options.resume) {
+    on_root_agreed(context.comm, 0, [&] { check_checkpoint((dir / "checkpoint.wckp").string(), config_hash); });
+  }
   on_root_agreed(context.comm, 0, [&] {
     for (const auto& path : outputs) {
       std::error_code ec;
@@ -169,7 +175,7 @@ void run(const config::Config& config, const RunContext& context, std::ostream& 
   // Under Slurm stderr is a log file, where the progress line is what tells a job's state.
   options.progress = config.output.progress == "always" ||
                      (config.output.progress == "auto" && (isatty(2) || std::getenv("SLURM_JOB_ID") != nullptr));
-  options.config_hash = to_hex(fnv1a64(results_identity(config)));
+  options.config_hash = config_hash;
   if (context.rank == 0 && !options.resume && fs::exists(options.checkpoint_path)) {
     std::cerr << "wavel-dse: note: starting afresh; the checkpoint '" << options.checkpoint_path
               << "' will be replaced (pass --resume to continue from it)\n";

@@ -63,6 +63,14 @@ expect garbage 65 "not a wavel-dse checkpoint"
 head -c 100 "$tmp/usr1.wckp" >"$tmp/truncated/checkpoint.wckp"
 expect truncated 65 "checkpoint"
 expect missing 66 "no checkpoint"
+# A failed --resume touches nothing: the finished results of an earlier run stay where they were.
+mkdir -p "$tmp/kept"
+cp "$tmp/whole/results.h5" "$tmp/kept/results.h5"
+cp "$tmp/whole/summary.csv" "$tmp/kept/summary.csv"
+"$exe" "$cfg" "${lean[@]}" --output "$tmp/kept" --resume >"$tmp/kept.log" 2>&1; rc=$?
+[ $rc = 66 ] || { echo "FAIL: kept: exit $rc, expected 66"; cat "$tmp/kept.log"; fail=1; }
+cmp -s "$tmp/whole/results.h5" "$tmp/kept/results.h5" && cmp -s "$tmp/whole/summary.csv" "$tmp/kept/summary.csv" \
+  || { echo "FAIL: a --resume without a checkpoint moved the finished results"; ls "$tmp/kept"; fail=1; }
 
 [ $fail = 0 ] && echo "ok: checkpoint on SIGUSR1 and SIGTERM, resume on 1 and 4 ranks identical, bad checkpoints refused"
 exit $fail

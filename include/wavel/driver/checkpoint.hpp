@@ -29,6 +29,11 @@ struct Checkpoint {
 /// Writes `c` to `path` atomically (temporary name, then rename), with a checksum.
 void write_checkpoint(const std::string& path, const Checkpoint& c);
 
+/// What can be checked before the task plan exists: the checkpoint is there (else InputMissingError),
+/// is a checkpoint, intact, of this build's format and of this config (else exit 65). --resume checks
+/// this before it touches anything in the output directory.
+void check_checkpoint(const std::string& path, const std::string& config_hash);
+
 /// Reads and checks a checkpoint: wavel::InputMissingError if absent; wavel::Error with exit code 65
 /// if it is not a checkpoint, is truncated or corrupt, or belongs to another config or task plan.
 Checkpoint read_checkpoint(const std::string& path, const std::string& config_hash, std::uint64_t plan_fingerprint,
