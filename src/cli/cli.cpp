@@ -4,6 +4,7 @@
 #include <Kokkos_Core.hpp>
 #include <algorithm>
 #include <cstdlib>
+#include <filesystem>
 #include <map>
 #include <boost/program_options.hpp>
 #include <memory>
@@ -12,6 +13,7 @@
 #include "wavel/calibrate/kernels.hpp"
 #include "wavel/common/error.hpp"
 #include "wavel/config/config.hpp"
+#include "wavel/config/schema.hpp"
 #include "wavel/driver/commands.hpp"
 #include "wavel/driver/run.hpp"
 #include "wavel/driver/runtime.hpp"
@@ -29,6 +31,7 @@ const std::vector<std::string> kPlannedSubcommands{};
 
 struct Options {
   std::string subcommand = "run";
+  bool subcommand_given = false;  ///< named on the command line (not the default run)
   std::string config_path;
   std::vector<std::string> inputs;  ///< every positional input (calibrate takes several kernel files)
   bool help = false;
@@ -48,8 +51,11 @@ struct Options {
   std::vector<std::string> kokkos_args;  ///< --kokkos-* arguments, handed to Kokkos untouched
 };
 
+// Wide enough that no option name or value name is wrapped.
+constexpr unsigned kHelpWidth = 110;
+
 po::options_description visible_options() {
-  po::options_description d("Options");
+  po::options_description d("Options", kHelpWidth, kHelpWidth / 2);
   d.add_options()                                                           //
       ("help,h", "print this help and exit")                               //
       ("version", "print the version and git hash and exit")               //
@@ -61,16 +67,17 @@ po::options_description visible_options() {
       ("params", po::value<std::string>()->value_name("FILE"),
        "cost-model parameters file (run: same as --set cost.params_file=FILE)")  //
       ("fit", po::value<std::string>()->value_name("A,B,..."),
-       "calibrate: parameters to fit (default for a reference file: alpha_cycles_per_hop,\n"
-       "gemm_k_cycles,kernel_overhead_cycles; for kernel files: the constants of the kernels given;\n"
-       "for a config: alpha_cycles_per_hop,beta_cycles_per_stage,gemm_step_cycles,gemm_k_cycles,\n"
+       "calibrate: parameters to fit (defaults: kernel files: the constants of the kernels\n"
+       "given; a reference file: alpha_cycles_per_hop,gemm_k_cycles,kernel_overhead_cycles;\n"
+       "a config: alpha_cycles_per_hop,beta_cycles_per_stage,gemm_step_cycles,gemm_k_cycles,\n"
        "kernel_overhead_cycles)")  //
       ("setting", po::value<std::int64_t>()->value_name("N"), "show: setting id")  //
       ("schedule", po::value<std::string>()->value_name("NAME"),
-       "show: schedule name: fullchip, waferllm, wavel (the best found) or front.N (N-th point of the front)")  //
+       "show: schedule name: fullchip, waferllm, wavel (the best found) or front.N\n"
+       "(N-th point of the front)")  //
       ("wafer", po::value<std::string>()->value_name("PRESET"),
-       "check, simulate, calibrate KERNEL.yaml...: wafer preset for clock, SIMD, SRAM ports and links\n"
-       "(default wse3)")  //
+       "check, simulate, calibrate KERNEL.yaml...: wafer preset for clock, SIMD, SRAM ports\n"
+       "and links (default wse3)")  //
       ("trace", po::value<std::string>()->value_name("FILE.json"), "simulate: write a Chrome/Perfetto trace")  //
       ("sweep-index", po::value<std::int64_t>()->value_name("I"),
        "run: only task I of the sweep (a Slurm array task; output in <output>/sweep-I)")  //
@@ -78,6 +85,64 @@ po::options_description visible_options() {
        "run: the sweep is split into N contiguous tasks (default: one per setting)")  //
       ("resume", "run: continue from <output>/checkpoint.wckp (written on SIGUSR1/SIGTERM, exit 75)");
   return d;
+}
+
+// The options each subcommand takes (besides --help); any other is a usage error.
+const std::map<std::string, std::vector<std::string>>& allowed_options() {
+  static const std::map<std::string, std::vector<std::string>> allowed{
+      {"run", {"dry-run", "set", "output", "params", "sweep-index", "sweep-count", "resume"}},
+      {"validate", {"params", "output"}},
+      {"calibrate", {"params", "fit", "output", "wafer"}},
+      {"show", {"setting", "schedule"}},
+      {"check", {"wafer", "params"}},
+      {"simulate", {"wafer", "params", "trace"}}};
+  return allowed;
+}
+
+// The usage lines of one subcommand.
+std::string subcommand_usage(const std::string& subcommand) {
+  static const std::map<std::string, std::string> usage{
+      {"run",
+       "Usage: wavel-dse [run] CONFIG.yaml [--dry-run] [--set KEY=VALUE]... [--params FILE] [-o DIR]\n"
+       "                 [--sweep-index I [--sweep-count N]] [--resume]\n"
+       "Builds and scores the Full-Chip and WaferLLM schedules of every setting of the sweep in CONFIG.yaml,\n"
+       "searches CUT/TUNE schedules and writes results.h5 and summary.csv; run it under mpirun/srun to\n"
+       "spread the work over ranks.\n"},
+      {"validate",
+       "Usage: wavel-dse validate REFERENCE.yaml [--params FILE] [-o DIR]\n"
+       "Predicts every point of a reference file with WaferLLM's schedule and reports the errors and the\n"
+       "cross-validations.\n"},
+      {"calibrate",
+       "Usage: wavel-dse calibrate KERNEL.yaml... [--wafer PRESET] [--params START] [--fit A,B,...] [-o DIR]\n"
+       "       wavel-dse calibrate REFERENCE.yaml [--params START] [--fit A,B,...] [-o DIR]\n"
+       "       wavel-dse calibrate CONFIG.yaml [--params START] [--fit A,B,...] [-o DIR]\n"
+       "Fits cost-model parameters: the kernel constants to kernel measurement files (level 1), what the\n"
+       "kernels cannot pin to end-to-end reference points (level 2), or the model to the simulator.\n"},
+      {"show",
+       "Usage: wavel-dse show RESULTS.h5 [--setting N] [--schedule fullchip|waferllm|wavel|front.N]\n"
+       "Prints a stored schedule as MeshIR text; without --schedule, the list of stored ones.\n"},
+      {"check",
+       "Usage: wavel-dse check FILE.meshir [--wafer PRESET] [--params FILE]\n"
+       "Verifies a MeshIR schedule (every problem with its line) and prints its predicted cost per op.\n"},
+      {"simulate",
+       "Usage: wavel-dse simulate FILE.meshir [--wafer PRESET] [--params FILE] [--trace FILE.json]\n"
+       "Verifies a MeshIR schedule, runs it in the mesh simulator and prints simulated against modelled cycles.\n"}};
+  return usage.at(subcommand);
+}
+
+std::string subcommand_help(const std::string& subcommand) {
+  const auto& names = allowed_options().at(subcommand);
+  po::options_description mine("Options of '" + subcommand + "'", kHelpWidth, kHelpWidth / 2);
+  const po::options_description every = visible_options();  // options() refers into it
+  for (const auto& option : every.options()) {
+    const std::string& name = option->long_name();
+    if (name == "help" || std::find(names.begin(), names.end(), name) != names.end()) mine.add(option);
+  }
+  std::ostringstream out;
+  out << subcommand_usage(subcommand) << '\n' << mine
+      << "\nExit codes: 0 ok, 64 usage, 65 bad data, 66 missing input, 69 output directory in use, 70 internal\n"
+         "error, 73 cannot write output, 75 checkpointed (requeue), 78 invalid config. See README.md.\n";
+  return out.str();
 }
 
 std::string usage_text() {
@@ -100,7 +165,7 @@ std::string usage_text() {
          "a MeshIR file; simulate runs it in the mesh simulator. Only the data asked for goes to stdout.\n"
          "\n"
       << visible_options()
-      << "  --kokkos-*                   passed to Kokkos (e.g. --kokkos-threads=N)\n"
+      << "  --kokkos-*            passed to Kokkos (e.g. --kokkos-threads=N)\n"
          "\n"
          "\n"
          "Exit codes: 0 ok, 64 usage, 65 bad data, 66 missing input, 69 output directory in use by another\n"
@@ -125,7 +190,16 @@ Options parse(const std::vector<std::string>& args) {
   };
   if (!rest.empty() && (listed(kSubcommands, rest[0]) || listed(kPlannedSubcommands, rest[0]))) {
     o.subcommand = rest[0];
+    o.subcommand_given = true;
     rest.erase(rest.begin());
+  } else if (!rest.empty() && rest[0].rfind('-', 0) != 0) {
+    // A word that is no file but close to a subcommand is a mistyped subcommand, not a config.
+    std::error_code ec;
+    const std::string suggestion = config::did_you_mean(rest[0], kSubcommands);
+    if (!suggestion.empty() && !std::filesystem::exists(rest[0], ec)) {
+      throw UsageError("unknown subcommand '" + rest[0] + "'; did you mean '" + suggestion + "'? (subcommands: run, " +
+                       "validate, calibrate, show, check, simulate)");
+    }
   }
   po::options_description all = visible_options();
   all.add_options()("config", po::value<std::vector<std::string>>(), "config file");
@@ -136,6 +210,14 @@ Options parse(const std::vector<std::string>& args) {
     const int style = po::command_line_style::default_style & ~po::command_line_style::allow_guessing;
     po::store(po::command_line_parser(rest).options(all).positional(positional).style(style).run(), vm);
     po::notify(vm);
+  } catch (const po::unknown_option& e) {
+    std::vector<std::string> names;
+    for (const auto& option : all.options()) {
+      if (option->long_name() != "config") names.push_back("--" + option->long_name());
+    }
+    const std::string given = e.get_option_name();
+    const std::string suggestion = config::did_you_mean(given, names);
+    throw UsageError(std::string(e.what()) + (suggestion.empty() ? "" : "; did you mean '" + suggestion + "'?"));
   } catch (const po::error& e) {
     throw UsageError(e.what());
   }
@@ -169,13 +251,7 @@ Options parse(const std::vector<std::string>& args) {
     throw UsageError("subcommand '" + o.subcommand + "' is not available in this version (" + version_string() + ")");
   }
   // Options that mean nothing to a subcommand are mistakes, not no-ops.
-  const std::map<std::string, std::vector<std::string>> allowed{
-      {"run", {"dry-run", "set", "output", "params", "sweep-index", "sweep-count", "resume"}},
-      {"validate", {"params", "output"}},
-      {"calibrate", {"params", "fit", "output", "wafer"}},
-      {"show", {"setting", "schedule"}},
-      {"check", {"wafer", "params"}},
-      {"simulate", {"wafer", "params", "trace"}}};
+  const auto& allowed = allowed_options();
   for (const char* option : {"dry-run", "set", "output", "params", "fit", "setting", "schedule", "wafer", "trace",
                              "sweep-index", "sweep-count", "resume"}) {
     if (vm.count(option) && !listed(allowed.at(o.subcommand), option)) {
@@ -250,7 +326,7 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
   try {
     const Options o = parse(args);
     if (o.help) {
-      if (rank == 0) out << usage_text();
+      if (rank == 0) out << (o.subcommand_given ? subcommand_help(o.subcommand) : usage_text());
       return 0;
     }
     if (o.version) {

@@ -15,6 +15,13 @@ expect() {  # expect CODE PATTERN -- ARGS...
 expect 0 "Usage: wavel-dse" -- --help
 expect 0 "wavel-dse 0.1.0 (git " -- --version
 expect 64 "unrecognised option" -- --bogus "$src/configs/quickstart.yaml"
+# Did-you-mean for subcommands and options, and help per subcommand (issue 24, item 10).
+expect 64 "unknown subcommand 'simulat'; did you mean 'simulate'?" -- simulat "$tmp/x.meshir"
+expect 64 "unrecognised option '--dryrun'; did you mean '--dry-run'?" -- --dryrun "$src/configs/quickstart.yaml"
+expect 64 "did you mean '--schedule'?" -- show "$tmp/x.h5" --schedul wavel
+expect 0 "Options of 'show'" -- show --help
+grep -q -- "--dry-run" "$tmp/out" && { echo "FAIL: show --help lists run's options"; fail=1; }
+expect 0 "calibrate KERNEL.yaml..." -- calibrate --help
 expect 66 "cannot read config file" -- "$tmp/none.yaml"
 expect 78 "many_errors.yaml:9:23: error: workloads.models[1]: unknown model 'lama3-8b'" -- "$src/tests/data/configs/many_errors.yaml"
 expect 0 "# 8 settings" -- --dry-run "$src/configs/quickstart.yaml" --output "$tmp/dry"
