@@ -14,6 +14,7 @@
 #include "wavel/common/error.hpp"
 #include "wavel/config/config.hpp"
 #include "wavel/config/schema.hpp"
+#include "wavel/wafer/wafer.hpp"
 #include "wavel/driver/commands.hpp"
 #include "wavel/driver/run.hpp"
 #include "wavel/driver/runtime.hpp"
@@ -227,7 +228,13 @@ Options parse(const std::vector<std::string>& args) {
   o.dry_run = vm.count("dry-run") > 0;
   if (vm.count("set")) o.overrides = vm["set"].as<std::vector<std::string>>();
   if (vm.count("output")) o.output_dir = vm["output"].as<std::string>();
-  if (vm.count("params")) o.params_path = vm["params"].as<std::string>();
+  if (vm.count("params")) {
+    o.params_path = vm["params"].as<std::string>();
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(o.params_path, ec)) {
+      throw InputMissingError("cannot read params file '" + o.params_path + "' (--params)");
+    }
+  }
   if (vm.count("setting")) {
     o.setting = vm["setting"].as<std::int64_t>();
     if (o.setting < 0) throw UsageError("--setting must be a setting id (0 or more), got " + std::to_string(o.setting));
@@ -235,6 +242,11 @@ Options parse(const std::vector<std::string>& args) {
   if (vm.count("schedule")) o.schedule = vm["schedule"].as<std::string>();
   if (vm.count("wafer")) o.wafer = vm["wafer"].as<std::string>();
   o.wafer_given = vm.count("wafer") > 0;
+  if (o.wafer_given && !wafer::find_wafer_preset(o.wafer)) {
+    const std::string suggestion = config::did_you_mean(o.wafer, wafer::wafer_preset_names());
+    throw UsageError("unknown wafer preset '" + o.wafer + "' (--wafer)" +
+                     (suggestion.empty() ? "" : "; did you mean '" + suggestion + "'?") + " (presets: wse2, wse3)");
+  }
   if (vm.count("trace")) o.trace_path = vm["trace"].as<std::string>();
   if (vm.count("sweep-index")) o.slice.index = vm["sweep-index"].as<std::int64_t>();
   if (vm.count("sweep-count")) o.slice.count = vm["sweep-count"].as<std::int64_t>();

@@ -1,6 +1,7 @@
 // Capped whole-file reads for inputs.
 #include "wavel/common/input_file.hpp"
 
+#include <filesystem>
 #include <fstream>
 #include <vector>
 
@@ -9,6 +10,10 @@
 namespace wavel {
 
 std::string read_input_file(const std::string& path, std::size_t max_bytes, const std::string& what) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    throw InputMissingError("cannot read " + what + " '" + path + "': it is a directory, not a file");
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) throw InputMissingError("cannot read " + what + " '" + path + "'");
   std::string text;

@@ -22,6 +22,10 @@ expect 64 "did you mean '--schedule'?" -- show "$tmp/x.h5" --schedul wavel
 expect 0 "Options of 'show'" -- show --help
 grep -q -- "--dry-run" "$tmp/out" && { echo "FAIL: show --help lists run's options"; fail=1; }
 expect 0 "calibrate KERNEL.yaml..." -- calibrate --help
+# Messages name what the user gave (issue 24, item 15).
+expect 66 "cannot read params file '$tmp/nope.yaml' (--params)" -- --dry-run "$src/configs/tiny.yaml" --params "$tmp/nope.yaml"
+expect 64 "unknown wafer preset 'wse5' (--wafer); did you mean" -- check "$tmp/x.meshir" --wafer wse5
+expect 66 "cannot read config file '$src/configs': it is a directory, not a file" -- --dry-run "$src/configs"
 expect 66 "cannot read config file" -- "$tmp/none.yaml"
 expect 78 "many_errors.yaml:9:23: error: workloads.models[1]: unknown model 'lama3-8b'" -- "$src/tests/data/configs/many_errors.yaml"
 expect 0 "# 8 settings" -- --dry-run "$src/configs/quickstart.yaml" --output "$tmp/dry"
