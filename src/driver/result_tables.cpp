@@ -347,6 +347,9 @@ io::Table schedules_table(const std::vector<SettingResult>& results) {
   return io::Table{"schedules", {{"setting_id", "1", id}, {"schedule", "", name}, {"meshir", "", text}}};
 }
 
+// No-fit reasons printed under the table; the rest are counted (all are in summary.csv).
+constexpr std::size_t kNoFitReasonsShown = 12;
+
 void print_settings(std::ostream& out, const config::Config& config, const std::vector<config::Setting>& settings,
                     const std::vector<SettingResult>& results) {
   std::vector<std::string> header{"id", "model", "phase", "req", "in", "out", "SRAM need", "fits", "layers"};
@@ -369,7 +372,8 @@ void print_settings(std::ostream& out, const config::Config& config, const std::
                                  std::string(workload::to_string(st.shape.phase)),
                                  std::to_string(st.shape.concurrent_requests), std::to_string(st.shape.input_tokens),
                                  std::to_string(st.shape.output_tokens),
-                                 human(static_cast<double>(r.sram_required_bytes), "B"), r.fits_sram ? "yes" : "NO",
+                                 human(static_cast<double>(r.sram_required_bytes), "B"),
+                                 r.fits_sram != 0 && r.layer_subset_layers == 0 ? "yes" : "NO",
                                  r.layer_subset_layers > 0 ? "subset " + std::to_string(r.layer_subset_layers) + "/" +
                                                                  std::to_string(r.model_layers)
                                                            : "all " + std::to_string(r.model_layers)};
@@ -424,9 +428,26 @@ void print_settings(std::ostream& out, const config::Config& config, const std::
   if (with_schedules) {
     const bool any_subset = std::any_of(results.begin(), results.end(), [](const SettingResult& r) { return r.layer_subset_layers > 0; });
     if (any_subset) {
-      out << "Rows marked 'subset k/L' did not fit the wafer: their schedules hold k of the model's L decoder layers,\n"
-             "whose costs are scaled by L/k (the layer-subset method); embedding and LM head are charged once.\n";
+      out << "Rows marked 'subset k/L' did not fit the wafer (fits: NO): the whole model's weights and KV cache\n"
+             "exceed workloads.layer_subset_max_fill (" << std::setprecision(3)
+          << 100.0 * config.workloads.layer_subset_max_fill
+          << " %) of its SRAM. Their schedules hold k of the model's L decoder\n"
+             "layers, whose costs are scaled by L/k (the layer-subset method); embedding and LM head are charged once.\n";
     }
+    // Why a schedule could not be placed, from the same reasons summary.csv holds (*_na_reason).
+    std::size_t listed = 0, unlisted = 0;
+    for (const auto& r : results) {
+      for (const auto& sch : r.schedules) {
+        if (sch.placed || sch.na_reason.empty()) continue;
+        if (listed < kNoFitReasonsShown) {
+          out << "no fit, setting " << r.setting_id << ", " << sch.name << ": " << sch.na_reason << '\n';
+          ++listed;
+        } else {
+          ++unlisted;
+        }
+      }
+    }
+    if (unlisted > 0) out << "... and " << unlisted << " more (columns *_na_reason of summary.csv)\n";
     const std::int64_t draws = results.empty() ? 0 : results.front().intervals.draws;
     if (draws > 0) {
       out << "[lo, hi]: 90 % interval of the ratio over " << draws

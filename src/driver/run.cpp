@@ -222,6 +222,18 @@ void run(const config::Config& config, const RunContext& context, std::ostream& 
     std::cerr << "results: " << dir.string() << "/" << (config.output.hdf5 ? "results.h5 " : "")
         << (config.output.csv ? "summary.csv" : "") << '\n';
   }
+  // A sweep of which nothing could be placed is not a success, though its results say why.
+  on_root_agreed(context.comm, 0, [&] {
+    const bool any_placed = std::any_of(results.begin(), results.end(), [](const SettingResult& r) {
+      return !r.front.empty() || std::any_of(r.schedules.begin(), r.schedules.end(),
+                                             [](const ScheduleResult& s) { return s.placed; });
+    });
+    if (!results.empty() && !any_placed) {
+      throw InputDataError("no setting of the sweep could be placed on the wafer (the reasons are under the table "
+                           "and in the *_na_reason columns of summary.csv; results written to " +
+                           dir.string() + ")");
+    }
+  });
 }
 
 }  // namespace wavel::driver

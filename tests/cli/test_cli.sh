@@ -69,6 +69,10 @@ expect 64 "give one file per kernel" -- calibrate "$k/shift.yaml" "$k/shift.yaml
 expect 64 "only when they are kernel measurement files" -- calibrate "$src/tests/data/reference/waferllm_measured.yaml" "$k/shift.yaml" --output "$tmp/calx"
 expect 64 "--wafer applies to 'calibrate' only with kernel measurement files" -- calibrate "$src/tests/data/reference/waferllm_measured.yaml" --wafer wse2 --output "$tmp/calx"
 expect 64 "unknown wafer preset 'wse9'" -- calibrate "$k/shift.yaml" --wafer wse9 --output "$tmp/calx"
+# A sweep of which nothing can be placed says why under the table and exits 65, its results written (item 13).
+expect 65 "no setting of the sweep could be placed on the wafer" -- "$src/configs/tiny.yaml" --set "workloads.models=[llama3-70b]" --output "$tmp/nofit"
+grep -q "^no fit, setting 0, fullchip: weights + KV cache" "$tmp/out" || { echo "FAIL: no-fit reasons not under the table"; cat "$tmp/out"; fail=1; }
+[ -s "$tmp/nofit/summary.csv" ] && [ -s "$tmp/nofit/results.h5" ] || { echo "FAIL: a sweep with nothing placed wrote no results"; fail=1; }
 # A params file whose covariance is not positive semi-definite is refused where it is read (issue 24, item 5).
 printf 'beta_cycles_per_stage: 10\nuncertainty:\n  names: [beta_cycles_per_stage, elementwise_efficiency]\n  ln_covariance:\n    - [1, 2]\n    - [2, 1]\n' >"$tmp/notpsd.yaml"
 expect 78 "notpsd.yaml:5:5: error: uncertainty.ln_covariance: the covariance is not positive semi-definite" -- validate "$src/tests/data/reference/waferllm_measured.yaml" --params "$tmp/notpsd.yaml" --output "$tmp/calx"
