@@ -370,7 +370,9 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
     }
     return static_cast<int>(e.code());
   } catch (const Error& e) {
-    if (rank == 0) err << "wavel-dse: error: " << e.what() << '\n';
+    // A stop on SIGUSR1/SIGTERM with its checkpoint written is planned (exit 75, requeue), not an error.
+    const bool planned_stop = e.code() == ExitCode::checkpointed;
+    if (rank == 0) err << "wavel-dse: " << (planned_stop ? "" : "error: ") << e.what() << '\n';
     return static_cast<int>(e.code());
   } catch (const std::exception& e) {
     err << "wavel-dse: internal error on rank " << rank << ": " << e.what() << '\n';

@@ -478,6 +478,10 @@ SweepOutcome evaluate_distributed(const config::Config& config, const std::vecto
                                std::to_string(record.task) + ": " + e.what());
         }
       }
+      // Say what was restored: a resume that silently did little is indistinguishable from a fresh start.
+      std::cerr << "wavel-dse: resumed from '" << options.checkpoint_path << "': " << resumed->done.size() << " of "
+                << plan.tasks.size() << " tasks done, " << resumed->open.size() << " open; " << resumed->nodes
+                << " partial schedules explored and " << resumed->elapsed_s << " s spent before\n";
     });
   }
   MPI_Comm comm = MPI_COMM_NULL;

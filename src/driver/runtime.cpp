@@ -113,8 +113,11 @@ OutputDirLock make_output_dir(const std::string& dir, MPI_Comm comm) {
     }
     char host[256] = "?";
     ::gethostname(host, sizeof host - 1);
-    const std::string me = "pid " + std::to_string(::getpid()) + " on host " + host + ", started " +
-                           std::to_string(static_cast<long long>(std::time(nullptr))) + " (Unix time)\n";
+    char started[32] = "?";
+    const std::time_t now = std::time(nullptr);
+    std::tm utc{};
+    if (::gmtime_r(&now, &utc) != nullptr) std::strftime(started, sizeof started, "%Y-%m-%d %H:%M:%S UTC", &utc);
+    const std::string me = "pid " + std::to_string(::getpid()) + " on host " + host + ", started " + started + "\n";
     if (::ftruncate(fd, 0) != 0 || ::pwrite(fd, me.data(), me.size(), 0) != static_cast<ssize_t>(me.size())) {
       // The lock holds without the note; the holder is then just unnamed.
     }

@@ -27,6 +27,7 @@ interrupt() {
   wait "$pid"; local rc=$?
   [ $rc = 75 ] || { echo "FAIL: $name: exit $rc after SIG$sig, expected 75"; tail -20 "$tmp/$name.log"; fail=1; return; }
   grep -q "checkpoint written" "$tmp/$name.log" || { echo "FAIL: $name: no message naming the checkpoint"; fail=1; }
+  grep -q "error: stopped by" "$tmp/$name.log" && { echo "FAIL: $name: a planned stop is labelled error"; fail=1; }
   [ -f "$tmp/$name/results.h5" ] && { echo "FAIL: $name: results.h5 written by an interrupted run"; fail=1; }
   cp "$tmp/$name/checkpoint.wckp" "$tmp/$name.wckp"
 }
@@ -40,6 +41,7 @@ for run in "usr1 1" "term 4"; do
     || { echo "FAIL: resume $1 on $2 ranks"; cat "$tmp/$1.resume.log"; fail=1; continue; }
   cmp -s <(dump "$tmp/whole") <(dump "$tmp/$1") || { echo "FAIL: $1 resumed on $2 ranks differs from the uninterrupted run"; fail=1; }
   cmp -s "$tmp/whole/summary.csv" "$tmp/$1/summary.csv" || { echo "FAIL: $1: summary.csv differs"; fail=1; }
+  grep -q "wavel-dse: resumed from '.*': [0-9]* of [0-9]* tasks done" "$tmp/$1.resume.log" || { echo "FAIL: $1: --resume did not say what it restored"; fail=1; }
   [ -f "$tmp/$1/checkpoint.wckp" ] && { echo "FAIL: $1: checkpoint left behind after a complete run"; fail=1; }
 done
 
