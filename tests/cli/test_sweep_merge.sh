@@ -8,8 +8,12 @@ for i in 0 1; do
   "$exe" "$src/configs/tiny.yaml" --output "$tmp/tasks" --sweep-index $i --sweep-count 2 >"$tmp/task$i.log" 2>&1 \
     || { cat "$tmp/task$i.log"; exit 1; }
 done
-/usr/bin/python3 "$src/scripts/merge_results" "$tmp/merged.h5" "$tmp/tasks/sweep-1/results.h5" "$tmp/tasks/sweep-0/results.h5" \
+mkdir -p "$tmp/out"
+/usr/bin/python3 "$src/scripts/merge_results" "$tmp/out/merged.h5" "$tmp/tasks/sweep-1/results.h5" "$tmp/tasks/sweep-0/results.h5" \
   || { echo "FAIL: merge_results"; exit 1; }
+cp "$tmp/out/merged.h5" "$tmp/merged.h5"
+# summary.csv is merged too, and equals the whole run's.
+cmp -s "$tmp/whole/summary.csv" "$tmp/out/summary.csv" || { echo "FAIL: merged summary.csv differs from the whole run's"; diff "$tmp/whole/summary.csv" "$tmp/out/summary.csv" | head -5; exit 1; }
 /usr/bin/python3 - "$tmp/whole/results.h5" "$tmp/merged.h5" <<'PY'
 import sys, h5py, numpy as np
 whole, merged = h5py.File(sys.argv[1], "r"), h5py.File(sys.argv[2], "r")
