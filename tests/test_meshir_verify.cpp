@@ -239,6 +239,29 @@ TEST_CASE("meshir verify (g): structural faults") {
       s.ops[3].work.flops = -1;
       i = 3;
     }
+    // Issue 24 (items 6 and 7): what the attention costs cannot hold or that means nothing.
+    SUBCASE("negative heads") {
+      s.ops[3].work.heads = -4;
+      i = 3;
+    }
+    SUBCASE("heads past 2^20") {
+      s.ops[3].work.heads = 1000000000000000000;
+      i = 3;
+    }
+    SUBCASE("token rows past 2^60") {
+      s.ops[1].work.batch = std::int64_t{1} << 60;
+      s.ops[1].work.m = 16;
+      i = 1;
+    }
+    SUBCASE("an attention role on a relayout") {
+      s.ops[4].attention = wavel::meshir::AttentionRole::scores;
+      i = 4;
+    }
+    SUBCASE("softmax on a GEMV") {
+      s.ops[3].attention = wavel::meshir::AttentionRole::softmax;
+      s.ops[3].work.heads = 2;
+      i = 3;
+    }
     return i;
   }();
   const Verified v = verify_text(s);
@@ -246,6 +269,21 @@ TEST_CASE("meshir verify (g): structural faults") {
   REQUIRE(v.diagnostics.size() == 1);
   CHECK(v.diagnostics[0].line == line_of(v.text, "op", op_index));
   CHECK(v.diagnostics[0].key_path.rfind("ops[" + std::to_string(op_index) + "]", 0) == 0);
+}
+
+TEST_CASE("meshir verify (g): a layer subset holds a whole number of layers") {
+  Schedule s = decode_schedule();
+  s.layers_total = 4;
+  s.layer_scale = 8;
+  Verified v = verify_text(s);
+  INFO(formatted(v.diagnostics));
+  REQUIRE(v.diagnostics.size() == 1);
+  CHECK(v.diagnostics[0].message.find("layer scale 8 for a model of 4 layers") != std::string::npos);
+  s.layers_total = 6;
+  s.layer_scale = 4;
+  CHECK(verify_text(s).diagnostics.size() == 1);
+  s.layers_total = 8;
+  CHECK(verify_text(s).diagnostics.empty());
 }
 
 TEST_CASE("meshir verify (g): messages of structural faults") {

@@ -20,6 +20,7 @@ constexpr std::int64_t kMaxLayers = std::int64_t{1} << 20;
 constexpr std::int64_t kMaxRounds = 64;
 constexpr std::int64_t kMaxGroup = std::int64_t{1} << 20;
 constexpr std::int64_t kMaxWork = std::int64_t{1} << 60;
+constexpr std::int64_t kMaxHeads = std::int64_t{1} << 20;
 
 std::int64_t saturating_add(std::int64_t a, std::int64_t b) { return a > int64_max - b ? int64_max : a + b; }
 
@@ -150,6 +151,13 @@ void Checker::check_header() {
     add(header_line("layers"), "layers.scale",
         "layer scale is " + std::to_string(s_.layer_scale) + ", must be at least 1");
   }
+  // A layer subset stands for the whole depth: the subset holds layers / scale whole layers.
+  if (s_.layer_scale > 1 && s_.layers_total > 0 && s_.layer_scale <= kMaxLayers &&
+      (s_.layers_total < s_.layer_scale || s_.layers_total % s_.layer_scale != 0)) {
+    add(header_line("layers"), "layers.scale",
+        "layer scale " + std::to_string(s_.layer_scale) + " for a model of " + std::to_string(s_.layers_total) +
+            " layers: the subset must hold a whole number of layers (layers a multiple of the scale)");
+  }
 }
 
 void Checker::check_regions() {
@@ -259,6 +267,33 @@ void Checker::check_op(std::size_t i) {
     if (value > kMaxWork) {
       op_error(i, std::string("work.") + name, std::string(name) + " is " + std::to_string(value) +
                                                    ", the supported maximum is 2^60");
+    }
+  }
+  // Heads are counted, not sized: a model has thousands at most, and the attention costs multiply them.
+  for (const auto& [name, value] : {std::pair<const char*, std::int64_t>{"heads", op.work.heads}, {"kv_heads", op.work.kv_heads}}) {
+    if (value < 0) op_error(i, std::string("work.") + name, std::string(name) + " is negative");
+    if (value > kMaxHeads) {
+      op_error(i, std::string("work.") + name,
+               std::string(name) + " is " + std::to_string(value) + ", the supported maximum is 2^20");
+    }
+  }
+  // Token rows (batch x m) are multiplied by tile sizes in the cost model and the simulator.
+  if (op.work.batch > 0 && op.work.m > 0 && op.work.batch > kMaxWork / op.work.m) {
+    op_error(i, "work", "batch x m is more than 2^60 token rows");
+  }
+  // Attention lays heads x head_dim features (and heads x context scores) over the region.
+  if (op.attention != AttentionRole::none && op.work.heads > 0 && op.work.heads <= kMaxHeads &&
+      (op.work.k > kMaxWork / op.work.heads || op.work.n > kMaxWork / op.work.heads)) {
+    op_error(i, "work", "heads x k or heads x n is more than 2^60");
+  }
+  // An attention role means something only on the kernels that compute attention.
+  if (op.attention != AttentionRole::none) {
+    const bool product = op.kernel == Kernel::meshgemv || op.kernel == Kernel::meshgemm || op.kernel == Kernel::gemm_t;
+    const bool fits = op.attention == AttentionRole::softmax ? op.kernel == Kernel::allreduce : product;
+    if (!fits) {
+      op_error(i, "attn",
+               "attn=" + std::string(to_string(op.attention)) + " means nothing on a " + std::string(to_string(op.kernel)) +
+                   " op (scores and values: meshgemv, meshgemm, gemm_t; softmax: allreduce)");
     }
   }
 
