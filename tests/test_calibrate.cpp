@@ -164,7 +164,7 @@ TEST_CASE("every problem in a reference file is reported at once with line:col")
       "ref.yaml:5:31: error: points[1].phase: unknown value 'prefil'; did you mean 'prefill'?",
       "ref.yaml:6:61: error: points[2].input_tokens: give exactly one of context_tokens (decode) or input_tokens "
       "(prefill), not both",
-      "ref.yaml:7:90: error: points[3].tpr_tokens_per_s: must be > 0, got -3",
+      "ref.yaml:7:90: error: points[3].tpr_tokens_per_s: must be >= 1e-06, got -3",
       "ref.yaml:8:13: error: points[4].model: unknown model 'lama3-8b'; did you mean 'llama3-8b'? (presets: "
       "llama3-8b, llama2-13b, codellama-34b, llama3-70b, qwen2-72b, mixtral-8x7b, qwen3-30b-a3b, "
       "deepseek-v2-lite)",

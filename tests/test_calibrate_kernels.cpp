@@ -73,7 +73,7 @@ TEST_CASE("kernel measurement files: read, and every problem located") {
   CHECK(errors.find("points[1].mean_cycle: unknown key; did you mean 'mean_cycles'?") != std::string::npos);
   CHECK(errors.find("k.yaml:5:3: error: points[2].mean_cycles: missing (and the run is not marked failed") !=
         std::string::npos);
-  CHECK(errors.find("points[3].mean_cycles: must be > 0") != std::string::npos);
+  CHECK(errors.find("points[3].mean_cycles: must be >= 1") != std::string::npos);
   CHECK(errors_of("kernel: meshgemv\npoints:\n- {P: 8, M: 8, N: 8, group_num: 3, mean_cycles: 1}\n")
             .find("P = 8 is not split into 3 equal groups") != std::string::npos);
   CHECK(errors_of("kernel: gemm\npoints: []\n").find("kernel: unknown value 'gemm'; expected one of: meshgemm, meshgemv, shift") != std::string::npos);

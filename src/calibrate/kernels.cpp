@@ -82,7 +82,7 @@ std::optional<KernelPoint> read_point(Validator& v, const Node& node, const std:
     failed_run = says_failed;
     return std::nullopt;
   }
-  if (auto c = v.number(*cycles, config::join_key(path, "mean_cycles"), 0.0, kMaxCycles, true)) {
+  if (auto c = v.number(*cycles, config::join_key(path, "mean_cycles"), 1.0, kMaxCycles)) {
     p.mean_cycles = *c;
   } else {
     ok = false;

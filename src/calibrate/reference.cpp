@@ -26,6 +26,8 @@ using config::Validator;
 constexpr std::int64_t kMaxTokens = std::int64_t{1} << 24;
 constexpr std::int64_t kMaxSidePes = 100000;
 constexpr double kMaxTokensPerS = 1e15;
+// Slower than one token in about 12 days is no measurement of a wafer; it only makes absurd percentages.
+constexpr double kMinTokensPerS = 1e-6;
 
 // A reference file is data, not configuration: its problems exit 65, not 78.
 [[noreturn]] void throw_data_error(std::vector<Diagnostic> diagnostics) {
@@ -152,7 +154,7 @@ std::optional<ReferencePoint> read_point(Validator& v, const Node& node, const s
     }
   }
   if (const Node* n = required("tpr_tokens_per_s")) {
-    if (auto tpr = v.number(*n, config::join_key(path, "tpr_tokens_per_s"), 0.0, kMaxTokensPerS, true)) {
+    if (auto tpr = v.number(*n, config::join_key(path, "tpr_tokens_per_s"), kMinTokensPerS, kMaxTokensPerS)) {
       point.tpr_tokens_per_s = *tpr;
     } else {
       ok = false;
