@@ -2,7 +2,9 @@
 // deterministic, the baselines are never beaten by their own seeds, and Pareto utilities by hand.
 #include <doctest/doctest.h>
 
+#include <atomic>
 #include <cmath>
+#include <csignal>
 
 #include "test_support.hpp"
 #include "wavel/baselines/baselines.hpp"
@@ -131,6 +133,24 @@ TEST_CASE("results do not depend on the Kokkos execution space") {
     CHECK(meshir::print(parallel.front[i].schedule) == meshir::print(serial.front[i].schedule));
   }
   CHECK(parallel.stats.nodes_visited == serial.stats.nodes_visited);
+}
+
+TEST_CASE("a raised stop flag abandons the search; lowered, the search gives its usual result") {
+  const auto wafer = small_wafer(24, 24);
+  const auto params = cost::default_params(wafer);
+  const auto w = tiny(workload::Phase::decode, 4);
+  auto options = small_options();
+  const auto plain = search::search_setting(w, wafer, params, options, {});
+  std::atomic<int> stop{SIGTERM};
+  options.stop_flag = &stop;
+  CHECK_THROWS_AS(search::search_setting(w, wafer, params, options, {}), search::Cancelled);
+  stop.store(0);
+  const auto again = search::search_setting(w, wafer, params, options, {});
+  REQUIRE(again.front.size() == plain.front.size());
+  for (std::size_t i = 0; i < plain.front.size(); ++i) {
+    CHECK(meshir::print(again.front[i].schedule) == meshir::print(plain.front[i].schedule));
+  }
+  CHECK(again.stats.nodes_visited == plain.stats.nodes_visited);
 }
 
 TEST_CASE("pareto front and hypervolume by hand") {

@@ -385,7 +385,7 @@ class Worker {
       case Kind::baselines:
         return run_baselines(config_, setting, *workload_, counters);
       case Kind::piece:
-        return run_piece(config_, setting, *workload_, task.piece, unpack_objectives(u), workspace_, counters);
+        return run_piece(config_, setting, *workload_, task.piece, unpack_objectives(u), workspace_, counters, &g_signal);
       case Kind::finish: {
         std::vector<std::string> inputs(u.get<std::uint64_t>());
         for (auto& in : inputs) u.get(in);
@@ -425,6 +425,10 @@ RankStats work(Worker& worker, MPI_Comm comm, int rank) {
     const auto began = Clock::now();
     try {
       report.result = worker.run(static_cast<std::size_t>(task), input, report.counters);
+    } catch (const search::Cancelled&) {
+      // A stop is pending: the piece is abandoned, stays open in the checkpoint and runs again on --resume.
+      report = Report{};
+      continue;
     } catch (const Error& e) {
       report.error_code = static_cast<int>(e.code());
       report.error = e.what();

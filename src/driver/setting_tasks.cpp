@@ -426,9 +426,11 @@ std::string run_baselines(const config::Config& config, const config::Setting& s
 
 std::string run_piece(const config::Config& config, const config::Setting& setting, const workload::Workload& w,
                       const search::SearchPiece& piece, const std::vector<search::Objectives>& incumbents,
-                      search::SearchWorkspace& workspace, TaskCounters& counters) {
-  const auto result = workspace.run(std::to_string(setting.id), w, config.wafer, config.cost.params,
-                                    search::options_from(config.search), piece, incumbents);
+                      search::SearchWorkspace& workspace, TaskCounters& counters, const std::atomic<int>* stop_flag) {
+  search::SearchOptions options = search::options_from(config.search);
+  options.stop_flag = stop_flag;
+  const auto result = workspace.run(std::to_string(setting.id), w, config.wafer, config.cost.params, options, piece,
+                                    incumbents);
   counters.nodes = result.stats.nodes_visited;
   counters.pruned = pruned_total(result.stats);
   counters.evaluations = result.stats.nodes_visited + result.stats.tunes_scored;

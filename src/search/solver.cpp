@@ -66,6 +66,7 @@ std::vector<Point> Solver::root_points(const Rect& rect, int chunk, int chunks, 
 }
 
 const std::vector<Point>& Solver::solve(const Rect& rect, int a, int b, int depth) {
+  check_stop();
   ++stats_->subproblems;
   const bool positional = has_defects_ && contains_defect(rect);
   const auto key = std::make_tuple(rect.w, rect.h, a, b, depth, positional ? rect.x : -1, positional ? rect.y : -1);
@@ -87,6 +88,7 @@ double Solver::tree_log10(const Rect& rect) {
 // leaf used size and TUNE, and every combination a CUT chains from its children's schedules.
 // Returns log10 of {complete schedules of the sub-problem, tree nodes}.
 std::pair<double, double> Solver::tree_size(std::int64_t w, std::int64_t h, int a, int b, int depth) {
+  check_stop();
   const auto key = std::make_tuple(w, h, a, b, depth);
   if (auto it = tree_memo_.find(key); it != tree_memo_.end()) return it->second;
   // Shapes only: every distinct corner with all_anchors, else one (defects are not looked at here).
@@ -121,10 +123,17 @@ void Solver::leaves_of(int id, const Rect& rect, std::vector<Leaf>& out) const {
 }
 
 bool Solver::out_of_time() {
+  check_stop();
   if (opt_.time_limit_s <= 0) return false;
   const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
   if (elapsed > opt_.time_limit_s) stats_->timed_out = true;
   return stats_->timed_out;
+}
+
+void Solver::check_stop() const {
+  // Outside any parallel region, and memo entries are only added once complete, so a throw here
+  // leaves the solver consistent.
+  if (opt_.stop_flag != nullptr && opt_.stop_flag->load(std::memory_order_relaxed) != 0) throw Cancelled{};
 }
 
 bool Solver::contains_defect(const Rect& r) const {

@@ -102,6 +102,7 @@ std::vector<Point> Solver::square_points(std::int64_t side, const std::vector<Ob
         leaf.tune = range_tune[r];
         plans_.push_back(leaf);
         const int leaf_id = static_cast<int>(plans_.size()) - 1;
+        check_stop();
         for (const Point& p : prev[static_cast<std::size_t>(a)]) {
           Point q;
           q.stage = std::max(p.stage, range_cycles[r]);

@@ -74,5 +74,20 @@ cp "$tmp/whole/summary.csv" "$tmp/kept/summary.csv"
 cmp -s "$tmp/whole/results.h5" "$tmp/kept/results.h5" && cmp -s "$tmp/whole/summary.csv" "$tmp/kept/summary.csv" \
   || { echo "FAIL: a --resume without a checkpoint moved the finished results"; ls "$tmp/kept"; fail=1; }
 
+# SIGTERM inside a search piece that would run for minutes (cut_step_pes 1): honoured within a few
+# seconds, with a checkpoint (issue 24, item 2). Slurm's grace before SIGKILL is 30 s.
+"$exe" "$cfg" --set search.cut_step_pes=1 --output "$tmp/longpiece" >"$tmp/longpiece.log" 2>&1 &
+pid=$!
+sleep 4
+kill -TERM "$pid"
+for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+if kill -0 "$pid" 2>/dev/null; then
+  echo "FAIL: longpiece: still running 10 s after SIGTERM"; kill -9 "$pid"; fail=1
+else
+  wait "$pid"; rc=$?
+  [ $rc = 75 ] || { echo "FAIL: longpiece: exit $rc after SIGTERM, expected 75"; tail -5 "$tmp/longpiece.log"; fail=1; }
+  [ -s "$tmp/longpiece/checkpoint.wckp" ] || { echo "FAIL: longpiece: no checkpoint"; fail=1; }
+fi
+
 [ $fail = 0 ] && echo "ok: checkpoint on SIGUSR1 and SIGTERM, resume on 1 and 4 ranks identical, bad checkpoints refused"
 exit $fail

@@ -2,6 +2,8 @@
 // it: the baselines, pieces of the CUT/TUNE search, and finishing (front, hypervolume, simulation).
 #pragma once
 
+#include <atomic>
+
 #include <string>
 #include <vector>
 
@@ -57,7 +59,8 @@ std::string run_baselines(const config::Config& config, const config::Setting& s
 /// One piece of the setting's search.
 std::string run_piece(const config::Config& config, const config::Setting& setting, const workload::Workload& w,
                       const search::SearchPiece& piece, const std::vector<search::Objectives>& incumbents,
-                      search::SearchWorkspace& workspace, TaskCounters& counters);
+                      search::SearchWorkspace& workspace, TaskCounters& counters,
+                      const std::atomic<int>* stop_flag = nullptr);
 
 /// The setting's result from its baselines' bytes and its pieces' bytes in piece order: the front,
 /// its schedules, and the sampled simulation. Returns pack_setting's bytes.

@@ -6,6 +6,9 @@
 // detail/solver.hpp; pieces and front assembly: search.cpp.
 #pragma once
 
+#include <atomic>
+#include <exception>
+
 #include <cstdint>
 #include <limits>
 #include <memory>
@@ -45,6 +48,14 @@ struct SearchOptions {
   std::int64_t sram_used_step_pes = 0;           ///< used sizes also from SRAM need, rounded up to this many PEs (0: none)
   std::vector<double> sram_footprints;           ///< footprints holding the resident bytes at these SRAM fills
   ObjectiveSet objectives;                       ///< what the fronts compare
+  /// Checked between subproblems: nonzero abandons the piece with search::Cancelled (a pending
+  /// SIGTERM/SIGUSR1, so a long piece cannot hold a checkpoint back). Not part of the results.
+  const std::atomic<int>* stop_flag = nullptr;
+};
+
+/// Thrown out of a search whose stop_flag was raised; the piece produced nothing.
+struct Cancelled : std::exception {
+  [[nodiscard]] const char* what() const noexcept override { return "search piece cancelled by a stop request"; }
 };
 
 /// The options a config's `search` section asks for.

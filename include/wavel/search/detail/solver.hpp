@@ -78,6 +78,8 @@ class Solver {
 
   const std::vector<Point>& solve(const meshir::Rect& rect, int a, int b, int depth);
   bool out_of_time();
+  /// Throws Cancelled if the options' stop flag is raised.
+  void check_stop() const;
   bool contains_defect(const meshir::Rect& r) const;
   int split_point(int a, int b, double ratio) const;
   std::vector<std::vector<meshir::Rect>> divisions(std::int64_t w, std::int64_t h) const;
