@@ -7,7 +7,6 @@
 #include <cstdint>
 #include <limits>
 #include <map>
-#include <numeric>
 #include <sstream>
 #include <tuple>
 #include <utility>
@@ -19,7 +18,6 @@ namespace wavel::calibrate {
 
 namespace {
 
-constexpr double kInf = std::numeric_limits<double>::infinity();
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 bool predictable(double predicted) { return std::isfinite(predicted) && predicted > 0; }

@@ -58,8 +58,8 @@ OpCost decode_attention(const meshir::PlacedOp& op, const wafer::WaferParams& wa
     const double kv_bytes = static_cast<double>(context_pe * features_pe) * kFp16Bytes;
     add_to(c, multicast(std::min(a, group_heads * segment), kv_bytes, wafer, p));
   }
-  // WaferLLM's decode loops, vectors along the longer-lived axis of each product: scores issue one
-  // FMAC per feature along the PE's context entries, values one per context entry along its features.
+  // WaferLLM's decode loops: scores issue one FMAC per feature along the PE's context entries, values
+  // one per context entry along its features.
   const std::int64_t vector_length = scores ? context_pe : features_pe;
   const std::int64_t vectors = scores ? features_pe : context_pe;
   c.compute_cycles = fmac_loop_cycles(r * static_cast<double>(vectors), vector_length, p.gemv_fmac_issue_cycles, wafer);

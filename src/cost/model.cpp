@@ -132,8 +132,7 @@ OpCost scalar_allreduce(const PlacedOp& op, const wafer::WaferParams& wafer, con
 
 // Shift-based KV cache: the new entries enter one row and every row passes its oldest entry up, one
 // store-and-forward hop of the PE's share.
-OpCost kv_shift(const PlacedOp& op, const wafer::WaferParams& wafer, const CostParams& p) {
-  (void)wafer;
+OpCost kv_shift(const PlacedOp& op, const CostParams& p) {
   const std::int64_t pes = std::max<std::int64_t>(1, op.used.pes());
   const std::int64_t elements = ceil_div(ceil_div(std::max<std::int64_t>(0, op.work.output_bytes), pes), 2);
   OpCost c = detail::neighbour_shift(1, elements, p);
@@ -269,7 +268,7 @@ OpCost op_cost(const meshir::Schedule& schedule, const PlacedOp& op, const wafer
               ? detail::decode_attention(op, wafer, params)
               : scalar_allreduce(op, wafer, params);
       break;
-    case Kernel::kv_shift: c = kv_shift(op, wafer, params); break;
+    case Kernel::kv_shift: c = kv_shift(op, params); break;
     case Kernel::lookup: c = lookup(op, wafer, params); break;
     case Kernel::relayout: c = relayout(op, wafer, params); break;
     case Kernel::transfer:

@@ -68,7 +68,7 @@ Agreement agreement(const std::string& scope, const std::string& kernel, const s
 std::string physics_that_differ(const std::string& kernel) {
   if (kernel == "meshgemv") {
     return "local GEMV: the simulator times k vector FMACs over the tile's outputs with its own setup per vector "
-           "op and 32-bit SRAM ports, the model WaferLLM's loop with the kernel-fitted issue cost; allreduce: the simulator's streamed K-tree serialises two streams "
+           "op, the model WaferLLM's loop with the kernel-fitted issue cost; allreduce: the simulator's streamed K-tree serialises two streams "
            "on each root's ramp and pays a stream latency per stage, the model beta per stage and one fan-in factor; "
            "attention: the simulator multicasts K/V and reduces each head segment as its own tree";
   }
@@ -79,8 +79,8 @@ std::string physics_that_differ(const std::string& kernel) {
   if (kernel == "meshgemm" || kernel == "gemm_t") {
     return "Cannon steps: the simulator wakes a task per step (task_launch) and overlaps the two-hop shifts of both "
            "tiles with the vector loops, serialising both tiles on each PE's ramps and contending on folded links; "
-           "the model takes WaferLLM's loop (vectors along the tokens, a fitted cost per k-iteration and per step) "
-           "and max(compute, shift); the simulator still vectorises along the output columns";
+           "both run WaferLLM's loop (vectors along the tokens), the model with the per-step and per-k-iteration "
+           "costs measured on hardware, the simulator with its own, lower task and scalar-instruction constants";
   }
   if (kernel == "elementwise") {
     return "elementwise: the simulator runs one lane-op per flop in vector loops over the PE's rows with a setup "
