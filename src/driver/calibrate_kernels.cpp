@@ -246,12 +246,11 @@ void calibrate_kernels_command(const std::vector<std::string>& kernel_paths, con
     attrs.push_back({r.scope + "_sim_mape_pct", r.sim.mape_pct});
     attrs.push_back({r.scope + "_sim_max_abs_error_pct", r.sim.max_pct});
   }
-  io::write_results_h5((fs::path(dir) / "results.h5").string(), attrs, {table, fitted}, context.comm);
-  on_root_agreed(context.comm, 0, [&] {
-    io::write_file_atomically((fs::path(dir) / "params.yaml").string(), params_text);
-    io::write_csv((fs::path(dir) / "kernel_validation.csv").string(), table);
-    io::write_csv((fs::path(dir) / "calibration.csv").string(), fitted);
-  });
+  io::write_result_files({(fs::path(dir) / "results.h5").string(), attrs, {table, fitted},
+                          {{(fs::path(dir) / "params.yaml").string(), params_text},
+                           {(fs::path(dir) / "kernel_validation.csv").string(), io::csv_text(table)},
+                           {(fs::path(dir) / "calibration.csv").string(), io::csv_text(fitted)}}},
+                         context.comm);
   if (context.rank != 0) return;
   std::cerr << warnings;
   for (const auto& w : cv.bound_warnings) std::cerr << "warning: leave-one-P-out fold " << w << " ended on a bound\n";

@@ -363,15 +363,14 @@ void calibrate_against_sim_command(const std::string& config_path, const std::st
                                    {"test_spearman_before", rho_before},
                                    {"test_spearman", rho_after}};
   const auto fitted = calibrate::calibration_table(result);
-  io::write_results_h5((fs::path(dir) / "results.h5").string(), attrs, {schedule_pairs, agreement_table, op_pairs, fitted},
-                       context.comm);
-  on_root_agreed(context.comm, 0, [&] {
-    io::write_file_atomically((fs::path(dir) / "params.yaml").string(), params_text);
-    io::write_csv((fs::path(dir) / "sim_pairs.csv").string(), op_pairs);
-    io::write_csv((fs::path(dir) / "sim_schedules.csv").string(), schedule_pairs);
-    io::write_csv((fs::path(dir) / "sim_agreement.csv").string(), agreement_table);
-    io::write_csv((fs::path(dir) / "calibration.csv").string(), fitted);
-  });
+  io::write_result_files({(fs::path(dir) / "results.h5").string(), attrs,
+                          {schedule_pairs, agreement_table, op_pairs, fitted},
+                          {{(fs::path(dir) / "params.yaml").string(), params_text},
+                           {(fs::path(dir) / "sim_pairs.csv").string(), io::csv_text(op_pairs)},
+                           {(fs::path(dir) / "sim_schedules.csv").string(), io::csv_text(schedule_pairs)},
+                           {(fs::path(dir) / "sim_agreement.csv").string(), io::csv_text(agreement_table)},
+                           {(fs::path(dir) / "calibration.csv").string(), io::csv_text(fitted)}}},
+                         context.comm);
   if (context.rank != 0) return;
   out << "calibration against the simulator: " << entries.size() << " schedules (front and baselines of each setting), "
       << all.size() << " distinct ops simulated\n";

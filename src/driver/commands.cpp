@@ -138,8 +138,9 @@ void validate_command(const std::string& reference_path, const std::string& para
   attrs.insert(attrs.end(), cv.attributes.begin(), cv.attributes.end());
   std::vector<io::Table> tables{table};
   tables.insert(tables.end(), cv.tables.begin(), cv.tables.end());
-  io::write_results_h5((fs::path(dir) / "results.h5").string(), attrs, tables, context.comm);
-  on_root_agreed(context.comm, 0, [&] { io::write_csv((fs::path(dir) / "validation.csv").string(), table); });
+  io::write_result_files({(fs::path(dir) / "results.h5").string(), attrs, tables,
+                          {{(fs::path(dir) / "validation.csv").string(), io::csv_text(table)}}},
+                         context.comm);
   if (context.rank != 0) return;
   print_validation(out, set, report,
                    "Validation of WaferLLM's schedule against " + set.source + " (" + set.wafer + "), params: " +
@@ -192,12 +193,11 @@ void calibrate_command(const std::string& reference_path, const std::string& par
   attrs.insert(attrs.end(), cv.attributes.begin(), cv.attributes.end());
   std::vector<io::Table> tables{validation, fitted};
   tables.insert(tables.end(), cv.tables.begin(), cv.tables.end());
-  io::write_results_h5((fs::path(dir) / "results.h5").string(), attrs, tables, context.comm);
-  on_root_agreed(context.comm, 0, [&] {
-    io::write_file_atomically((fs::path(dir) / "params.yaml").string(), params_text);
-    io::write_csv((fs::path(dir) / "validation.csv").string(), validation);
-    io::write_csv((fs::path(dir) / "calibration.csv").string(), fitted);
-  });
+  io::write_result_files({(fs::path(dir) / "results.h5").string(), attrs, tables,
+                          {{(fs::path(dir) / "params.yaml").string(), params_text},
+                           {(fs::path(dir) / "validation.csv").string(), io::csv_text(validation)},
+                           {(fs::path(dir) / "calibration.csv").string(), io::csv_text(fitted)}}},
+                         context.comm);
   if (context.rank != 0) return;
   print_validation(out, set, result.before, "Before fitting (start parameters):");
   out << '\n';

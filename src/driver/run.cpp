@@ -186,14 +186,17 @@ void run(const config::Config& config, const RunContext& context, std::ostream& 
   apply_request_grouping(config, settings, results);
 
   const io::Table table = settings_table(config, settings, results);
-  if (config.output.hdf5) {
-    io::write_results_h5((dir / "results.h5").string(), provenance(config, context, resolved),
-                         {table, front_table(results), schedules_table(results), sim_pairs_table(results),
-                          sim_op_pairs_table(results), search_stats_table(results), rank_stats_table(outcome.ranks)},
-                         context.comm);
-  }
-  if (config.output.csv) {
-    on_root_agreed(context.comm, 0, [&] { io::write_csv((dir / "summary.csv").string(), table); });
+  {
+    // results.h5 and summary.csv appear together or not at all.
+    io::ResultFiles files;
+    if (config.output.hdf5) {
+      files.h5_path = (dir / "results.h5").string();
+      files.attributes = provenance(config, context, resolved);
+      files.h5_tables = {table, front_table(results), schedules_table(results), sim_pairs_table(results),
+                         sim_op_pairs_table(results), search_stats_table(results), rank_stats_table(outcome.ranks)};
+    }
+    if (config.output.csv) files.text_files.push_back({(dir / "summary.csv").string(), io::csv_text(table)});
+    io::write_result_files(files, context.comm);
   }
   if (context.rank == 0) {
     std::error_code ignored;

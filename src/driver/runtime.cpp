@@ -118,8 +118,15 @@ OutputDirLock make_output_dir(const std::string& dir, MPI_Comm comm) {
     std::tm utc{};
     if (::gmtime_r(&now, &utc) != nullptr) std::strftime(started, sizeof started, "%Y-%m-%d %H:%M:%S UTC", &utc);
     const std::string me = "pid " + std::to_string(::getpid()) + " on host " + host + ", started " + started + "\n";
-    if (::ftruncate(fd, 0) != 0 || ::pwrite(fd, me.data(), me.size(), 0) != static_cast<ssize_t>(me.size())) {
-      // The lock holds without the note; the holder is then just unnamed.
+    // Overwrite, then cut: truncating first would leave an empty note if the disk is full. A disk too
+    // full for these few bytes cannot take the results either, so stop now, before any work.
+    if (::pwrite(fd, me.data(), me.size(), 0) != static_cast<ssize_t>(me.size()) ||
+        ::ftruncate(fd, static_cast<off_t>(me.size())) != 0 || ::fsync(fd) != 0) {
+      const int saved = errno;
+      ::unlink(path.c_str());  // still ours (flock held): no empty or stale note is left behind
+      ::close(fd);
+      throw OutputError("cannot write the lock file '" + path + "': " + std::strerror(saved) +
+                        " (no results could be written to '" + dir + "' either)");
     }
     lock.fd_ = fd;
   });

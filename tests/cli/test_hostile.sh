@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Hostile input and unlucky operators (issue 15): the documented exit code, no crash, nothing on
-# stdout but the data, an exclusive output directory, no stale results, and (as root, on a small
-# tmpfs) a full disk that is reported, not crashed on, and no checkpoint claimed that does not exist.
+# stdout but the data, an exclusive output directory and no stale results (a full disk:
+# test_full_disk.sh).
 set -u
 exe=$(realpath "$1"); src=$2; tmp=$3
 rm -rf "$tmp"; mkdir -p "$tmp"
@@ -94,26 +94,4 @@ rmdir "$tmp/run/summary.csv.partial"
 expect 0 "results:" "$tiny" -o "$tmp/run"
 [ -e "$tmp/run/results.h5.stale" ] && no "a complete rerun left results.h5.stale behind"
 
-# A full disk (root only: a small tmpfs).
-mnt="$tmp/full"
-mkdir -p "$mnt"
-if [ "$(id -u)" = 0 ] && mount -t tmpfs -o size=150k tmpfs "$mnt" 2>/dev/null; then
-  trap 'umount "$mnt" 2>/dev/null' EXIT
-  expect 73 "cannot write results file" "$tiny" -o "$mnt/run"
-  ls "$mnt/run" | grep -q partial && no "a partial file was left on the full disk"
-  # SIGUSR1 when the disk is full: no "checkpoint written" and no requeue code when there is none.
-  rm -rf "$mnt/run"
-  "$exe" "$src/configs/quickstart.yaml" -o "$mnt/sig" >"$tmp/sig.log" 2>&1 &
-  pid=$!
-  for _ in $(seq 1 200); do [ -f "$mnt/sig/.wavel-dse.lock" ] && break; sleep 0.05; done
-  dd if=/dev/zero of="$mnt/filler" bs=4k status=none 2>/dev/null
-  t0=$(date +%s); kill -USR1 "$pid"; wait "$pid"; rc=$?; echo "SIGUSR1 run stopped after $(( $(date +%s) - t0 )) s"
-  [ $rc = 73 ] || { no "SIGUSR1 on a full disk exited $rc, expected 73"; cat "$tmp/sig.log"; }
-  grep -q "no checkpoint was written" "$tmp/sig.log" || no "SIGUSR1 on a full disk does not say the checkpoint failed"
-  grep -q "checkpoint written" "$tmp/sig.log" && no "SIGUSR1 on a full disk claims a checkpoint"
-  [ -e "$mnt/sig/checkpoint.wckp" ] && no "a checkpoint file appeared on a full disk"
-  umount "$mnt"; trap - EXIT
-else
-  echo "skip: full-disk checks need root and tmpfs"
-fi
 exit $fail

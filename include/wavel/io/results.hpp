@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <variant>
 #include <vector>
 
@@ -31,8 +32,20 @@ struct Attribute {
   std::variant<std::string, std::int64_t, double> value;
 };
 
-/// Writes tables and root attributes to `path` via `path.partial`, renamed when complete.
-/// Collective over comm; only `root`'s table values are used. Throws wavel::OutputError.
+/// Result files published together: after write_result_files all of them are complete under their
+/// final names, or none of them is there (each is written under `NAME.partial` first).
+struct ResultFiles {
+  std::string h5_path;                ///< "" for no HDF5 file
+  std::vector<Attribute> attributes;  ///< on the HDF5 file's "/"
+  std::vector<Table> h5_tables;
+  std::vector<std::pair<std::string, std::string>> text_files;  ///< path and contents (root's are used)
+};
+
+/// Collective over comm; only `root`'s tables and texts are used, and root writes the text files. Every rank
+/// throws the same wavel::OutputError (or InternalError) if any part failed on any rank.
+void write_result_files(const ResultFiles& files, MPI_Comm comm, int root = 0);
+
+/// write_result_files with one HDF5 file and no CSV.
 void write_results_h5(const std::string& path, const std::vector<Attribute>& root_attributes,
                       const std::vector<Table>& tables, MPI_Comm comm, int root = 0);
 
@@ -42,6 +55,13 @@ Table read_table_h5(const std::string& path, const std::string& table_name);
 /// Writes one table as CSV (header row of column names), via a temporary file and rename.
 /// Doubles are printed with enough digits to round-trip.
 void write_csv(const std::string& path, const Table& table);
+
+/// The CSV text of a table: a header row of column names, doubles with round-trip digits.
+std::string csv_text(const Table& table);
+
+/// Writes `text` to `partial` and syncs it; on failure removes it and throws wavel::OutputError
+/// naming `label`.
+void write_durably(const std::string& partial, const std::string& text, const std::string& label);
 
 /// Writes `text` to `path` atomically (temporary name, then rename). Throws wavel::OutputError.
 void write_file_atomically(const std::string& path, const std::string& text);
