@@ -80,16 +80,29 @@ std::vector<io::Attribute> provenance(const config::Config& config, const RunCon
 }
 
 
-// Dry run: each rank describes the settings it owns round-robin; gathered in id order.
-std::vector<SettingResult> describe_all(const config::Config& config, const std::vector<config::Setting>& settings,
-                                        const RunContext& context) {
+// Dry run: each rank describes the settings it owns round-robin, with the size of their search;
+// gathered in id order.
+std::pair<std::vector<SettingResult>, std::vector<search::SearchSizeEstimate>> describe_all(
+    const config::Config& config, const std::vector<config::Setting>& settings, const RunContext& context) {
   Packer mine;
   int local_error = 0;
   std::string message;
+  const auto options = search::options_from(config.search);
+  const auto defaults = search::options_from(config::SearchConfig{});
   try {
     for (const auto& setting : settings) {
       if (setting.id % context.ranks != context.rank) continue;
       pack_setting(describe_setting(config, setting, choose_layer_subset(config, setting)), mine);
+      search::SearchSizeEstimate e;
+      e.pieces = -1;  // not estimated
+      if (static_cast<std::size_t>(&setting - settings.data()) < kEstimatedSettings) {
+        e = search::estimate_search_size(setting_workload(config, setting), config.wafer, config.cost.params, options,
+                                         defaults);
+      }
+      mine.put(e.pieces);
+      mine.put(e.top_cut_options);
+      mine.put(e.default_top_cut_options);
+      mine.put(static_cast<std::uint8_t>(e.at_least));
     }
   } catch (const Error& e) {
     local_error = static_cast<int>(e.code());
@@ -112,16 +125,29 @@ std::vector<SettingResult> describe_all(const config::Config& config, const std:
   std::string all(static_cast<std::size_t>(total), '\0');
   MPI_Allgatherv(mine.bytes().data(), size, MPI_CHAR, all.data(), sizes.data(), offsets.data(), MPI_CHAR,
                  context.comm);
-  std::vector<SettingResult> results;
+  std::vector<std::pair<SettingResult, search::SearchSizeEstimate>> described;
   Unpacker u(all);
-  while (!u.done()) results.push_back(unpack_setting(u));
-  std::sort(results.begin(), results.end(),
-            [](const SettingResult& a, const SettingResult& b) { return a.setting_id < b.setting_id; });
-  if (results.size() != settings.size()) {
-    throw InternalError("gathered " + std::to_string(results.size()) + " settings, expected " +
+  while (!u.done()) {
+    SettingResult r = unpack_setting(u);
+    search::SearchSizeEstimate e;
+    u.get(e.pieces);
+    u.get(e.top_cut_options);
+    u.get(e.default_top_cut_options);
+    e.at_least = u.get<std::uint8_t>() != 0;
+    described.emplace_back(std::move(r), e);
+  }
+  std::sort(described.begin(), described.end(),
+            [](const auto& a, const auto& b) { return a.first.setting_id < b.first.setting_id; });
+  if (described.size() != settings.size()) {
+    throw InternalError("gathered " + std::to_string(described.size()) + " settings, expected " +
                         std::to_string(settings.size()));
   }
-  return results;
+  std::pair<std::vector<SettingResult>, std::vector<search::SearchSizeEstimate>> out;
+  for (auto& [r, e] : described) {
+    out.first.push_back(std::move(r));
+    out.second.push_back(e);
+  }
+  return out;
 }
 
 }  // namespace
@@ -134,13 +160,13 @@ std::vector<config::Setting> selected_settings(const config::Config& config, con
 
 void dry_run(const config::Config& config, const RunContext& context, std::ostream& out, const SweepSlice& slice) {
   const auto settings = selected_settings(config, slice);
-  const auto results = describe_all(config, settings, context);
+  const auto [results, estimates] = describe_all(config, settings, context);
   if (context.rank != 0) return;
   // All of it is valid YAML and the config part valid input: save it and run it as it is.
   out << "# resolved config (" << config.file << "; input paths made absolute)\n" << config::to_yaml(config, true);
   out << "# " << settings.size() << " setting" << (settings.size() == 1 ? "" : "s") << " (dry run: nothing written)\n";
   std::ostringstream table;
-  print_settings(table, config, settings, results);
+  print_settings(table, config, settings, results, estimates);
   std::istringstream lines(table.str());
   for (std::string line; std::getline(lines, line);) out << "# " << line << '\n';
 }

@@ -9,6 +9,7 @@
 #include "wavel/cost/draws.hpp"
 #include "wavel/cost/model.hpp"
 #include "wavel/meshir/text.hpp"
+#include "wavel/meshir/verify.hpp"
 #include "wavel/sim/simulate.hpp"
 
 namespace wavel::driver {
@@ -495,9 +496,20 @@ std::string run_finish(const config::Config& config, const workload::Workload& w
 void check_task_result(TaskResultKind kind, const std::string& bytes) {
   Unpacker u(bytes, ExitCode::data_error);
   std::vector<search::SearchCandidate> candidates;
+  // The schedules go to the results as they are: each must still parse and verify (a checksum
+  // does not stop a crafted file).
+  const auto check_schedules = [](const SettingResult& r) {
+    const auto check = [](const std::string& text, const std::string& name) {
+      meshir::verify_or_throw(meshir::parse(text, name), meshir::VerifyOptions{name, {}, {}});
+    };
+    for (const auto& s : r.schedules) {
+      if (s.placed) check(s.meshir, "schedule '" + s.name + "'");
+    }
+    for (std::size_t i = 0; i < r.front.size(); ++i) check(r.front[i].meshir, "front." + std::to_string(i));
+  };
   switch (kind) {
     case TaskResultKind::baselines:
-      unpack_setting(u);
+      check_schedules(unpack_setting(u));
       unpack_candidates(u, candidates);
       break;
     case TaskResultKind::piece:
@@ -505,7 +517,7 @@ void check_task_result(TaskResultKind kind, const std::string& bytes) {
       unpack_candidates(u, candidates);
       break;
     case TaskResultKind::finish:
-      unpack_setting(u);
+      check_schedules(unpack_setting(u));
       break;
   }
   if (!u.done()) throw Error(ExitCode::data_error, "trailing bytes after the result");

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <memory>
 
@@ -121,6 +122,45 @@ std::vector<SearchPiece> search_pieces(const workload::Workload& workload, const
     for (int c = 0; c < squares; ++c) pieces.push_back(SearchPiece{mb, roots, c, squares});
   }
   return pieces;
+}
+
+namespace {
+
+std::int64_t top_cut_options(const workload::Workload& workload, const wafer::WaferParams& wafer,
+                             const cost::CostParams& params, const SearchOptions& options, std::int64_t limit) {
+  const auto pieces = search_pieces(workload, wafer, options);
+  std::int64_t microbatch_counts = 0;
+  for (std::size_t i = 0; i < pieces.size(); ++i) {
+    microbatch_counts += i == 0 || pieces[i].microbatches != pieces[i - 1].microbatches ? 1 : 0;
+  }
+  // The CUT options do not depend on the microbatch count: count them once, for each.
+  PlanEvaluator evaluator(workload, wafer, params, 1, options.group_scales, options.expert_groups);
+  detail::Solver solver(evaluator.impl(), options);
+  SearchStats stats;
+  solver.begin(&stats, std::chrono::steady_clock::now());
+  std::int64_t count = 0;
+  const std::int64_t per_count = limit / std::max<std::int64_t>(1, microbatch_counts) + 1;
+  for (const auto& root : footprints(wafer, options, resident_bytes(workload, options))) {
+    count += solver.top_cut_options(root, per_count - count);
+    if (count > per_count) break;
+  }
+  return count * microbatch_counts;
+}
+
+}  // namespace
+
+SearchSizeEstimate estimate_search_size(const workload::Workload& workload, const wafer::WaferParams& wafer,
+                                        const cost::CostParams& params, const SearchOptions& options,
+                                        const SearchOptions& defaults) {
+  SearchSizeEstimate size;
+  size.pieces = static_cast<std::int64_t>(search_pieces(workload, wafer, options).size());
+  constexpr std::int64_t kUnlimited = std::numeric_limits<std::int64_t>::max() / 2;
+  size.default_top_cut_options = top_cut_options(workload, wafer, params, defaults, kUnlimited);
+  // Counting a huge search would itself take long: it stops past kCountedMultiple x the default.
+  const std::int64_t limit = SearchSizeEstimate::kCountedMultiple * std::max<std::int64_t>(1, size.default_top_cut_options);
+  size.top_cut_options = top_cut_options(workload, wafer, params, options, limit);
+  size.at_least = size.top_cut_options > limit;
+  return size;
 }
 
 std::vector<SearchCandidate> seed_candidates(const workload::Workload& workload, const wafer::WaferParams& wafer,

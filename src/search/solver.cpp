@@ -84,6 +84,30 @@ double Solver::tree_log10(const Rect& rect) {
   return tree_size(rect.w, rect.h, 0, static_cast<int>(ev_.blocks.size()), 0).second;
 }
 
+std::int64_t Solver::top_cut_options(const Rect& rect, std::int64_t limit) {
+  const int blocks = static_cast<int>(ev_.blocks.size());
+  if (blocks < 2 || opt_.max_cut_depth <= 0) return 0;
+  const auto root = cut_options(Rect{0, 0, rect.w, rect.h}, 0, blocks, true, /*mirrors=*/false);
+  std::map<std::tuple<std::int64_t, std::int64_t, int, int>, std::int64_t> below;
+  std::int64_t count = static_cast<std::int64_t>(root.size());
+  for (const auto& c : root) {
+    for (std::size_t i = 0; i < c.rects.size(); ++i) {
+      const int a = c.bounds[i], b = c.bounds[i + 1];
+      if (b - a < 2 || opt_.max_cut_depth < 2) continue;
+      const auto key = std::make_tuple(c.rects[i].w, c.rects[i].h, a, b);
+      auto it = below.find(key);
+      if (it == below.end()) {
+        check_stop();
+        const auto n = static_cast<std::int64_t>(cut_options(Rect{0, 0, c.rects[i].w, c.rects[i].h}, a, b, false, true).size());
+        it = below.emplace(key, n).first;
+      }
+      count += it->second;
+      if (count > limit) return count;
+    }
+  }
+  return count;
+}
+
 // Size of the unpruned search tree below a sub-problem, whose nodes are partial schedules: every
 // leaf used size and TUNE, and every combination a CUT chains from its children's schedules.
 // Returns log10 of {complete schedules of the sub-problem, tree nodes}.

@@ -65,6 +65,20 @@ expect garbage 65 "not a wavel-dse checkpoint"
 head -c 100 "$tmp/usr1.wckp" >"$tmp/truncated/checkpoint.wckp"
 expect truncated 65 "checkpoint"
 expect missing 66 "no checkpoint"
+# A crafted checkpoint (checksum recomputed) whose schedule leaves the grid: refused by the file's name.
+mkdir -p "$tmp/crafted"
+python3 - "$tmp/usr1.wckp" "$tmp/crafted/checkpoint.wckp" <<'PY'
+import struct, sys
+data = bytearray(open(sys.argv[1], "rb").read()[:-8])
+at = data.find(b"\nregion 0 0 0 755 1174")
+assert at > 0, "no whole-grid region in the checkpoint"
+data[at:at + 22] = b"\nregion 0 0 0 999 1174"
+h = 0xcbf29ce484222325
+for b in data:
+    h = ((h ^ b) * 0x100000001b3) & 0xFFFFFFFFFFFFFFFF
+open(sys.argv[2], "wb").write(bytes(data) + struct.pack("<Q", h))
+PY
+expect crafted 65 "checkpoint '.*crafted/checkpoint.wckp' holds a corrupt result for task"
 # A failed --resume touches nothing: the finished results of an earlier run stay where they were.
 mkdir -p "$tmp/kept"
 cp "$tmp/whole/results.h5" "$tmp/kept/results.h5"

@@ -30,6 +30,11 @@ expect 66 "cannot read config file" -- "$tmp/none.yaml"
 expect 78 "many_errors.yaml:9:23: error: workloads.models[1]: unknown model 'lama3-8b'" -- "$src/tests/data/configs/many_errors.yaml"
 expect 0 "# 8 settings" -- --dry-run "$src/configs/quickstart.yaml" --output "$tmp/dry"
 [ -e "$tmp/dry" ] && { echo "FAIL: --dry-run created $tmp/dry"; fail=1; }
+# The dry run sizes each setting's search against the default options' and warns of long ones (issue 24, item 2).
+grep -q "will take long" "$tmp/out" && { echo "FAIL: the default search is called long"; fail=1; }
+grep -qE "^#  0 .* 1x$" "$tmp/out" || { echo "FAIL: dry run lacks the search size 1x of setting 0"; fail=1; }
+expect 0 "warning: setting 0: its search is 3.3" -- --dry-run "$src/configs/quickstart.yaml" --set search.cut_step_pes=64
+grep -q "# 8 settings will take long." "$tmp/out" || { echo "FAIL: cut_step_pes 64 not called long"; fail=1; }
 expect 0 "results: $tmp/run/results.h5" -- "$src/configs/quickstart.yaml" --output "$tmp/run"
 # stdout carries data only: notes (search statistics, where the results went) go to stderr.
 data_only() {  # data_only WHAT: the last command's stdout has no note lines

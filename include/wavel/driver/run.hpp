@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "wavel/config/config.hpp"
+#include "wavel/search/search.hpp"
 #include "wavel/config/sweep.hpp"
 #include "wavel/driver/runtime.hpp"
 #include "wavel/io/results.hpp"
@@ -133,9 +134,13 @@ io::Table rank_stats_table(const std::vector<RankStats>& ranks);
 /// The `schedules` table: setting_id, schedule name, MeshIR text.
 io::Table schedules_table(const std::vector<SettingResult>& results);
 
-/// Prints the human-readable result table.
+/// A dry run estimates the search size of this many settings (about 0.05 s each on quickstart).
+constexpr std::size_t kEstimatedSettings = 2000;
+
+/// Prints the human-readable result table (a dry run's with the search size `estimates`).
 void print_settings(std::ostream& out, const config::Config& config, const std::vector<config::Setting>& settings,
-                    const std::vector<SettingResult>& results);
+                    const std::vector<SettingResult>& results,
+                    const std::vector<search::SearchSizeEstimate>& estimates = {});
 
 /// Which settings of the sweep a run covers (a Slurm array task covers one slice).
 struct SweepSlice {

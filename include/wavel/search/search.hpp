@@ -126,6 +126,23 @@ struct SearchPiece {
 std::vector<SearchPiece> search_pieces(const workload::Workload& workload, const wafer::WaferParams& wafer,
                                        const SearchOptions& options);
 
+/// The size of a setting's search before it runs, without searching: the search's own time depends
+/// on pruning, so the size is given against the default search options' on the same setting.
+struct SearchSizeEstimate {
+  std::int64_t pieces = 0;                ///< tasks the sweep hands out for this setting
+  std::int64_t top_cut_options = 0;       ///< CUT options in the top two levels, over footprints and microbatch counts
+  std::int64_t default_top_cut_options = 0;  ///< the same with the default search options
+  bool at_least = false;  ///< counting stopped past kCountedMultiple x the default: the size is at least this
+  static constexpr std::int64_t kCountedMultiple = 20;
+  [[nodiscard]] double relative_to_default() const {
+    return default_top_cut_options > 0 ? static_cast<double>(top_cut_options) / static_cast<double>(default_top_cut_options)
+                                       : 1.0;
+  }
+};
+SearchSizeEstimate estimate_search_size(const workload::Workload& workload, const wafer::WaferParams& wafer,
+                                        const cost::CostParams& params, const SearchOptions& options,
+                                        const SearchOptions& defaults);
+
 /// A complete schedule found by a piece (rebuilt from its leaves) or a seed (rebuilt by name).
 struct SearchCandidate {
   Objectives objectives;                 ///< from cost::evaluate; id unused

@@ -62,6 +62,11 @@ class Solver {
   double tree_log10(const meshir::Rect& rect);
   double square_tree_log10(std::int64_t side);
 
+  /// CUT options in the first two levels below a footprint: the root's, and each child's of each
+  /// root option. Cheap, and it grows with the cut positions as the whole search does (squared).
+  /// Counting stops once it passes `limit`.
+  std::int64_t top_cut_options(const meshir::Rect& rect, std::int64_t limit);
+
   /// Leaves of a plan in block order, at absolute coordinates; `rect` is where the plan sits.
   void leaves_of(int id, const meshir::Rect& rect, std::vector<Leaf>& out) const;
 
