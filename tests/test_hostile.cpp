@@ -7,6 +7,8 @@
 #include <fstream>
 #include <functional>
 #include <string>
+#include <tuple>
+#include <vector>
 
 #include "test_support.hpp"
 #include "wavel/calibrate/reference.hpp"
@@ -14,6 +16,7 @@
 #include "wavel/common/hash.hpp"
 #include "wavel/config/config.hpp"
 #include "wavel/driver/checkpoint.hpp"
+#include "wavel/driver/detail/spool.hpp"
 #include "wavel/driver/pack.hpp"
 #include "wavel/driver/setting_tasks.hpp"
 #include "wavel/workload/model.hpp"
@@ -208,7 +211,7 @@ namespace {
 // A checkpoint whose checksum is right but whose contents are forged by `body`.
 std::string forged_checkpoint(const std::function<void(wavel::driver::Packer&)>& body) {
   wavel::driver::Packer p;
-  p.put(std::uint32_t{1});
+  p.put(std::uint32_t{3});  // this build's format: the forgeries must reach the decoder
   p.put(std::string("hash"));
   p.put(std::uint64_t{42});
   p.put(std::uint64_t{3});
@@ -224,19 +227,36 @@ std::string forged_checkpoint(const std::function<void(wavel::driver::Packer&)>&
 TEST_CASE("forged checkpoint counts and results are data errors without library text") {
   const auto dir = own_dir("hostile-checkpoint");
   const auto path = (dir / "checkpoint.wckp").string();
+  const auto finished = [](wavel::driver::Packer& p, std::uint64_t task, std::uint64_t offset) {
+    p.put(task);
+    p.put(offset);
+    p.put(std::uint64_t{10});
+    p.put(std::uint64_t{0});
+  };
   const std::function<void(wavel::driver::Packer&)> forgeries[] = {
-      [](wavel::driver::Packer& p) { p.put(std::uint64_t{1} << 60); },  // done count
+      [](wavel::driver::Packer& p) { p.put(std::uint64_t{1} << 60); },  // finished count
       [](wavel::driver::Packer& p) {
         p.put(std::uint64_t{0});
-        p.put(std::uint64_t{1} << 61);  // open count
+        p.put(std::uint64_t{1} << 61);  // done count
       },
       [](wavel::driver::Packer& p) {
+        p.put(std::uint64_t{0});
         p.put(std::uint64_t{2});  // the same task done twice
         for (int i = 0; i < 2; ++i) {
           p.put(std::uint64_t{1});
-          p.put(std::uint8_t{1});
           p.put(std::string());
         }
+      },
+      [&](wavel::driver::Packer& p) {
+        p.put(std::uint64_t{1});
+        finished(p, 1, std::uint64_t{1} << 55);  // a spool offset no file has
+      },
+      [&](wavel::driver::Packer& p) {
+        p.put(std::uint64_t{1});
+        finished(p, 2, 0);
+        p.put(std::uint64_t{1});  // the finished task also done
+        p.put(std::uint64_t{2});
+        p.put(std::string());
       },
       [](wavel::driver::Packer& p) {
         p.put(std::uint64_t{0});
@@ -251,6 +271,7 @@ TEST_CASE("forged checkpoint counts and results are data errors without library 
     CHECK(text.find("std::") == std::string::npos);
     CHECK(text.find("vector") == std::string::npos);
     CHECK(text.find(path) != std::string::npos);
+    CHECK(text.find("has format") == std::string::npos);
   }
   // Results stored in a checkpoint are decoded before use: a forged count inside one is refused.
   wavel::driver::Packer blob;
@@ -336,4 +357,41 @@ TEST_CASE("MeshIR SRAM of overlapping regions: the sweep finds the most loaded p
   REQUIRE(diagnostics.size() == 1001);
   CHECK(diagnostics.back().message.find("more problems") != std::string::npos);
   CHECK(wavel::meshir::resident_bytes_per_pe_max(many) == 1000 * (std::int64_t{1} << 40));  // all cover (15, 15)
+}
+
+TEST_CASE("the spool reads back what it appended, cuts what came after a checkpoint, and refuses altered bytes") {
+  const auto dir = own_dir("hostile-spool");
+  const auto path = (dir / "settings.spool").string();
+  std::vector<wavel::driver::Checkpoint::Finished> entries;
+  {
+    auto spool = wavel::driver::detail::Spool::create(path);
+    entries.push_back(spool.append(4, "first result"));
+    entries.push_back(spool.append(9, "second"));
+    spool.sync();
+    (void)spool.append(11, "after the checkpoint");
+    CHECK(spool.read(entries[1]) == "second");
+    CHECK(entries[1].offset == 12);
+  }
+  CHECK(std::filesystem::file_size(path) == 38);
+  {
+    auto spool = wavel::driver::detail::Spool::reopen(path, entries);
+    CHECK(spool.read(entries[0]) == "first result");
+  }
+  CHECK(std::filesystem::file_size(path) == 18);  // the unnamed tail is cut off
+  { std::fstream(path, std::ios::in | std::ios::out | std::ios::binary).write("F", 1); }
+  auto [code, text] = outcome([&] { (void)wavel::driver::detail::Spool::reopen(path, entries); });
+  CHECK(code == wavel::ExitCode::data_error);
+  CHECK(text.find(path) != std::string::npos);
+  CHECK(text.find("task 4 is corrupt") != std::string::npos);
+  auto beyond = entries;
+  beyond[1].bytes = 100;
+  std::tie(code, text) = outcome([&] { (void)wavel::driver::detail::Spool::reopen(path, {beyond[1]}); });
+  CHECK(code == wavel::ExitCode::data_error);
+  std::filesystem::remove(path);
+  std::tie(code, text) = outcome([&] { (void)wavel::driver::detail::Spool::reopen(path, entries); });
+  CHECK(code == wavel::ExitCode::no_input);
+  // In memory (no path) it behaves the same.
+  auto memory = wavel::driver::detail::Spool::create("");
+  const auto e = memory.append(1, "kept in memory");
+  CHECK(memory.read(e) == "kept in memory");
 }

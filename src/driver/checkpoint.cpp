@@ -14,7 +14,7 @@ namespace wavel::driver {
 namespace {
 
 constexpr const char* kMagic = "WAVEL-DSE CHECKPOINT\n";
-constexpr std::uint32_t kFormat = 2;  // 2: schedules carry their own layer subset
+constexpr std::uint32_t kFormat = 3;  // 3: finished settings in the spool file, open tasks implied
 
 }  // namespace
 
@@ -24,14 +24,18 @@ void write_checkpoint(const std::string& path, const Checkpoint& c) {
   p.put(c.config_hash);
   p.put(c.plan_fingerprint);
   p.put(c.tasks);
+  p.put(static_cast<std::uint64_t>(c.finished.size()));
+  for (const auto& f : c.finished) {
+    p.put(f.task);
+    p.put(f.offset);
+    p.put(f.bytes);
+    p.put(f.hash);
+  }
   p.put(static_cast<std::uint64_t>(c.done.size()));
   for (const auto& r : c.done) {
     p.put(r.task);
-    p.put(static_cast<std::uint8_t>(r.consumed));
     p.put(r.result);
   }
-  p.put(static_cast<std::uint64_t>(c.open.size()));
-  for (auto t : c.open) p.put(t);
   p.put(static_cast<std::uint64_t>(c.incumbents.size()));
   for (const auto& front : c.incumbents) pack_objectives(front, p);
   p.put(c.nodes);
@@ -110,23 +114,28 @@ Checkpoint read_checkpoint(const std::string& path, const std::string& config_ha
       throw bad("was written for another task plan (" + std::to_string(c.tasks) + " tasks, this run has " +
                 std::to_string(tasks) + "; a different build or sweep slice?)");
     }
-    std::vector<bool> seen(tasks, false);  // every task is done or open, once
+    std::vector<bool> seen(tasks, false);  // every task named once at most
     const auto mark = [&](std::uint64_t t) {
       if (t >= tasks) throw bad("names task " + std::to_string(t) + " of " + std::to_string(tasks));
       if (seen[t]) throw bad("names task " + std::to_string(t) + " twice");
       seen[t] = true;
     };
-    c.done.resize(u.count(sizeof(std::uint64_t) + 1 + sizeof(std::uint64_t)));
+    c.finished.resize(u.count(4 * sizeof(std::uint64_t)));
+    for (auto& f : c.finished) {
+      u.get(f.task);
+      u.get(f.offset);
+      u.get(f.bytes);
+      u.get(f.hash);
+      mark(f.task);
+      if (f.bytes > (std::uint64_t{1} << 40) || f.offset > (std::uint64_t{1} << 50)) {
+        throw bad("places task " + std::to_string(f.task) + "'s result at an impossible spool offset or size");
+      }
+    }
+    c.done.resize(u.count(sizeof(std::uint64_t) + sizeof(std::uint64_t)));
     for (auto& r : c.done) {
       u.get(r.task);
-      r.consumed = u.get<std::uint8_t>() != 0;
       u.get(r.result);
       mark(r.task);
-    }
-    c.open.resize(u.count(sizeof(std::uint64_t)));
-    for (auto& t : c.open) {
-      u.get(t);
-      mark(t);
     }
     c.incumbents.resize(u.count(sizeof(std::uint64_t)));
     for (auto& front : c.incumbents) front = unpack_objectives(u);

@@ -24,6 +24,7 @@
 #include "wavel/common/error.hpp"
 #include "wavel/common/hash.hpp"
 #include "wavel/driver/checkpoint.hpp"
+#include "wavel/driver/detail/spool.hpp"
 #include "wavel/driver/detail/task_plan.hpp"
 #include "wavel/driver/format.hpp"
 #include "wavel/driver/pack.hpp"
@@ -49,12 +50,13 @@ class Hub {
   enum class Outcome { finished, interrupted, failed };
 
   Hub(const Plan& plan, const std::vector<config::Setting>& settings, MPI_Comm comm, int ranks,
-      const DistributeOptions& options, std::optional<Checkpoint> resumed)
+      const DistributeOptions& options, std::optional<Checkpoint> resumed, Spool spool)
       : plan_(plan), settings_(settings), comm_(comm), ranks_(ranks), opt_(options),
         state_(plan.tasks.size(), State::pending), results_(plan.tasks.size()),
         missing_inputs_(plan.tasks.size(), 0), incumbents_(settings.size()), groups_(plan.groups),
         affinity_(static_cast<std::size_t>(ranks)), stopped_(static_cast<std::size_t>(ranks), false),
-        worker_nodes_(static_cast<std::size_t>(ranks), 0) {
+        worker_nodes_(static_cast<std::size_t>(ranks), 0), spool_(std::move(spool)),
+        finished_(settings.size()), restored_(settings.size(), false) {
     for (std::size_t t = 0; t < plan.tasks.size(); ++t) missing_inputs_[t] = plan.inputs[t].size();
     if (resumed) restore(*resumed);
     for (std::size_t t = 0; t < plan.tasks.size(); ++t) {
@@ -110,21 +112,28 @@ class Hub {
   [[nodiscard]] const std::string& error() const { return error_; }
   [[nodiscard]] int stop_signal() const { return stop_signal_; }
 
-  // The finished settings' packed results, in setting order.
-  [[nodiscard]] std::string results() const {
-    std::string all;
-    for (std::size_t t = 0; t < plan_.tasks.size(); ++t) {
-      if (plan_.tasks[t].kind == Kind::finish) all += results_[t];
-    }
-    return all;
-  }
+  /// Where the finished settings' results lie, in setting order, and the spool (moved out).
+  struct Finished {
+    Spool spool;
+    std::vector<Checkpoint::Finished> entries;
+    std::vector<bool> restored;  ///< spooled by an earlier run
+  };
+  Finished take_finished() { return Finished{std::move(spool_), std::move(finished_), std::move(restored_)}; }
 
  private:
+  // consumed: its result is in the spool (a finish) or folded into its setting's (an input).
   enum class State : std::uint8_t { pending, running, done, consumed };
 
   void restore(const Checkpoint& c) {
+    for (const auto& f : c.finished) {
+      const std::size_t setting = plan_.tasks[f.task].setting;
+      state_[f.task] = State::consumed;
+      for (std::size_t in : plan_.inputs[f.task]) state_[in] = State::consumed;
+      finished_[setting] = f;
+      restored_[setting] = true;
+    }
     for (const auto& r : c.done) {
-      state_[r.task] = r.consumed ? State::consumed : State::done;
+      state_[r.task] = State::done;
       results_[r.task] = r.result;
     }
     for (std::size_t t = 0; t < plan_.tasks.size(); ++t) {
@@ -148,14 +157,17 @@ class Hub {
     waiting_.clear();
   }
 
+  void fail(int code, const std::string& message) {
+    if (error_code_ != 0) return;
+    error_code_ = code;
+    error_ = message;
+    for (int w : waiting_) reply(w, kStop, "");
+    waiting_.clear();
+  }
+
   void handle(int worker, Report r) {
     if (r.signal != 0 && stop_signal_ == 0) request_stop(r.signal);
-    if (r.error_code != 0 && error_code_ == 0) {
-      error_code_ = r.error_code;
-      error_ = r.error;
-      for (int w : waiting_) reply(w, kStop, "");
-      waiting_.clear();
-    }
+    if (r.error_code != 0) fail(r.error_code, r.error);
     if (r.task >= 0 && r.error_code == 0) complete(worker, static_cast<std::size_t>(r.task), r);
     assign(worker);
     // A finished task may have made a finishing task ready, or ended the sweep.
@@ -183,6 +195,15 @@ class Hub {
         state_[in] = State::consumed;
         std::string().swap(results_[in]);
       }
+      // The setting's result goes to the spool; memory and checkpoints keep only where it lies.
+      try {
+        finished_[task.setting] = spool_.append(t, results_[t]);
+      } catch (const Error& e) {
+        fail(static_cast<int>(e.code()), e.what());
+      }
+      state_[t] = State::consumed;
+      std::string().swap(results_[t]);
+      std::vector<search::Objectives>().swap(incumbents_[task.setting]);
       return;
     }
     merge_incumbents(incumbents_[task.setting], r.counters.found);
@@ -270,10 +291,10 @@ class Hub {
     c.plan_fingerprint = plan_.fingerprint;
     c.tasks = plan_.tasks.size();
     for (std::size_t t = 0; t < plan_.tasks.size(); ++t) {
-      if (state_[t] == State::done || state_[t] == State::consumed) {
-        c.done.push_back(Checkpoint::Record{t, state_[t] == State::consumed, results_[t]});
-      } else {
-        c.open.push_back(t);
+      if (plan_.tasks[t].kind == Kind::finish && state_[t] == State::consumed) {
+        c.finished.push_back(finished_[plan_.tasks[t].setting]);
+      } else if (state_[t] == State::done) {
+        c.done.push_back(Checkpoint::Record{t, results_[t]});
       }
     }
     c.incumbents = incumbents_;
@@ -282,6 +303,7 @@ class Hub {
     c.evaluations = evaluations_before_ + evaluations_;
     c.elapsed_s = elapsed_before_ + seconds_since(start_);
     try {
+      spool_.sync();  // durable before the checkpoint names it
       write_checkpoint(opt_.checkpoint_path, c);
     } catch (const Error& e) {
       // A failed periodic checkpoint must not kill the run (the previous one stays intact); a
@@ -365,6 +387,9 @@ class Hub {
   std::size_t last_setting_ = static_cast<std::size_t>(-1);
   double last_best_ = 0;
   std::int64_t last_front_ = 0;
+  Spool spool_;
+  std::vector<Checkpoint::Finished> finished_;  // per setting: where its result lies in the spool
+  std::vector<bool> restored_;                  // per setting: spooled by an earlier run
 };
 
 // Runs tasks on this rank; keeps the last setting's workload and search state between tasks.
@@ -464,29 +489,37 @@ SweepOutcome evaluate_distributed(const config::Config& config, const std::vecto
   if (provided < MPI_THREAD_MULTIPLE) {
     throw InternalError("the hub needs MPI_THREAD_MULTIPLE; MPI was initialised with less");
   }
-  const Plan plan = make_plan(config, settings);
+  auto owned_plan = std::make_unique<const Plan>(make_plan(config, settings));
+  const Plan& plan = *owned_plan;
   std::optional<Checkpoint> resumed;
+  Spool spool;
   if (options.resume) {
     on_root_agreed(context.comm, 0, [&] {
       resumed = read_checkpoint(options.checkpoint_path, options.config_hash, plan.fingerprint, plan.tasks.size());
+      const auto corrupt = [&](std::uint64_t task, const std::string& why) {
+        return InputDataError("--resume: checkpoint '" + options.checkpoint_path + "' holds a corrupt result for task " +
+                              std::to_string(task) + ": " + why);
+      };
+      for (const auto& f : resumed->finished) {
+        if (plan.tasks[f.task].kind != Kind::finish) throw corrupt(f.task, "a finished setting names a search task");
+      }
       for (const auto& record : resumed->done) {
-        if (record.consumed) continue;
         const Kind kind = plan.tasks[record.task].kind;
+        if (kind == Kind::finish) throw corrupt(record.task, "a setting's result outside the spool");
         try {
-          check_task_result(kind == Kind::baselines ? TaskResultKind::baselines
-                            : kind == Kind::piece   ? TaskResultKind::piece
-                                                    : TaskResultKind::finish,
-                            record.result);
+          check_task_result(kind == Kind::baselines ? TaskResultKind::baselines : TaskResultKind::piece, record.result);
         } catch (const Error& e) {
-          throw InputDataError("--resume: checkpoint '" + options.checkpoint_path + "' holds a corrupt result for task " +
-                               std::to_string(record.task) + ": " + e.what());
+          throw corrupt(record.task, e.what());
         }
       }
+      spool = Spool::reopen(options.spool_path, resumed->finished);
       // Say what was restored: a resume that silently did little is indistinguishable from a fresh start.
-      std::cerr << "wavel-dse: resumed from '" << options.checkpoint_path << "': " << resumed->done.size() << " of "
-                << plan.tasks.size() << " tasks done, " << resumed->open.size() << " open; " << resumed->nodes
-                << " partial schedules explored and " << resumed->elapsed_s << " s spent before\n";
+      std::cerr << "wavel-dse: resumed from '" << options.checkpoint_path << "': " << resumed->finished.size() << " of "
+                << settings.size() << " settings finished, " << resumed->done.size() << " more tasks done; "
+                << resumed->nodes << " partial schedules explored and " << resumed->elapsed_s << " s spent before\n";
     });
+  } else {
+    on_root_agreed(context.comm, 0, [&] { spool = Spool::create(options.spool_path); });
   }
   MPI_Comm comm = MPI_COMM_NULL;
   MPI_Comm_dup(context.comm, &comm);
@@ -494,7 +527,7 @@ SweepOutcome evaluate_distributed(const config::Config& config, const std::vecto
   std::thread hub_thread;
   std::string hub_failure;
   if (context.rank == 0) {
-    hub = std::make_unique<Hub>(plan, settings, comm, context.ranks, options, std::move(resumed));
+    hub = std::make_unique<Hub>(plan, settings, comm, context.ranks, options, std::move(resumed), std::move(spool));
     hub_thread = std::thread([&] {
       try {
         hub->serve();
@@ -503,10 +536,12 @@ SweepOutcome evaluate_distributed(const config::Config& config, const std::vecto
       }
     });
   }
-  Worker worker(config, plan, settings);
-  const RankStats mine = work(worker, comm, context.rank);
+  auto worker = std::make_unique<Worker>(config, plan, settings);
+  const RankStats mine = work(*worker, comm, context.rank);
+  worker.reset();  // its search memo is not needed any more
   int code = 0;
-  std::string message, all;
+  std::string message;
+  std::optional<Hub::Finished> finished;
   if (context.rank == 0) {
     hub_thread.join();
     if (!hub_failure.empty()) {
@@ -522,7 +557,38 @@ SweepOutcome evaluate_distributed(const config::Config& config, const std::vecto
                                                  : "; checkpoint written to '" + options.checkpoint_path +
                                                        "': rerun with --resume to continue");
     } else {
-      all = hub->results();
+      finished = hub->take_finished();
+    }
+  }
+  hub.reset();  // the task states and the plan are not needed to read the results back
+  owned_plan.reset();
+  SweepOutcome out;
+  if (finished) {
+    // Only rank 0 writes the results: the others never hold them. Results an earlier run spooled
+    // are checked like a checkpoint's, as their schedules go to the results.
+    try {
+      for (std::size_t s = 0; s < settings.size(); ++s) {
+        const std::string bytes = finished->spool.read(finished->entries[s]);
+        if (finished->restored[s]) {
+          try {
+            check_task_result(TaskResultKind::finish, bytes);
+          } catch (const Error& e) {
+            throw InputDataError("--resume: spool file '" + finished->spool.path() +
+                                 "' holds a corrupt result for setting " + std::to_string(settings[s].id) + ": " +
+                                 e.what());
+          }
+        }
+        Unpacker u(bytes);
+        out.results.push_back(unpack_setting(u));
+      }
+      if (out.results.size() != settings.size()) {
+        throw InternalError("read back " + std::to_string(out.results.size()) + " settings, expected " +
+                            std::to_string(settings.size()));
+      }
+    } catch (const Error& e) {
+      code = static_cast<int>(e.code());
+      message = e.what();
+      out.results.clear();
     }
   }
   MPI_Comm_free(&comm);
@@ -530,14 +596,6 @@ SweepOutcome evaluate_distributed(const config::Config& config, const std::vecto
   if (code != 0) {
     broadcast_string(message, context.comm, 0);
     throw Error(static_cast<ExitCode>(code), message);
-  }
-  broadcast_string(all, context.comm, 0);
-  SweepOutcome out;
-  Unpacker u(all);
-  while (!u.done()) out.results.push_back(unpack_setting(u));
-  if (out.results.size() != settings.size()) {
-    throw InternalError("gathered " + std::to_string(out.results.size()) + " settings, expected " +
-                        std::to_string(settings.size()));
   }
   out.ranks.resize(static_cast<std::size_t>(context.ranks));
   MPI_Allgather(&mine, sizeof mine, MPI_BYTE, out.ranks.data(), sizeof mine, MPI_BYTE, context.comm);

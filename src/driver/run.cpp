@@ -182,8 +182,16 @@ void run(const config::Config& config, const RunContext& context, std::ostream& 
   const std::vector<fs::path> outputs{dir / "results.h5", dir / "summary.csv"};
   const std::string config_hash = to_hex(fnv1a64(results_identity(config)));
   // --resume with no usable checkpoint stops before anything in the directory is touched.
+  const fs::path spool_path = dir / "settings.spool";
   if (run_options.resume) {
-    on_root_agreed(context.comm, 0, [&] { check_checkpoint((dir / "checkpoint.wckp").string(), config_hash); });
+    on_root_agreed(context.comm, 0, [&] {
+      check_checkpoint((dir / "checkpoint.wckp").string(), config_hash);
+      std::error_code ec;
+      if (!fs::is_regular_file(spool_path, ec)) {
+        throw InputMissingError("--resume: the checkpoint's spool file '" + spool_path.string() +
+                                "' is missing; run without --resume to start afresh");
+      }
+    });
   }
   on_root_agreed(context.comm, 0, [&] {
     for (const auto& path : outputs) {
@@ -196,6 +204,7 @@ void run(const config::Config& config, const RunContext& context, std::ostream& 
 
   DistributeOptions options;
   options.checkpoint_path = (dir / "checkpoint.wckp").string();
+  options.spool_path = spool_path.string();
   options.resume = run_options.resume;
   options.checkpoint_interval_s = config.search.checkpoint_interval_s;
   // Under Slurm stderr is a log file, where the progress line is what tells a job's state.
@@ -207,26 +216,28 @@ void run(const config::Config& config, const RunContext& context, std::ostream& 
               << "' will be replaced (pass --resume to continue from it)\n";
   }
   install_checkpoint_signals();
-  const auto outcome = evaluate_distributed(config, settings, context, options);
-  std::vector<SettingResult> results = outcome.results;
-  apply_request_grouping(config, settings, results);
-
-  const io::Table table = settings_table(config, settings, results);
+  auto outcome = evaluate_distributed(config, settings, context, options);
+  std::vector<SettingResult> results = std::move(outcome.results);  // rank 0 only
   {
-    // results.h5 and summary.csv appear together or not at all.
+    // results.h5 and summary.csv appear together or not at all; rank 0 writes them.
     io::ResultFiles files;
-    if (config.output.hdf5) {
+    if (context.rank == 0) apply_request_grouping(config, settings, results);
+    const io::Table table = context.rank == 0 ? settings_table(config, settings, results) : io::Table{};
+    if (context.rank == 0 && config.output.hdf5) {
       files.h5_path = (dir / "results.h5").string();
       files.attributes = provenance(config, context, resolved);
       files.h5_tables = {table, front_table(results), schedules_table(results), sim_pairs_table(results),
                          sim_op_pairs_table(results), search_stats_table(results), rank_stats_table(outcome.ranks)};
     }
-    if (config.output.csv) files.text_files.push_back({(dir / "summary.csv").string(), io::csv_text(table)});
+    if (context.rank == 0 && config.output.csv) {
+      files.text_files.push_back({(dir / "summary.csv").string(), io::csv_text(table)});
+    }
     io::write_result_files(files, context.comm);
   }
   if (context.rank == 0) {
     std::error_code ignored;
     fs::remove(options.checkpoint_path, ignored);  // the results supersede it
+    fs::remove(options.spool_path, ignored);
     for (const auto& path : outputs) fs::remove(path.string() + ".stale", ignored);
     print_settings(out, config, settings, results);
     std::int64_t grouped = 0;

@@ -30,6 +30,7 @@ interrupt() {
   grep -q "error: stopped by" "$tmp/$name.log" && { echo "FAIL: $name: a planned stop is labelled error"; fail=1; }
   [ -f "$tmp/$name/results.h5" ] && { echo "FAIL: $name: results.h5 written by an interrupted run"; fail=1; }
   cp "$tmp/$name/checkpoint.wckp" "$tmp/$name.wckp"
+  cp "$tmp/$name/settings.spool" "$tmp/$name.spool" || { echo "FAIL: $name: no spool beside the checkpoint"; fail=1; }
 }
 interrupt usr1 USR1 mpirun     # mpirun forwards SIGUSR1 to every rank
 interrupt term TERM ranks      # Slurm sends SIGTERM to every task at the time limit (mpirun would kill them)
@@ -41,8 +42,9 @@ for run in "usr1 1" "term 4"; do
     || { echo "FAIL: resume $1 on $2 ranks"; cat "$tmp/$1.resume.log"; fail=1; continue; }
   cmp -s <(dump "$tmp/whole") <(dump "$tmp/$1") || { echo "FAIL: $1 resumed on $2 ranks differs from the uninterrupted run"; fail=1; }
   cmp -s "$tmp/whole/summary.csv" "$tmp/$1/summary.csv" || { echo "FAIL: $1: summary.csv differs"; fail=1; }
-  grep -q "wavel-dse: resumed from '.*': [0-9]* of [0-9]* tasks done" "$tmp/$1.resume.log" || { echo "FAIL: $1: --resume did not say what it restored"; fail=1; }
+  grep -q "wavel-dse: resumed from '.*': [0-9]* of [0-9]* settings finished, [0-9]* more tasks done" "$tmp/$1.resume.log" || { echo "FAIL: $1: --resume did not say what it restored"; fail=1; }
   [ -f "$tmp/$1/checkpoint.wckp" ] && { echo "FAIL: $1: checkpoint left behind after a complete run"; fail=1; }
+  [ -f "$tmp/$1/settings.spool" ] && { echo "FAIL: $1: spool left behind after a complete run"; fail=1; }
 done
 
 # expect NAME CODE PATTERN ARGS...: a resume that must fail with CODE and a message matching PATTERN.
@@ -53,7 +55,8 @@ expect() {
   grep -q "$pattern" "$tmp/$name.log" || { echo "FAIL: $name: message lacks '$pattern'"; cat "$tmp/$name.log"; fail=1; }
   [ -f "$tmp/$name/results.h5" ] && { echo "FAIL: $name: started over"; fail=1; }
 }
-mkdir -p "$tmp/corrupt" "$tmp/foreign" "$tmp/garbage" "$tmp/missing" "$tmp/truncated"
+mkdir -p "$tmp/corrupt" "$tmp/foreign" "$tmp/garbage" "$tmp/missing" "$tmp/truncated" "$tmp/nospool" "$tmp/badspool"
+for d in corrupt foreign garbage truncated badspool; do cp "$tmp/usr1.spool" "$tmp/$d/settings.spool"; done
 cp "$tmp/usr1.wckp" "$tmp/corrupt/checkpoint.wckp"
 size=$(stat -c %s "$tmp/corrupt/checkpoint.wckp")
 printf 'X' | dd of="$tmp/corrupt/checkpoint.wckp" bs=1 seek=$((size / 2)) conv=notrunc status=none
@@ -65,8 +68,19 @@ expect garbage 65 "not a wavel-dse checkpoint"
 head -c 100 "$tmp/usr1.wckp" >"$tmp/truncated/checkpoint.wckp"
 expect truncated 65 "checkpoint"
 expect missing 66 "no checkpoint"
+# The finished settings' results lie in the spool beside the checkpoint: missing, or altered, it is refused.
+cp "$tmp/usr1.wckp" "$tmp/nospool/checkpoint.wckp"
+expect nospool 66 "spool file '.*nospool/settings.spool' is missing"
+cp "$tmp/usr1.wckp" "$tmp/badspool/checkpoint.wckp"
+if [ -s "$tmp/badspool/settings.spool" ]; then
+  printf 'X' | dd of="$tmp/badspool/settings.spool" bs=1 seek=100 conv=notrunc status=none
+  expect badspool 65 "spool file '.*badspool/settings.spool': the result of task [0-9]* is corrupt"
+else
+  echo "FAIL: the SIGUSR1 checkpoint has no finished setting in its spool"; fail=1
+fi
 # A crafted checkpoint (checksum recomputed) whose schedule leaves the grid: refused by the file's name.
 mkdir -p "$tmp/crafted"
+cp "$tmp/usr1.spool" "$tmp/crafted/settings.spool"
 python3 - "$tmp/usr1.wckp" "$tmp/crafted/checkpoint.wckp" <<'PY'
 import struct, sys
 data = bytearray(open(sys.argv[1], "rb").read()[:-8])

@@ -1,5 +1,6 @@
-// Checkpoints of a distributed sweep: which tasks are done and their results, the open frontier,
-// the settings' incumbent fronts and the totals, bound to the config and the task plan by hashes.
+// Checkpoints of a distributed sweep: where the finished settings' results lie in the spool file,
+// the done tasks of the other settings with their results, the settings' incumbent fronts and the
+// totals, bound to the config and the task plan by hashes. Tasks named nowhere are open.
 #pragma once
 
 #include <cstdint>
@@ -14,14 +15,19 @@ struct Checkpoint {
   std::string config_hash;             ///< of the config's results identity (output section excluded)
   std::uint64_t plan_fingerprint = 0;  ///< of the task list
   std::uint64_t tasks = 0;
+  /// A finished setting: its finishing task and its packed result's place in the spool file.
+  struct Finished {
+    std::uint64_t task = 0;
+    std::uint64_t offset = 0, bytes = 0;
+    std::uint64_t hash = 0;            ///< FNV-1a of the result's bytes
+  };
+  std::vector<Finished> finished;
   struct Record {
     std::uint64_t task = 0;
-    bool consumed = false;             ///< done, and its result already folded into its setting's result
-    std::string result;                ///< empty when consumed
+    std::string result;
   };
-  std::vector<Record> done;
-  std::vector<std::uint64_t> open;     ///< tasks not done (the frontier still to explore)
-  std::vector<std::vector<search::Objectives>> incumbents;  ///< per setting: the best schedules so far
+  std::vector<Record> done;            ///< done tasks of settings not finished yet
+  std::vector<std::vector<search::Objectives>> incumbents;  ///< per setting: the best schedules so far (empty once finished)
   std::int64_t nodes = 0, pruned = 0, evaluations = 0;
   double elapsed_s = 0;                ///< run time before this checkpoint, over all attempts
 };

@@ -17,6 +17,7 @@ namespace wavel::driver {
 
 struct DistributeOptions {
   std::string checkpoint_path;        ///< where checkpoints go ("" = never)
+  std::string spool_path;             ///< where finished settings' results go until the end ("" = memory)
   bool resume = false;                ///< continue from checkpoint_path
   double checkpoint_interval_s = 0;   ///< also checkpoint this often (0 = only on signals)
   bool progress = false;              ///< progress line on stderr (rank 0)
@@ -36,7 +37,7 @@ struct RankStats {
 };
 
 struct SweepOutcome {
-  std::vector<SettingResult> results;  ///< in setting order, identical on every rank
+  std::vector<SettingResult> results;  ///< in setting order, on rank 0 only (empty elsewhere)
   std::vector<RankStats> ranks;        ///< one per rank
 };
 

@@ -1,0 +1,44 @@
+// The spool: an append-only file of the finished settings' packed results, kept by rank 0's hub so
+// that neither its memory nor its checkpoints grow with the settings already finished.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "wavel/driver/checkpoint.hpp"
+
+namespace wavel::driver::detail {
+
+class Spool {
+ public:
+  /// A spool at `path`, created empty (OutputError if it cannot be); "" keeps it in memory.
+  static Spool create(const std::string& path);
+  /// The spool of an interrupted run, for --resume: every entry of `finished` must lie in it with its
+  /// hash (InputMissingError if absent, InputDataError naming the file otherwise); what lies beyond
+  /// the last entry (appended after the checkpoint) is cut off.
+  static Spool reopen(const std::string& path, const std::vector<Checkpoint::Finished>& finished);
+
+  Spool() = default;
+  Spool(Spool&& other) noexcept;
+  Spool& operator=(Spool&& other) noexcept;
+  Spool(const Spool&) = delete;
+  Spool& operator=(const Spool&) = delete;
+  ~Spool();
+
+  /// Appends a finished setting's result (OutputError on a write failure).
+  Checkpoint::Finished append(std::uint64_t task, const std::string& bytes);
+  /// Makes everything appended durable, before a checkpoint names it (OutputError).
+  void sync();
+  /// Reads an entry back; InputDataError naming the file if it is short or its hash differs.
+  [[nodiscard]] std::string read(const Checkpoint::Finished& entry) const;
+  [[nodiscard]] const std::string& path() const { return path_; }
+
+ private:
+  int fd_ = -1;
+  std::string path_;
+  std::string memory_;  ///< the spool when it has no path
+  std::uint64_t end_ = 0;
+};
+
+}  // namespace wavel::driver::detail

@@ -1,0 +1,106 @@
+// The hub's spool of finished settings; see detail/spool.hpp.
+#include "wavel/driver/detail/spool.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <utility>
+
+#include "wavel/common/error.hpp"
+#include "wavel/common/hash.hpp"
+
+namespace wavel::driver::detail {
+
+Spool Spool::create(const std::string& path) {
+  Spool s;
+  s.path_ = path;
+  if (path.empty()) return s;
+  s.fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+  if (s.fd_ < 0) throw OutputError("cannot create the spool file '" + path + "': " + std::strerror(errno));
+  return s;
+}
+
+Spool Spool::reopen(const std::string& path, const std::vector<Checkpoint::Finished>& finished) {
+  Spool s;
+  s.path_ = path;
+  s.fd_ = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
+  if (s.fd_ < 0) {
+    throw InputMissingError("--resume: the checkpoint's spool file '" + path + "' cannot be opened (" +
+                            std::strerror(errno) + "); run without --resume to start afresh");
+  }
+  for (const auto& f : finished) s.end_ = std::max(s.end_, f.offset + f.bytes);
+  for (const auto& f : finished) (void)s.read(f);
+  if (::ftruncate(s.fd_, static_cast<off_t>(s.end_)) != 0) {
+    throw OutputError("cannot cut the spool file '" + path + "' to its checkpoint: " + std::strerror(errno));
+  }
+  return s;
+}
+
+Spool::Spool(Spool&& other) noexcept
+    : fd_(std::exchange(other.fd_, -1)), path_(std::move(other.path_)), memory_(std::move(other.memory_)),
+      end_(other.end_) {}
+
+Spool& Spool::operator=(Spool&& other) noexcept {
+  if (this != &other) {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = std::exchange(other.fd_, -1);
+    path_ = std::move(other.path_);
+    memory_ = std::move(other.memory_);
+    end_ = other.end_;
+  }
+  return *this;
+}
+
+Spool::~Spool() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+Checkpoint::Finished Spool::append(std::uint64_t task, const std::string& bytes) {
+  const Checkpoint::Finished entry{task, end_, bytes.size(), fnv1a64(bytes)};
+  if (fd_ < 0) {
+    memory_ += bytes;
+  } else {
+    for (std::size_t done = 0; done < bytes.size();) {
+      const ssize_t n = ::pwrite(fd_, bytes.data() + done, bytes.size() - done, static_cast<off_t>(end_ + done));
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) throw OutputError("cannot write the spool file '" + path_ + "': " + std::strerror(errno));
+      done += static_cast<std::size_t>(n);
+    }
+  }
+  end_ += bytes.size();
+  return entry;
+}
+
+void Spool::sync() {
+  if (fd_ >= 0 && ::fsync(fd_) != 0) {
+    throw OutputError("cannot sync the spool file '" + path_ + "': " + std::strerror(errno));
+  }
+}
+
+std::string Spool::read(const Checkpoint::Finished& entry) const {
+  std::string bytes;
+  const auto bad = [&](const std::string& why) {
+    return InputDataError("spool file '" + path_ + "': the result of task " + std::to_string(entry.task) + " " + why);
+  };
+  if (fd_ < 0) {
+    if (entry.offset + entry.bytes > memory_.size()) throw bad("lies beyond its end");
+    bytes = memory_.substr(entry.offset, entry.bytes);
+  } else {
+    bytes.resize(entry.bytes);
+    for (std::size_t done = 0; done < bytes.size();) {
+      const ssize_t n =
+          ::pread(fd_, bytes.data() + done, bytes.size() - done, static_cast<off_t>(entry.offset + done));
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) throw bad(std::string("cannot be read: ") + std::strerror(errno));
+      if (n == 0) throw bad("lies beyond its end (truncated?)");
+      done += static_cast<std::size_t>(n);
+    }
+  }
+  if (fnv1a64(bytes) != entry.hash) throw bad("is corrupt (hash mismatch)");
+  return bytes;
+}
+
+}  // namespace wavel::driver::detail
