@@ -385,3 +385,16 @@ TEST_CASE("hdf5: columns larger than one chunk") {
   CHECK(values_of<std::string>(read, 1) == names);
   MPI_Barrier(MPI_COMM_WORLD);
 }
+
+TEST_CASE("hdf5: a string column wider than one 64 MiB slab is written in slabs and reads back whole") {
+  const fs::path dir = wavel::test::scratch_dir("hdf5-slabs");
+  const std::string path = (dir / "results.h5").string();
+  // Width 24 MiB: two rows per slab, so three slabs for five rows, the last one short.
+  std::vector<std::string> texts;
+  for (int i = 0; i < 5; ++i) texts.push_back(std::string(i == 2 ? (std::size_t{24} << 20) : 1000u + i, 'a' + i));
+  wavel::io::write_results_h5(path, {}, {Table{"wide", {Column{"meshir", "", texts}}}}, MPI_COMM_WORLD);
+  MPI_Barrier(MPI_COMM_WORLD);
+  const Table read = wavel::io::read_table_h5(path, "wide");
+  CHECK(values_of<std::string>(read, 0) == texts);
+  MPI_Barrier(MPI_COMM_WORLD);
+}

@@ -2,6 +2,7 @@
 #include "wavel/io/hdf5.hpp"
 
 #include <algorithm>
+#include <functional>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -301,9 +302,18 @@ ColumnAgreement agree_on_column(std::size_t values_size, std::size_t rows, std::
   return ColumnAgreement{message[0] == 1, static_cast<std::size_t>(message[1])};
 }
 
-/// Creates the dataset and performs the collective write in which only root selects rows.
+/// Root's rows [first, end) packed for H5Dwrite; valid until the next call.
+using RowSource = std::function<const void*(std::size_t first, std::size_t end)>;
+
+/// Rows per write: slabs of at most 64 MiB, so that a wide string column of a large sweep is never
+/// packed whole (rows x the longest string).
+std::size_t slab_rows(std::size_t element_bytes) {
+  return std::max<std::size_t>(1, (std::size_t{64} << 20) / std::max<std::size_t>(1, element_bytes));
+}
+
+/// Creates the dataset and performs the collective writes (one per slab) in which only root selects rows.
 void write_column_data(const Handle& group, const std::string& name, hid_t file_type, hid_t mem_type,
-                       std::size_t element_bytes, const void* root_data, std::size_t rows,
+                       std::size_t element_bytes, const RowSource& root_rows, std::size_t rows,
                        const std::string& units, MPI_Comm comm, int root) {
   auto where = [&] { return child_path(group, name); };
   Handle file_space = vector_space(rows);
@@ -320,19 +330,25 @@ void write_column_data(const Handle& group, const std::string& name, hid_t file_
       H5Dcreate2(group.id(), name.c_str(), file_type, file_space.id(), H5P_DEFAULT, dcpl.id(), H5P_DEFAULT),
       "H5Dcreate2", where);
 
-  if (rows > 0) {
-    int rank = 0;
-    MPI_Comm_rank(comm, &rank);
-    Handle mem_space = vector_space(rows);
+  int rank = 0;
+  MPI_Comm_rank(comm, &rank);
+  // Filtered datasets can only be written collectively in parallel HDF5 1.10.
+  Handle dxpl = owned(H5Pcreate(H5P_DATASET_XFER), "H5Pcreate", where);
+  check(H5Pset_dxpl_mpio(dxpl.id(), H5FD_MPIO_COLLECTIVE), "H5Pset_dxpl_mpio", where);
+  const std::size_t step = slab_rows(element_bytes);
+  for (std::size_t first = 0; first < rows; first += step) {
+    const std::size_t end = std::min(rows, first + step);
+    Handle mem_space = vector_space(end - first);
+    const hsize_t start[1] = {static_cast<hsize_t>(first)};
+    const hsize_t count[1] = {static_cast<hsize_t>(end - first)};
+    check(H5Sselect_hyperslab(file_space.id(), H5S_SELECT_SET, start, nullptr, count, nullptr), "H5Sselect_hyperslab",
+          where);
     if (rank != root) {
       check(H5Sselect_none(mem_space.id()), "H5Sselect_none", where);
       check(H5Sselect_none(file_space.id()), "H5Sselect_none", where);
     }
-    // Filtered datasets can only be written collectively in parallel HDF5 1.10.
-    Handle dxpl = owned(H5Pcreate(H5P_DATASET_XFER), "H5Pcreate", where);
-    check(H5Pset_dxpl_mpio(dxpl.id(), H5FD_MPIO_COLLECTIVE), "H5Pset_dxpl_mpio", where);
     const char dummy = 0;  // non-root ranks select nothing but must not pass a null buffer
-    const void* buffer = rank == root ? root_data : static_cast<const void*>(&dummy);
+    const void* buffer = rank == root ? root_rows(first, end) : static_cast<const void*>(&dummy);
     const herr_t status = H5Dwrite(dataset.id(), mem_type, mem_space.id(), file_space.id(), dxpl.id(), buffer);
     // A full disk may fail the write on the rank that holds the data only: every rank must learn
     // it here, or the others would wait forever in the next collective call.
@@ -356,7 +372,10 @@ void write_number_column(const Handle& group, const std::string& name, const std
     throw wavel::InternalError("column " + child_path(group, name) + ": root rank passed a different number of " +
                                "values than the " + std::to_string(rows) + " rows announced");
   }
-  write_column_data(group, name, file_type, mem_type, sizeof(T), values.data(), rows, units, comm, root);
+  write_column_data(
+      group, name, file_type, mem_type, sizeof(T),
+      [&](std::size_t first, std::size_t) { return static_cast<const void*>(values.data() + first); }, rows, units,
+      comm, root);
 }
 
 }  // namespace
@@ -552,15 +571,15 @@ void write_column(const Handle& group, const std::string& name, const std::vecto
                                " rows announced");
   }
   Handle type = detail::fixed_utf8_type(agreed.width_bytes);
-  std::vector<char> packed;
-  if (rank == root) {
-    packed.assign(rows * agreed.width_bytes, '\0');
-    for (std::size_t i = 0; i < rows; ++i) {
-      std::memcpy(packed.data() + i * agreed.width_bytes, values[i].data(), values[i].size());
+  std::vector<char> packed;  // one slab at a time
+  const auto pack = [&](std::size_t first, std::size_t end) {
+    packed.assign((end - first) * agreed.width_bytes, '\0');
+    for (std::size_t i = first; i < end; ++i) {
+      std::memcpy(packed.data() + (i - first) * agreed.width_bytes, values[i].data(), values[i].size());
     }
-  }
-  detail::write_column_data(group, name, type.id(), type.id(), agreed.width_bytes, packed.data(), rows, units, comm,
-                            root);
+    return static_cast<const void*>(packed.data());
+  };
+  detail::write_column_data(group, name, type.id(), type.id(), agreed.width_bytes, pack, rows, units, comm, root);
 }
 
 std::vector<double> read_double_column(const Handle& group, const std::string& name) {

@@ -69,6 +69,9 @@ bool write_all(int fd, const std::string& bytes) {
     // A crash ends the child at once: no handler of the parent's (Open MPI's backtrace printer, a
     // sanitizer's report) runs on libhdf5's broken state.
     for (const int sig : {SIGSEGV, SIGBUS, SIGABRT, SIGILL, SIGFPE}) ::signal(sig, SIG_DFL);
+    // Its answer goes through the pipe; whatever libhdf5 (or a sanitizer) prints on a forged file is
+    // noise the parent's message replaces.
+    if (const int null_fd = ::open("/dev/null", O_WRONLY | O_CLOEXEC); null_fd >= 0) ::dup2(null_fd, 2);
     set_limit(RLIMIT_CORE, 0, 0);
     set_limit(RLIMIT_CPU, limits.cpu_seconds, limits.cpu_seconds + 1);
     const rlim_t memory = address_space_bytes() + limits.memory_bytes;

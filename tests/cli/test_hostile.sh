@@ -58,7 +58,9 @@ expect 65 "not an HDF5 file" show "$tiny"
 expect 66 "does not exist" show "$tmp/absent.h5"
 # A results.h5 whose global heap states a 1 GiB string in a 4 kB collection: libhdf5 1.10 itself
 # SIGSEGVs in H5HG_read copying it. The sandboxed reader contains that: exit 65 naming the file.
-expect 65 "forged_global_heap.h5' could not be read: the HDF5 library crashed (signal 11" \
+# HDF5 1.10.8 itself reads out of bounds here: its reader child crashes (signal 11), or under ASan
+# stops with ASan's report (exit status 1); either way the parent reports a corrupt file.
+expect 65 "forged_global_heap.h5' could not be read: the HDF5 library" \
   show "$src/tests/data/results/forged_global_heap.h5"
 ls "$tmp"/core* >/dev/null 2>&1 && no "show left a core file"
 if /usr/bin/python3 -c 'import h5py' 2>/dev/null; then
