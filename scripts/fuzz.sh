@@ -19,7 +19,7 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
 seconds=${1:-60}
 jobs=${WAVEL_JOBS:-$(nproc)}
-targets=${WAVEL_FUZZ_TARGETS:-config set meshir hf_config reference kernels checkpoint results_h5 results_h5_reader}
+targets=${WAVEL_FUZZ_TARGETS:-config set meshir hf_config reference kernels checkpoint lock results_h5 results_h5_reader}
 run_dir=${WAVEL_FUZZ_DIR:-$root/build-fuzz/run}
 
 if ! command -v clang++ >/dev/null; then

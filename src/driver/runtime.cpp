@@ -103,6 +103,10 @@ OutputDirLock make_output_dir(const std::string& dir, MPI_Comm comm) {
       const ssize_t n = ::pread(fd, holder.data(), holder.size(), 0);
       holder.resize(n > 0 ? static_cast<std::size_t>(n) : 0);
       while (!holder.empty() && (holder.back() == '\n' || holder.back() == '\0')) holder.pop_back();
+      // Anyone may write the note: it reaches the terminal only as printable ASCII.
+      for (char& c : holder) {
+        if (static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) > 0x7e) c = '?';
+      }
       ::close(fd);
       if (saved == EWOULDBLOCK) {
         throw Error(ExitCode::busy, "output directory '" + dir + "' is in use by another run (" +
