@@ -322,14 +322,18 @@ class Hub {
     const double elapsed = seconds_since(start_);
     std::size_t done = 0;
     for (auto s : state_) done += s == State::done || s == State::consumed ? 1 : 0;
-    // ETA from the mean time each kind of task took so far, spread over the ranks.
+    // ETA from the mean time each kind of task took so far, spread over the ranks; and, where tasks
+    // are so short that handing them out costs more than running them, from the tasks done per
+    // second of wall time: the longer of the two.
     double remaining_s = 0;
     bool known = true;
+    std::size_t left_all = 0;
     for (int k = 0; k < 3; ++k) {
       std::size_t left = 0;
       for (std::size_t t = 0; t < plan_.tasks.size(); ++t) {
         if (static_cast<int>(plan_.tasks[t].kind) == k && (state_[t] == State::pending || state_[t] == State::running)) ++left;
       }
+      left_all += left;
       if (left == 0) continue;
       if (completed_[k] == 0) {
         known = false;
@@ -338,6 +342,10 @@ class Hub {
       remaining_s += static_cast<double>(left) * busy_[k] / static_cast<double>(completed_[k]);
     }
     remaining_s /= static_cast<double>(ranks_);
+    const std::size_t done_now = completed_[0] + completed_[1] + completed_[2];
+    if (done_now > 0) {
+      remaining_s = std::max(remaining_s, elapsed * static_cast<double>(left_all) / static_cast<double>(done_now));
+    }
     std::ostringstream line;
     line << "wavel-dse: settings " << settings_done_ << "/" << settings_.size() << ", tasks " << done << "/"
          << plan_.tasks.size() << ", nodes " << human(static_cast<double>(nodes_before_ + nodes_), "") << " explored, "
