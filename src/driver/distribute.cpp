@@ -5,6 +5,9 @@
 #include "wavel/driver/distribute.hpp"
 
 #include <unistd.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 
 #include <algorithm>
 #include <atomic>
@@ -570,6 +573,11 @@ SweepOutcome evaluate_distributed(const config::Config& config, const std::vecto
   }
   hub.reset();  // the task states and the plan are not needed to read the results back
   owned_plan.reset();
+#ifdef __GLIBC__
+  // Millions of small task records were freed above; hand the pages back before the results are
+  // read and tabulated (glibc keeps freed heap otherwise: 1.4 GB on a 100 000-setting sweep).
+  ::malloc_trim(0);
+#endif
   SweepOutcome out;
   if (finished) {
     // Only rank 0 writes the results: the others never hold them. Results an earlier run spooled

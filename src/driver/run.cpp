@@ -222,15 +222,20 @@ void run(const config::Config& config, const RunContext& context, std::ostream& 
     // results.h5 and summary.csv appear together or not at all; rank 0 writes them.
     io::ResultFiles files;
     if (context.rank == 0) apply_request_grouping(config, settings, results);
-    const io::Table table = context.rank == 0 ? settings_table(config, settings, results) : io::Table{};
+    io::Table table = context.rank == 0 ? settings_table(config, settings, results) : io::Table{};
+    if (context.rank == 0 && config.output.csv) {
+      files.text_files.push_back({(dir / "summary.csv").string(), io::csv_text(table)});
+    }
     if (context.rank == 0 && config.output.hdf5) {
       files.h5_path = (dir / "results.h5").string();
       files.attributes = provenance(config, context, resolved);
-      files.h5_tables = {table, front_table(results), schedules_table(results), sim_pairs_table(results),
-                         sim_op_pairs_table(results), search_stats_table(results), rank_stats_table(outcome.ranks)};
-    }
-    if (context.rank == 0 && config.output.csv) {
-      files.text_files.push_back({(dir / "summary.csv").string(), io::csv_text(table)});
+      files.h5_tables.push_back(std::move(table));  // large for large sweeps: moved, not copied
+      files.h5_tables.push_back(front_table(results));
+      files.h5_tables.push_back(schedules_table(results));
+      files.h5_tables.push_back(sim_pairs_table(results));
+      files.h5_tables.push_back(sim_op_pairs_table(results));
+      files.h5_tables.push_back(search_stats_table(results));
+      files.h5_tables.push_back(rank_stats_table(outcome.ranks));
     }
     io::write_result_files(files, context.comm);
   }
