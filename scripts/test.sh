@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The test command: setup, build, then every CTest test (MPI tests at 1, 2 and 4 ranks), then a
 # sanitizer pass (ASan+UBSan, preset asan) of the unit tests on one rank and of the executable under
-# the CLI and hostile-input scripts, and, when clang is installed, a short fuzz smoke run of every
-# input reader (scripts/fuzz.sh).
+# the hostile-input script (and the CLI script with WAVEL_SANITIZE_CLI=1), and, when clang is
+# installed, a short fuzz smoke run of every input reader (scripts/fuzz.sh).
 #   WAVEL_SKIP_SANITIZERS=1  skip the sanitizer pass     WAVEL_FUZZ_SECONDS=N  per fuzz target (default 5; 0 skips)
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -19,7 +19,8 @@ if [ "${WAVEL_SKIP_SANITIZERS:-0}" != 1 ]; then
   export ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMP_PROC_BIND=false OMP_NUM_THREADS=1
   build-asan/tests/wavel_tests || status=1
-  for t in cli hostile; do
+  # test_cli.sh takes about 4 min under ASan: run it with WAVEL_SANITIZE_CLI=1 (clean on 2026-12-03).
+  for t in hostile $([ "${WAVEL_SANITIZE_CLI:-0}" = 1 ] && echo cli); do
     echo "[test] sanitizer pass: tests/cli/test_$t.sh with build-asan/wavel-dse"
     bash "tests/cli/test_$t.sh" build-asan/wavel-dse "$root" "build-asan/cli-$t-tmp" >"build-asan/cli-$t.log" 2>&1 \
       || { status=1; grep -E "FAIL|ERROR|runtime error" "build-asan/cli-$t.log" | head -20; }

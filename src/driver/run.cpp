@@ -173,6 +173,9 @@ void dry_run(const config::Config& config, const RunContext& context, std::ostre
 
 void run(const config::Config& config, const RunContext& context, std::ostream& out, const SweepSlice& slice,
          const RunOptions& run_options) {
+  // First: a SIGTERM while the sweep is being set up (the plan of a large sweep takes seconds) stops
+  // it with a checkpoint like any other, instead of killing it without one.
+  install_checkpoint_signals();
   const auto settings = selected_settings(config, slice);
   const std::string resolved = config::to_yaml(config);
   const fs::path dir = config.output.dir;
@@ -215,7 +218,6 @@ void run(const config::Config& config, const RunContext& context, std::ostream& 
     std::cerr << "wavel-dse: note: starting afresh; the checkpoint '" << options.checkpoint_path
               << "' will be replaced (pass --resume to continue from it)\n";
   }
-  install_checkpoint_signals();
   auto outcome = evaluate_distributed(config, settings, context, options);
   std::vector<SettingResult> results = std::move(outcome.results);  // rank 0 only
   {

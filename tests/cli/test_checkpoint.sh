@@ -106,7 +106,8 @@ cmp -s "$tmp/whole/results.h5" "$tmp/kept/results.h5" && cmp -s "$tmp/whole/summ
 # seconds, with a checkpoint (issue 24, item 2). Slurm's grace before SIGKILL is 30 s.
 "$exe" "$cfg" --set search.cut_step_pes=1 --output "$tmp/longpiece" >"$tmp/longpiece.log" 2>&1 &
 pid=$!
-sleep 4
+for _ in $(seq 1 300); do [ -s "$tmp/longpiece/.wavel-dse.lock" ] && break; sleep 0.05; done
+sleep 3
 kill -TERM "$pid"
 for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
 if kill -0 "$pid" 2>/dev/null; then
