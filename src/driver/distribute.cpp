@@ -579,32 +579,12 @@ SweepOutcome evaluate_distributed(const config::Config& config, const std::vecto
   ::malloc_trim(0);
 #endif
   SweepOutcome out;
-  if (finished) {
-    // Only rank 0 writes the results: the others never hold them. Results an earlier run spooled
-    // are checked like a checkpoint's, as their schedules go to the results.
+  if (finished) {  // only rank 0 writes the results: the others never hold them
     try {
-      for (std::size_t s = 0; s < settings.size(); ++s) {
-        const std::string bytes = finished->spool.read(finished->entries[s]);
-        if (finished->restored[s]) {
-          try {
-            check_task_result(TaskResultKind::finish, bytes);
-          } catch (const Error& e) {
-            throw InputDataError("--resume: spool file '" + finished->spool.path() +
-                                 "' holds a corrupt result for setting " + std::to_string(settings[s].id) + ": " +
-                                 e.what());
-          }
-        }
-        Unpacker u(bytes);
-        out.results.push_back(unpack_setting(u));
-      }
-      if (out.results.size() != settings.size()) {
-        throw InternalError("read back " + std::to_string(out.results.size()) + " settings, expected " +
-                            std::to_string(settings.size()));
-      }
+      out.results = read_back(finished->spool, finished->entries, finished->restored, settings);
     } catch (const Error& e) {
       code = static_cast<int>(e.code());
       message = e.what();
-      out.results.clear();
     }
   }
   MPI_Comm_free(&comm);

@@ -11,6 +11,8 @@
 
 #include "wavel/common/error.hpp"
 #include "wavel/common/hash.hpp"
+#include "wavel/driver/pack.hpp"
+#include "wavel/driver/setting_tasks.hpp"
 
 namespace wavel::driver::detail {
 
@@ -101,6 +103,25 @@ std::string Spool::read(const Checkpoint::Finished& entry) const {
   }
   if (fnv1a64(bytes) != entry.hash) throw bad("is corrupt (hash mismatch)");
   return bytes;
+}
+
+std::vector<SettingResult> read_back(const Spool& spool, const std::vector<Checkpoint::Finished>& entries,
+                                     const std::vector<bool>& restored, const std::vector<config::Setting>& settings) {
+  std::vector<SettingResult> results;
+  for (std::size_t s = 0; s < settings.size(); ++s) {
+    const std::string bytes = spool.read(entries.at(s));
+    if (restored.at(s)) {
+      try {
+        check_task_result(TaskResultKind::finish, bytes);
+      } catch (const Error& e) {
+        throw InputDataError("--resume: spool file '" + spool.path() + "' holds a corrupt result for setting " +
+                             std::to_string(settings[s].id) + ": " + e.what());
+      }
+    }
+    Unpacker u(bytes);
+    results.push_back(unpack_setting(u));
+  }
+  return results;
 }
 
 }  // namespace wavel::driver::detail

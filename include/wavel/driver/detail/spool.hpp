@@ -6,7 +6,9 @@
 #include <string>
 #include <vector>
 
+#include "wavel/config/sweep.hpp"
 #include "wavel/driver/checkpoint.hpp"
+#include "wavel/driver/run.hpp"
 
 namespace wavel::driver::detail {
 
@@ -40,5 +42,10 @@ class Spool {
   std::string memory_;  ///< the spool when it has no path
   std::uint64_t end_ = 0;
 };
+
+/// The finished settings' results in setting order. Those an earlier run spooled (`restored`) are
+/// checked like a checkpoint's, as their schedules go to the results (InputDataError naming the spool).
+std::vector<SettingResult> read_back(const Spool& spool, const std::vector<Checkpoint::Finished>& entries,
+                                     const std::vector<bool>& restored, const std::vector<config::Setting>& settings);
 
 }  // namespace wavel::driver::detail
