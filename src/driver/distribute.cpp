@@ -88,7 +88,8 @@ class Hub {
       if (!stop_signal_ && g_signal.load() != 0) request_stop(g_signal.load());
       if (std::count(stopped_.begin(), stopped_.end(), true) == ranks_) break;
       const double since = std::chrono::duration<double>(Clock::now() - last_checkpoint_).count();
-      if (opt_.checkpoint_interval_s > 0 && since >= opt_.checkpoint_interval_s && !opt_.checkpoint_path.empty()) {
+      if (opt_.checkpoint_interval_s > 0 && since >= opt_.checkpoint_interval_s && !opt_.checkpoint_path.empty() &&
+          error_code_ == 0) {  // after a failure (a lost spool write, say) the state is not resumable
         checkpoint();
         last_checkpoint_ = Clock::now();
       }
