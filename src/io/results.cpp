@@ -166,6 +166,10 @@ void write_file_atomically(const std::string& path, const std::string& text) {
     ::unlink(partial.c_str());
     throw wavel::OutputError("cannot write '" + path + "': cannot rename '" + partial + "': " + std::strerror(saved));
   }
+  sync_directory_of(path);
+}
+
+void sync_directory_of(const std::string& path) {
   std::string directory = std::filesystem::path(path).parent_path().string();
   if (directory.empty()) directory = ".";
   const int dir_fd = ::open(directory.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);

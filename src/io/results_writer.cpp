@@ -140,17 +140,7 @@ void publish(const std::vector<std::string>& finals) {
     }
     done.push_back(path);
   }
-  for (const auto& path : finals) {
-    std::string directory = std::filesystem::path(path).parent_path().string();
-    if (directory.empty()) directory = ".";
-    const int dir_fd = ::open(directory.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dir_fd < 0 || ::fsync(dir_fd) != 0) {
-      const std::string why = std::strerror(errno);
-      if (dir_fd >= 0) ::close(dir_fd);
-      throw OutputError("cannot write '" + path + "': fsync of directory '" + directory + "' failed: " + why);
-    }
-    ::close(dir_fd);
-  }
+  for (const auto& path : finals) sync_directory_of(path);
 }
 
 std::pair<Failure, std::string> write_on_root(const ResultFiles& files) {

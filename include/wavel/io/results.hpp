@@ -63,6 +63,9 @@ std::string csv_text(const Table& table);
 /// naming `label`.
 void write_durably(const std::string& partial, const std::string& text, const std::string& label);
 
+/// Syncs the directory entry of `path` (after a rename); throws wavel::OutputError naming `path`.
+void sync_directory_of(const std::string& path);
+
 /// Writes `text` to `path` atomically (temporary name, then rename). Throws wavel::OutputError.
 void write_file_atomically(const std::string& path, const std::string& text);
 
