@@ -185,7 +185,7 @@ TEST_CASE("hdf5: only root's values and layout are used, whichever rank is root"
   std::vector<Attribute> attributes = sample_attributes();
   if (world_rank() != root) {
     for (auto& column : table.columns) {
-      std::visit([](auto& values) { values.clear(); }, column.values);
+      std::visit([](auto& values) { values = {}; }, column.values);
     }
     attributes.clear();
   }

@@ -583,6 +583,7 @@ SweepOutcome evaluate_distributed(const config::Config& config, const std::vecto
   if (finished) {  // only rank 0 writes the results: the others never hold them
     try {
       out.results = read_back(finished->spool, finished->entries, finished->restored, settings);
+      out.texts = spool_texts(std::make_shared<const Spool>(std::move(finished->spool)), std::move(finished->entries));
     } catch (const Error& e) {
       code = static_cast<int>(e.code());
       message = e.what();

@@ -141,7 +141,7 @@ io::Table settings_table(const config::Config& config, const std::vector<config:
   D tps, latency, headroom, vs_waferllm, vs_fullchip, hv;
   I pes, mb, stages, front_size, wavel_groups;
   S source;
-  const FrontEntry nothing{"none", nan, nan, 0, 0, 0, nan, ""};
+  const FrontEntry nothing{"none", nan, nan, 0, 0, 0, nan, "", {}};
   for (const auto& r : results) {
     const auto& best = r.front.empty() ? nothing : r.front.front();
     tps.push_back(best.tokens_per_s);
@@ -357,23 +357,36 @@ io::Table rank_stats_table(const std::vector<RankStats>& ranks) {
                     {"wall_s", "s", wall}}};
 }
 
-io::Table schedules_table(const std::vector<SettingResult>& results) {
+std::string meshir_text(const std::string& text, const TextRef& ref, const TextFetch& texts) {
+  if (!text.empty() || ref.setting_index < 0) return text;
+  if (!texts) throw InternalError("a MeshIR text was left on disk with no way to read it back");
+  return texts(ref);
+}
+
+io::Table schedules_table(const std::vector<SettingResult>& results, const TextFetch& texts) {
   std::vector<std::int64_t> id;
-  std::vector<std::string> name, text;
+  std::vector<std::string> name;
+  // Where each row's text is: in memory, or on disk (read back as the column is written).
+  std::vector<std::pair<const std::string*, TextRef>> where;
+  std::size_t max_bytes = 0;
+  const auto add = [&](std::int64_t setting_id, std::string schedule, const std::string& text, const TextRef& ref) {
+    id.push_back(setting_id);
+    name.push_back(std::move(schedule));
+    where.emplace_back(&text, ref);
+    max_bytes = std::max<std::size_t>(max_bytes, text.empty() ? ref.bytes : text.size());
+  };
   for (const auto& r : results) {
     for (const auto& s : r.schedules) {
-      if (!s.placed) continue;
-      id.push_back(r.setting_id);
-      name.push_back(s.name);
-      text.push_back(s.meshir);
+      if (s.placed) add(r.setting_id, s.name, s.meshir, s.meshir_ref);
     }
     for (std::size_t i = 0; i < r.front.size(); ++i) {
-      id.push_back(r.setting_id);
-      name.push_back(i == 0 ? "wavel" : "front." + std::to_string(i));
-      text.push_back(r.front[i].meshir);
+      add(r.setting_id, i == 0 ? "wavel" : "front." + std::to_string(i), r.front[i].meshir, r.front[i].meshir_ref);
     }
   }
-  return io::Table{"schedules", {{"setting_id", "1", id}, {"schedule", "", name}, {"meshir", "", text}}};
+  io::TextRows text{where.size(), max_bytes, [where = std::move(where), texts](std::size_t row) {
+                      return meshir_text(*where.at(row).first, where.at(row).second, texts);
+                    }};
+  return io::Table{"schedules", {{"setting_id", "1", id}, {"schedule", "", name}, {"meshir", "", std::move(text)}}};
 }
 
 // No-fit reasons printed under the table; the rest are counted (all are in summary.csv).
@@ -410,7 +423,7 @@ void print_settings(std::ostream& out, const config::Config& config, const std::
     if (with_schedules) {
       for (const auto& s : r.schedules) {
         if (!s.placed) {
-          row.insert(row.end(), {s.meshir.empty() ? "no fit" : "SRAM overflow", "-"});
+          row.insert(row.end(), {s.meshir.empty() && s.meshir_ref.setting_index < 0 ? "no fit" : "SRAM overflow", "-"});
           continue;
         }
         row.insert(row.end(), {human(s.tokens_per_s, "tok/s"), human(s.latency_s, "s")});

@@ -223,7 +223,7 @@ void run(const config::Config& config, const RunContext& context, std::ostream& 
   {
     // results.h5 and summary.csv appear together or not at all; rank 0 writes them.
     io::ResultFiles files;
-    if (context.rank == 0) apply_request_grouping(config, settings, results);
+    if (context.rank == 0) apply_request_grouping(config, settings, results, outcome.texts);
     io::Table table = context.rank == 0 ? settings_table(config, settings, results) : io::Table{};
     if (context.rank == 0 && config.output.csv) {
       files.text_files.push_back({(dir / "summary.csv").string(), io::csv_text(table)});
@@ -233,7 +233,7 @@ void run(const config::Config& config, const RunContext& context, std::ostream& 
       files.attributes = provenance(config, context, resolved);
       files.h5_tables.push_back(std::move(table));  // large for large sweeps: moved, not copied
       files.h5_tables.push_back(front_table(results));
-      files.h5_tables.push_back(schedules_table(results));
+      files.h5_tables.push_back(schedules_table(results, outcome.texts));
       files.h5_tables.push_back(sim_pairs_table(results));
       files.h5_tables.push_back(sim_op_pairs_table(results));
       files.h5_tables.push_back(search_stats_table(results));

@@ -137,7 +137,8 @@ std::int64_t pruned_total(const search::SearchStats& s) {
 }  // namespace
 
 PredictionIntervals prediction_intervals(const config::Config& config, const workload::WorkloadShape& shape,
-                                         const meshir::Schedule* best, const std::vector<ScheduleResult>& schedules) {
+                                         const meshir::Schedule* best, const std::vector<ScheduleResult>& schedules,
+                                         const TextFetch& texts) {
   const double nan = std::numeric_limits<double>::quiet_NaN();
   PredictionIntervals out{nan, nan, nan, nan, nan, nan, 0};
   const auto draws = cost::draw_params(config.cost.params, config.cost.uncertainty, config.cost.draws,
@@ -154,7 +155,7 @@ PredictionIntervals prediction_intervals(const config::Config& config, const wor
   out.wavel_tokens_per_s_hi = t.hi;
   for (const auto& b : schedules) {
     if (!b.placed) continue;
-    const std::vector<double> base = under(meshir::parse(b.meshir, b.name));
+    const std::vector<double> base = under(meshir::parse(meshir_text(b.meshir, b.meshir_ref, texts), b.name));
     std::vector<double> ratio(wavel.size());
     for (std::size_t i = 0; i < ratio.size(); ++i) ratio[i] = wavel[i] / base[i];
     const cost::Interval r = cost::interval_90(ratio);
@@ -466,7 +467,7 @@ std::string run_finish(const config::Config& config, const workload::Workload& w
                                       candidates, stats);
   for (const auto& p : found.front) {
     s.front.push_back(FrontEntry{p.source, p.objectives.tokens_per_s, p.objectives.latency_s, p.objectives.pes,
-                                 p.microbatches, p.stages, p.sram_headroom, meshir::print(p.schedule)});
+                                 p.microbatches, p.stages, p.sram_headroom, meshir::print(p.schedule), {}});
   }
   s.hypervolume = found.hypervolume;
   s.intervals = prediction_intervals(config, w.shape, found.front.empty() ? nullptr : &found.front.front().schedule, s.schedules);

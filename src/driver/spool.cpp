@@ -105,9 +105,22 @@ std::string Spool::read(const Checkpoint::Finished& entry) const {
   return bytes;
 }
 
+namespace {
+
+/// The texts of a setting's result in slot order: its schedules, then its front points.
+template <class F>
+void for_each_text(SettingResult& r, F&& f) {
+  std::int32_t slot = 0;
+  for (auto& s : r.schedules) f(s.meshir, s.meshir_ref, slot++);
+  for (auto& p : r.front) f(p.meshir, p.meshir_ref, slot++);
+}
+
+}  // namespace
+
 std::vector<SettingResult> read_back(const Spool& spool, const std::vector<Checkpoint::Finished>& entries,
                                      const std::vector<bool>& restored, const std::vector<config::Setting>& settings) {
   std::vector<SettingResult> results;
+  results.reserve(settings.size());
   for (std::size_t s = 0; s < settings.size(); ++s) {
     const std::string bytes = spool.read(entries.at(s));
     if (restored.at(s)) {
@@ -120,8 +133,45 @@ std::vector<SettingResult> read_back(const Spool& spool, const std::vector<Check
     }
     Unpacker u(bytes);
     results.push_back(unpack_setting(u));
+    for_each_text(results.back(), [&](std::string& text, TextRef& ref, std::int32_t slot) {
+      if (text.empty()) return;
+      ref = TextRef{static_cast<std::int64_t>(s), slot, text.size()};
+      std::string().swap(text);
+    });
   }
   return results;
+}
+
+TextFetch spool_texts(std::shared_ptr<const Spool> spool, std::vector<Checkpoint::Finished> entries) {
+  struct State {
+    std::shared_ptr<const Spool> spool;
+    std::vector<Checkpoint::Finished> entries;
+    std::int64_t cached = -1;
+    std::vector<std::string> texts;
+  };
+  auto state = std::make_shared<State>(State{std::move(spool), std::move(entries), -1, {}});
+  return [state](const TextRef& ref) {
+    if (ref.setting_index < 0) return std::string();
+    if (ref.setting_index != state->cached) {
+      const auto index = static_cast<std::size_t>(ref.setting_index);
+      if (index >= state->entries.size()) {
+        throw InternalError("a MeshIR text names setting index " + std::to_string(index) + " beyond the spool");
+      }
+      const std::string bytes = state->spool->read(state->entries[index]);
+      Unpacker u(bytes);
+      SettingResult r = unpack_setting(u);
+      state->texts.clear();
+      for_each_text(r, [&](std::string& text, TextRef&, std::int32_t) { state->texts.push_back(std::move(text)); });
+      state->cached = ref.setting_index;
+    }
+    const auto slot = static_cast<std::size_t>(ref.slot);
+    if (slot >= state->texts.size() || state->texts[slot].size() != ref.bytes) {
+      throw InputDataError("spool file '" + state->spool->path() + "' changed under the run: MeshIR text " +
+                           std::to_string(slot) + " of setting index " + std::to_string(ref.setting_index) +
+                           " differs from when it was read");
+    }
+    return state->texts[slot];
+  };
 }
 
 }  // namespace wavel::driver::detail

@@ -554,9 +554,47 @@ void write_column(const Handle& group, const std::string& name, const std::vecto
   detail::write_number_column(group, name, values, rows, units, comm, root, H5T_STD_I64LE, H5T_NATIVE_INT64);
 }
 
+namespace detail {
+namespace {
+
+/// A fixed-width text column whose row i root gets from `row(i, fill)` (which calls `fill(data, size)`).
+using TextRow = std::function<void(std::size_t row, const std::function<void(const char*, std::size_t)>& fill)>;
+
+void write_text_column(const Handle& group, const std::string& name, std::size_t values_size,
+                       std::size_t root_width_bytes, const TextRow& row, std::size_t rows, const std::string& units,
+                       MPI_Comm comm, int root) {
+  quiet_hdf5();
+  const ColumnAgreement agreed =
+      agree_on_column(values_size, rows, std::max<std::size_t>(1, root_width_bytes), comm, root);
+  if (!agreed.ok) {
+    throw wavel::InternalError("column " + child_path(group, name) +
+                               ": root rank passed a different number of values than the " + std::to_string(rows) +
+                               " rows announced");
+  }
+  Handle type = fixed_utf8_type(agreed.width_bytes);
+  std::vector<char> packed;  // one slab at a time
+  const auto pack = [&](std::size_t first, std::size_t end) {
+    packed.assign((end - first) * agreed.width_bytes, '\0');
+    for (std::size_t i = first; i < end; ++i) {
+      row(i, [&](const char* data, std::size_t size) {
+        if (size > agreed.width_bytes) {
+          throw wavel::InternalError("column " + child_path(group, name) + ": row " + std::to_string(i) + " has " +
+                                     std::to_string(size) + " bytes, more than the " +
+                                     std::to_string(agreed.width_bytes) + " announced");
+        }
+        std::memcpy(packed.data() + (i - first) * agreed.width_bytes, data, size);
+      });
+    }
+    return static_cast<const void*>(packed.data());
+  };
+  write_column_data(group, name, type.id(), type.id(), agreed.width_bytes, pack, rows, units, comm, root);
+}
+
+}  // namespace
+}  // namespace detail
+
 void write_column(const Handle& group, const std::string& name, const std::vector<std::string>& values,
                   std::size_t rows, const std::string& units, MPI_Comm comm, int root) {
-  detail::quiet_hdf5();
   int rank = 0;
   MPI_Comm_rank(comm, &rank);
   // Only root's strings are valid, so only root can know the width every rank must create.
@@ -564,22 +602,20 @@ void write_column(const Handle& group, const std::string& name, const std::vecto
   if (rank == root) {
     for (const auto& value : values) width_bytes = std::max(width_bytes, value.size());
   }
-  const detail::ColumnAgreement agreed = detail::agree_on_column(values.size(), rows, width_bytes, comm, root);
-  if (!agreed.ok) {
-    throw wavel::InternalError("column " + detail::child_path(group, name) +
-                               ": root rank passed a different number of values than the " + std::to_string(rows) +
-                               " rows announced");
-  }
-  Handle type = detail::fixed_utf8_type(agreed.width_bytes);
-  std::vector<char> packed;  // one slab at a time
-  const auto pack = [&](std::size_t first, std::size_t end) {
-    packed.assign((end - first) * agreed.width_bytes, '\0');
-    for (std::size_t i = first; i < end; ++i) {
-      std::memcpy(packed.data() + (i - first) * agreed.width_bytes, values[i].data(), values[i].size());
-    }
-    return static_cast<const void*>(packed.data());
-  };
-  detail::write_column_data(group, name, type.id(), type.id(), agreed.width_bytes, pack, rows, units, comm, root);
+  detail::write_text_column(
+      group, name, values.size(), width_bytes, [&](std::size_t i, const auto& fill) { fill(values[i].data(), values[i].size()); },
+      rows, units, comm, root);
+}
+
+void write_column(const Handle& group, const std::string& name, const TextRows& values, std::size_t rows,
+                  const std::string& units, MPI_Comm comm, int root) {
+  detail::write_text_column(
+      group, name, values.count, values.max_bytes,
+      [&](std::size_t i, const auto& fill) {
+        const std::string text = values.at(i);
+        fill(text.data(), text.size());
+      },
+      rows, units, comm, root);
 }
 
 std::vector<double> read_double_column(const Handle& group, const std::string& name) {

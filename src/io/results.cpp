@@ -42,6 +42,7 @@ void append_cell(std::string& out, const std::vector<std::int64_t>& values, std:
 void append_cell(std::string& out, const std::vector<std::string>& values, std::size_t row) {
   out += quote_csv(values[row]);
 }
+void append_cell(std::string& out, const TextRows& values, std::size_t row) { out += quote_csv(values.at(row)); }
 
 }  // namespace
 

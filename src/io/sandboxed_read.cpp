@@ -17,6 +17,7 @@
 #include <cstring>
 #include <fstream>
 #include <new>
+#include <type_traits>
 #include <variant>
 
 #include "wavel/common/error.hpp"
@@ -164,11 +165,19 @@ std::string encode_tables(const std::vector<Table>& tables) {
     for (const auto& column : table.columns) {
       p.put(column.name);
       p.put(column.units);
+      if (const auto* rows = std::get_if<TextRows>(&column.values)) {  // sent as the strings they make
+        p.put(static_cast<std::uint8_t>(2));
+        p.put(static_cast<std::uint64_t>(rows->count));
+        for (std::size_t i = 0; i < rows->count; ++i) p.put(rows->at(i));
+        continue;
+      }
       p.put(static_cast<std::uint8_t>(column.values.index()));
       std::visit(
           [&](const auto& values) {
-            p.put(static_cast<std::uint64_t>(values.size()));
-            for (const auto& v : values) p.put(v);
+            if constexpr (!std::is_same_v<std::decay_t<decltype(values)>, TextRows>) {
+              p.put(static_cast<std::uint64_t>(values.size()));
+              for (const auto& v : values) p.put(v);
+            }
           },
           column.values);
     }

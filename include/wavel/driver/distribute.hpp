@@ -38,6 +38,7 @@ struct RankStats {
 
 struct SweepOutcome {
   std::vector<SettingResult> results;  ///< in setting order, on rank 0 only (empty elsewhere)
+  TextFetch texts;                     ///< reads their MeshIR texts, left on disk (rank 0)
   std::vector<RankStats> ranks;        ///< one per rank
 };
 

@@ -17,8 +17,9 @@ namespace wavel::driver {
 /// taken figures record request_groups = R / R'. The best schedule enters the front as a point of
 /// source "grouped:<g>x<R'>" (own points it dominates leave). Intervals are recomputed for settings
 /// that changed, under the same parameter draws. `results[i]` belongs to `settings[i]`; the
-/// outcome depends only on them (not on ranks), so it is deterministic.
+/// outcome depends only on them (not on ranks), so it is deterministic. MeshIR texts left on disk
+/// are read through `texts`.
 void apply_request_grouping(const config::Config& config, const std::vector<config::Setting>& settings,
-                            std::vector<SettingResult>& results);
+                            std::vector<SettingResult>& results, const TextFetch& texts = {});
 
 }  // namespace wavel::driver

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -13,6 +14,18 @@
 #include "wavel/io/results.hpp"
 
 namespace wavel::driver {
+
+/// Where a MeshIR text left on disk lies once a sweep has finished: the spooled result of setting
+/// `setting_index` (in setting order), text `slot` (its schedules first, then its front points).
+/// Keeps the end of a large sweep's memory off its MeshIR texts (tens of kB per schedule).
+struct TextRef {
+  std::int64_t setting_index = -1;  ///< -1: the text is held in memory (or there is none)
+  std::int32_t slot = 0;
+  std::uint64_t bytes = 0;
+};
+
+/// Reads a text named by a TextRef (throws wavel::InputDataError if it cannot be read back).
+using TextFetch = std::function<std::string(const TextRef&)>;
 
 /// Predicted figures of one schedule of a setting (all model-predicted, none measured).
 struct ScheduleResult {
@@ -28,7 +41,8 @@ struct ScheduleResult {
   std::int64_t microbatches = 0;
   std::int64_t subset_layers = 0;   ///< decoder layers the schedule holds when costed as a layer subset (0: all)
   std::int64_t request_groups = 1;  ///< the requests are served as this many groups one after another (see grouping.hpp)
-  std::string meshir;               ///< the schedule as MeshIR text
+  std::string meshir;               ///< the schedule as MeshIR text ("" when left on disk: meshir_ref)
+  TextRef meshir_ref;
   std::string na_reason;            ///< why it is not placed, in words ("" when placed)
 };
 
@@ -41,7 +55,8 @@ struct FrontEntry {
   std::int64_t microbatches = 0;
   std::int64_t stages = 0;
   double sram_headroom = 0;
-  std::string meshir;
+  std::string meshir;               ///< "" when left on disk: meshir_ref
+  TextRef meshir_ref;
   std::int64_t request_groups = 1;  ///< served as this many groups one after another (see grouping.hpp)
 };
 
@@ -131,8 +146,12 @@ struct RankStats;
 /// The `rank_stats` table: tasks, nodes, evaluations, busy and idle time per rank.
 io::Table rank_stats_table(const std::vector<RankStats>& ranks);
 
-/// The `schedules` table: setting_id, schedule name, MeshIR text.
-io::Table schedules_table(const std::vector<SettingResult>& results);
+/// A schedule's or front point's MeshIR text: the one held in memory, else the one `texts` reads back.
+std::string meshir_text(const std::string& text, const TextRef& ref, const TextFetch& texts);
+
+/// The `schedules` table: setting_id, schedule name, MeshIR text (texts left on disk are read
+/// back through `texts` one slab at a time as the table is written).
+io::Table schedules_table(const std::vector<SettingResult>& results, const TextFetch& texts = {});
 
 /// A dry run estimates the search size of this many settings (about 0.05 s each on quickstart).
 constexpr std::size_t kEstimatedSettings = 2000;

@@ -38,9 +38,11 @@ workload::Workload setting_workload(const config::Config& config, const config::
 SettingResult describe_setting(const config::Config& config, const config::Setting& setting, const LayerSubset& subset);
 
 /// 90 % intervals of `best` and of its ratios to the placed `schedules`, all under the same
-/// cost.draws parameter draws (NaN without an uncertainty or without `best`).
+/// cost.draws parameter draws (NaN without an uncertainty or without `best`); texts left on disk
+/// are read through `texts`.
 PredictionIntervals prediction_intervals(const config::Config& config, const workload::WorkloadShape& shape,
-                                         const meshir::Schedule* best, const std::vector<ScheduleResult>& schedules);
+                                         const meshir::Schedule* best, const std::vector<ScheduleResult>& schedules,
+                                         const TextFetch& texts = {});
 
 /// What a task did, for the progress line, per-rank statistics and shared incumbents.
 struct TaskCounters {

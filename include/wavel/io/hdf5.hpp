@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "wavel/io/results.hpp"
+
 namespace wavel::io::h5 {
 
 /// Owns one hid_t of any kind (file, group, dataset, dataspace, datatype, property list, attribute)
@@ -77,6 +79,9 @@ void write_column(const Handle& group, const std::string& name, const std::vecto
 /// Strings are stored fixed-length UTF-8 (parallel HDF5 cannot write variable-length data).
 void write_column(const Handle& group, const std::string& name, const std::vector<std::string>& values,
                   std::size_t rows, const std::string& units, MPI_Comm comm, int root = 0);
+/// Text rows made on demand, one slab at a time; longer rows than announced are an InternalError.
+void write_column(const Handle& group, const std::string& name, const TextRows& values, std::size_t rows,
+                  const std::string& units, MPI_Comm comm, int root = 0);
 
 std::vector<double> read_double_column(const Handle& group, const std::string& name);
 std::vector<std::int64_t> read_int_column(const Handle& group, const std::string& name);

@@ -4,6 +4,7 @@
 #include <mpi.h>
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <utility>
 #include <variant>
@@ -11,11 +12,20 @@
 
 namespace wavel::io {
 
+/// Text rows made one at a time when written (read back from disk), so that a wide text column of
+/// a large sweep is never held whole.
+struct TextRows {
+  std::size_t count = 0;
+  std::size_t max_bytes = 0;  ///< the longest row's bytes (fixes the HDF5 string width)
+  std::function<std::string(std::size_t row)> at;
+  [[nodiscard]] std::size_t size() const { return count; }
+};
+
 /// One named column with its units ("1" for dimensionless, "" for text).
 struct Column {
   std::string name;
   std::string units;
-  std::variant<std::vector<double>, std::vector<std::int64_t>, std::vector<std::string>> values;
+  std::variant<std::vector<double>, std::vector<std::int64_t>, std::vector<std::string>, TextRows> values;
 };
 
 /// A table is a group of equally long columns, written in this order.

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -43,9 +44,13 @@ class Spool {
   std::uint64_t end_ = 0;
 };
 
-/// The finished settings' results in setting order. Those an earlier run spooled (`restored`) are
-/// checked like a checkpoint's, as their schedules go to the results (InputDataError naming the spool).
+/// The finished settings' results in setting order, their MeshIR texts left in the spool (each
+/// `meshir` emptied and `meshir_ref` set). Those an earlier run spooled (`restored`) are checked like a
+/// checkpoint's, as their schedules go to the results (InputDataError naming the spool).
 std::vector<SettingResult> read_back(const Spool& spool, const std::vector<Checkpoint::Finished>& entries,
                                      const std::vector<bool>& restored, const std::vector<config::Setting>& settings);
+
+/// Reads the texts read_back left in the spool; rows asked for in setting order unpack each setting once.
+TextFetch spool_texts(std::shared_ptr<const Spool> spool, std::vector<Checkpoint::Finished> entries);
 
 }  // namespace wavel::driver::detail
