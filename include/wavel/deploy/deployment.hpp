@@ -1,0 +1,84 @@
+// Deployments beyond one wafer (issue 23, groundwork): decoder layers split into contiguous stages
+// over several systems joined by links, and weight streaming from external memory. Each wafer's
+// part is costed by the caller (a searched schedule); this composes the parts.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace wavel::deploy {
+
+/// What joins the systems of a cluster and feeds them weights.
+struct ClusterParams {
+  std::string preset;                    ///< "cs2", "cs3" or "" (given by hand)
+  double link_bytes_per_s = 0;           ///< one system's I/O, each direction
+  double link_latency_s = 0;             ///< one crossing between systems (no vendor figure: a bounded parameter)
+  double external_memory_bytes = 0;      ///< weight store outside the wafer (MemoryX-like)
+  double ingress_bytes_per_s = 0;        ///< weights from that store into one wafer
+};
+
+/// Bounds of the link latency a config may give (s).
+constexpr double kMinLinkLatencyS = 1e-7;
+constexpr double kMaxLinkLatencyS = 1e-3;
+
+/// The presets (README: Clusters): 12 x 100 GbE per system (1.2 Tb/s = 150 GB/s) for CS-2 and CS-3,
+/// weights streamed in through the same I/O; latency 5 us by default. Throws wavel::InputDataError
+/// for an unknown name.
+ClusterParams cluster_preset(const std::string& name);
+
+/// Seconds one wafer takes per micro-batch for `layers` decoder layers, with the embedding (the
+/// first wafer) and/or the LM head (the last). Decoder layers are alike, so only the count matters.
+using StageTime = std::function<double(std::int64_t layers, bool embedding, bool head)>;
+
+/// Decoder layers per wafer, in pipeline order, and the stage times they give.
+struct LayerSplit {
+  std::vector<std::int64_t> layers;
+  std::vector<double> stage_s;
+  double bottleneck_s = 0;  ///< the slowest stage
+  double sum_s = 0;         ///< all stages, one after another
+};
+
+/// Splits `decoder_layers` into `wafers` contiguous stages of at least one layer each, minimising
+/// the slowest stage and then the sum (exact: dynamic programming over the counts, each count's time
+/// asked once). Throws wavel::InputDataError if there are fewer layers than wafers.
+LayerSplit split_layers(std::int64_t decoder_layers, std::int64_t wafers, const StageTime& stage_time);
+
+/// One crossing between systems: latency, bytes over the link, and the hops on the two wafers
+/// between their regions and their I/O edges (`on_wafer_s`, from the schedules).
+double link_crossing_s(const ClusterParams& cluster, double bytes, double on_wafer_s);
+
+/// Figures of a deployment (all predicted).
+struct DeploymentTiming {
+  double latency_s = 0;          ///< TPOT (decode) or mean TTFT (prefill)
+  double tokens_per_s = 0;       ///< over all concurrent requests
+  double tpr_tokens_per_s = 0;   ///< per request
+};
+
+/// A pipeline over the wafers of `split`, `microbatches` micro-batches in flight: a micro-batch's
+/// pass crosses every stage and the links between them (decode: and back to the first wafer, with
+/// the sampled token: `return_s`); the slowest stage or link sets the pace. The same composition
+/// as one wafer's stages (cost::pipeline).
+DeploymentTiming pipeline_timing(const LayerSplit& split, double crossing_s, double return_s,
+                                 std::int64_t microbatches, std::int64_t concurrent_requests, bool decode,
+                                 std::int64_t prompt_tokens);
+
+/// One layer streamed in: its weights and the compute it runs on resident activations.
+struct StreamedLayer {
+  double weight_bytes = 0;
+  double compute_s = 0;
+};
+
+/// Weight streaming (Lie et al., "Cerebras Architecture Deep Dive", Hot Chips 34, 2022): the layers'
+/// weights arrive from external memory one layer after another into a double buffer while the
+/// activations stay on the wafer, so each layer's compute overlaps the next layer's weights. One
+/// step: the first layer's weights, then per layer the longer of its compute and the next one's
+/// weights, then the last layer's compute.
+double weight_streaming_step_s(const std::vector<StreamedLayer>& layers, double ingress_bytes_per_s);
+
+/// SRAM weight streaming needs on the wafer: resident activations and KV cache plus two of the
+/// largest layer's weights (the double buffer).
+double weight_streaming_sram_bytes(const std::vector<StreamedLayer>& layers, double resident_bytes);
+
+}  // namespace wavel::deploy

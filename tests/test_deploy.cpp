@@ -1,0 +1,133 @@
+// Deployments beyond one wafer (issue 23 groundwork): the layer split, the link crossing, the
+// pipeline over wafers and weight streaming, each against a value derived by hand.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <utility>
+#include <vector>
+
+#include "wavel/common/error.hpp"
+#include "wavel/deploy/deployment.hpp"
+
+using namespace wavel;
+
+namespace {
+
+// 1 ms per decoder layer; the embedding adds 0.5 ms to the first wafer, the LM head 2 ms to the last.
+double hand_stage_s(std::int64_t layers, bool embedding, bool head) {
+  return 1e-3 * static_cast<double>(layers) + (embedding ? 0.5e-3 : 0.0) + (head ? 2e-3 : 0.0);
+}
+
+}  // namespace
+
+TEST_CASE("a 2-wafer pipeline derived by hand: split by cost, link, TPOT and TTFT") {
+  // Splits of 4 layers: (1,3) 1.5 | 5 ms; (2,2) 2.5 | 4 ms; (3,1) 3.5 | 3 ms. The last is the most
+  // balanced (slowest stage 3.5 ms), though the layer counts are not equal.
+  const deploy::LayerSplit split = deploy::split_layers(4, 2, hand_stage_s);
+  REQUIRE(split.layers == std::vector<std::int64_t>{3, 1});
+  CHECK(split.stage_s[0] == doctest::Approx(3.5e-3));
+  CHECK(split.stage_s[1] == doctest::Approx(3e-3));
+  CHECK(split.bottleneck_s == doctest::Approx(3.5e-3));
+  CHECK(split.sum_s == doctest::Approx(6.5e-3));
+
+  // CS-3 link: 5 us + 8 tokens x 4096 hidden x 2 B / 150 GB/s + 1 us on the two wafers = 6.43691 us;
+  // the sampled tokens go back to the first wafer: 5 us + 32 B / 150 GB/s.
+  const deploy::ClusterParams cs3 = deploy::cluster_preset("cs3");
+  const double crossing_s = deploy::link_crossing_s(cs3, 8.0 * 4096 * 2, 1e-6);
+  CHECK(crossing_s == doctest::Approx(6.436907e-6).epsilon(1e-6));
+  const double return_s = deploy::link_crossing_s(cs3, 32.0, 0.0);
+  CHECK(return_s == doctest::Approx(5.000213e-6).epsilon(1e-6));
+
+  // Decode, 8 requests in one micro-batch: TPOT = 6.5 ms + 6.436907 us + 5.000213 us.
+  const double tpot_s = 6.5e-3 + 6.436907e-6 + 5.000213e-6;
+  const auto decode = deploy::pipeline_timing(split, crossing_s, return_s, 1, 8, true, 0);
+  CHECK(decode.latency_s == doctest::Approx(tpot_s).epsilon(1e-9));
+  CHECK(decode.tokens_per_s == doctest::Approx(8.0 / tpot_s).epsilon(1e-9));
+  CHECK(decode.tpr_tokens_per_s == doctest::Approx(1.0 / tpot_s).epsilon(1e-9));
+  // Two micro-batches: the first wafer's two turns (7 ms) outlast one pass.
+  const auto two = deploy::pipeline_timing(split, crossing_s, return_s, 2, 8, true, 0);
+  CHECK(two.latency_s == doctest::Approx(7e-3).epsilon(1e-12));
+
+  // Prefill of 8 prompts of 1024 tokens, 2 micro-batches: the last ends after one pass
+  // (6.5 ms + one crossing) and one more turn of the slowest stage (3.5 ms); mean TTFT half a turn less.
+  const double pass_s = 6.5e-3 + 6.436907e-6;
+  const auto prefill = deploy::pipeline_timing(split, crossing_s, return_s, 2, 8, false, 1024);
+  CHECK(prefill.latency_s == doctest::Approx(pass_s + 1.75e-3).epsilon(1e-9));
+  CHECK(prefill.tokens_per_s == doctest::Approx(8.0 * 1024 / (pass_s + 3.5e-3)).epsilon(1e-9));
+
+  // One wafer: no link at all, whatever the link costs.
+  const deploy::LayerSplit whole = deploy::split_layers(4, 1, hand_stage_s);
+  CHECK(whole.layers == std::vector<std::int64_t>{4});
+  CHECK(deploy::pipeline_timing(whole, 1.0, 1.0, 1, 8, true, 0).latency_s == doctest::Approx(6.5e-3));
+}
+
+TEST_CASE("the layer split is the exhaustive optimum, and asks each stage time once") {
+  // Stage times that are not monotone in the layers (a schedule may fit 6 layers better than 5).
+  std::int64_t calls = 0;
+  const deploy::StageTime odd = [&](std::int64_t layers, bool embedding, bool head) {
+    ++calls;
+    const double wobble = static_cast<double>((layers * 7919 + (embedding ? 13 : 0) + (head ? 29 : 0)) % 11);
+    return static_cast<double>(layers) + 0.37 * wobble;
+  };
+  for (const std::int64_t wafers : {1, 2, 3, 4}) {
+    const std::int64_t L = 10;
+    calls = 0;
+    const auto split = deploy::split_layers(L, wafers, odd);
+    // Each (layers, embedding, head) at most once.
+    CHECK(calls <= 3 * L + L);
+    // Exhaustive: every composition of L into `wafers` positive parts.
+    std::pair<double, double> best{std::numeric_limits<double>::infinity(), 0};
+    std::vector<std::int64_t> parts(static_cast<std::size_t>(wafers), 1);
+    const std::function<void(std::size_t, std::int64_t)> walk = [&](std::size_t w, std::int64_t left) {
+      if (w + 1 == parts.size()) {
+        parts[w] = left;
+        double worst = 0, sum = 0;
+        for (std::size_t i = 0; i < parts.size(); ++i) {
+          const double t = odd(parts[i], i == 0, i + 1 == parts.size());
+          worst = std::max(worst, t);
+          sum += t;
+        }
+        best = std::min(best, std::make_pair(worst, sum));
+        return;
+      }
+      for (std::int64_t k = 1; k <= left - static_cast<std::int64_t>(parts.size() - w - 1); ++k) {
+        parts[w] = k;
+        walk(w + 1, left - k);
+      }
+    };
+    walk(0, L);
+    CHECK(split.bottleneck_s == doctest::Approx(best.first));
+    CHECK(split.sum_s == doctest::Approx(best.second));
+    std::int64_t total = 0;
+    for (const auto k : split.layers) {
+      CHECK(k >= 1);
+      total += k;
+    }
+    CHECK(total == L);
+  }
+  CHECK_THROWS_AS(deploy::split_layers(3, 4, hand_stage_s), InputDataError);
+}
+
+TEST_CASE("weight streaming overlaps each layer's compute with the next layer's weights") {
+  // Loads at 150 GB/s: 1, 2 and 1 ms; compute 1.5, 0.5 and 3 ms.
+  // Step = 1 + max(1.5, 2) + max(0.5, 1) + 3 = 7 ms.
+  const std::vector<deploy::StreamedLayer> layers{{150e6, 1.5e-3}, {300e6, 0.5e-3}, {150e6, 3e-3}};
+  CHECK(deploy::weight_streaming_step_s(layers, 150e9) == doctest::Approx(7e-3));
+  // Twice the ingress: 0.5 + 1.5 + 0.5 + 3 = 5.5 ms (now compute-bound but for the first load).
+  CHECK(deploy::weight_streaming_step_s(layers, 300e9) == doctest::Approx(5.5e-3));
+  // On the wafer: resident bytes and two buffers of the largest layer.
+  CHECK(deploy::weight_streaming_sram_bytes(layers, 1e9) == doctest::Approx(1.6e9));
+  CHECK(deploy::weight_streaming_step_s({}, 150e9) == 0.0);
+}
+
+TEST_CASE("cluster presets carry the systems' I/O; unknown names are refused") {
+  const auto cs3 = deploy::cluster_preset("cs3");
+  CHECK(cs3.link_bytes_per_s == 150e9);  // 12 x 100 GbE
+  CHECK(cs3.link_latency_s >= deploy::kMinLinkLatencyS);
+  CHECK(cs3.link_latency_s <= deploy::kMaxLinkLatencyS);
+  CHECK(deploy::cluster_preset("cs2").ingress_bytes_per_s == 150e9);
+  CHECK_THROWS_AS(deploy::cluster_preset("cs9"), InputDataError);
+}
