@@ -71,18 +71,26 @@ class Hub {
       }
     }
     untouched_.assign(plan.groups, true);
+    for (std::size_t g = 0; g < groups_.size(); ++g) {
+      if (!groups_[g].empty()) live_groups_.push_back(g);
+    }
+    open_tasks_ = static_cast<std::size_t>(std::count_if(state_.begin(), state_.end(), [](State st) {
+      return st == State::pending || st == State::running;
+    }));
   }
 
   void serve() {
     start_ = Clock::now();
     last_checkpoint_ = start_;
     last_progress_ = start_;
+    PollBackoff backoff(std::chrono::microseconds(200));
     while (true) {
       int flag = 0;
       MPI_Status status;
       MPI_Iprobe(MPI_ANY_SOURCE, kReportTag, comm_, &flag, &status);
       if (flag) {
         handle(status.MPI_SOURCE, unpack_report(receive(comm_, status)));
+        backoff.reset();
         continue;
       }
       if (!stop_signal_ && g_signal.load() != 0) request_stop(g_signal.load());
@@ -97,7 +105,7 @@ class Hub {
         progress(false);
         last_progress_ = Clock::now();
       }
-      std::this_thread::sleep_for(std::chrono::microseconds(200));
+      backoff.idle();
     }
     if (error_code_ != 0) {
       outcome_ = Outcome::failed;
@@ -184,6 +192,7 @@ class Hub {
     const Task& task = plan_.tasks[t];
     worker_nodes_[static_cast<std::size_t>(worker)] += r.counters.nodes;
     state_[t] = State::done;
+    --open_tasks_;
     results_[t] = std::move(r.result);
     nodes_ += r.counters.nodes;
     pruned_ += r.counters.pruned;
@@ -233,16 +242,23 @@ class Hub {
     }
     auto& [group, from_back] = affinity_[static_cast<std::size_t>(worker)];
     if (group < groups_.size() && !groups_[group].empty()) return take(group, from_back);
-    for (std::size_t g = 0; g < groups_.size(); ++g) {
+    // Groups before the cursor are touched or empty for good (groups only shrink): each message
+    // costs O(1) here, not O(groups), which on a 100 000-setting sweep was quadratic.
+    for (; next_untouched_ < groups_.size(); ++next_untouched_) {
+      const std::size_t g = next_untouched_;
       if (untouched_[g] && !groups_[g].empty()) {
         group = g;
         from_back = false;
         return take(g, false);
       }
     }
+    // The fullest group (the first of equals), among those not yet empty.
+    live_groups_.erase(std::remove_if(live_groups_.begin(), live_groups_.end(),
+                                      [&](std::size_t g) { return groups_[g].empty(); }),
+                       live_groups_.end());
     std::size_t fullest = groups_.size();
-    for (std::size_t g = 0; g < groups_.size(); ++g) {
-      if (!groups_[g].empty() && (fullest == groups_.size() || groups_[g].size() > groups_[fullest].size())) fullest = g;
+    for (const std::size_t g : live_groups_) {
+      if (fullest == groups_.size() || groups_[g].size() > groups_[fullest].size()) fullest = g;
     }
     if (fullest == groups_.size()) return finish();
     group = fullest;
@@ -269,8 +285,7 @@ class Hub {
     }
     const auto t = next(worker);
     if (!t) {
-      const bool all_done = std::all_of(state_.begin(), state_.end(), [](State s) { return s == State::done || s == State::consumed; });
-      if (all_done) {
+      if (open_tasks_ == 0) {
         reply(worker, kFinished, "");
       } else {
         waiting_.push_back(worker);  // tasks still running elsewhere may unlock a finish
@@ -380,6 +395,9 @@ class Hub {
   std::vector<std::vector<search::Objectives>> incumbents_;
   std::vector<std::deque<std::size_t>> groups_;
   std::vector<bool> untouched_;
+  std::size_t next_untouched_ = 0;         ///< groups before it are touched or empty
+  std::vector<std::size_t> live_groups_;   ///< groups not yet seen empty, ascending
+  std::size_t open_tasks_ = 0;             ///< pending or running
   std::deque<std::size_t> ready_finish_;
   std::vector<std::pair<std::size_t, bool>> affinity_;  // per worker: group, and whether it takes from the back
   std::vector<bool> stopped_;

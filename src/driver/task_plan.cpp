@@ -1,6 +1,7 @@
 // The task plan of a distributed sweep and the hub-worker messages (see detail/task_plan.hpp).
 #include "wavel/driver/detail/task_plan.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <limits>
 #include <sstream>
@@ -43,13 +44,25 @@ Plan make_plan(const config::Config& config, const std::vector<config::Setting>&
 }
 
 // Waits for a message without spinning a core (ranks may outnumber cores).
+void PollBackoff::idle() {
+  constexpr int kYields = 64;
+  if (idle_polls_ < kYields) {
+    ++idle_polls_;
+    std::this_thread::yield();
+    return;
+  }
+  const int doublings = std::min(idle_polls_++ - kYields, 5);
+  std::this_thread::sleep_for(std::min(max_sleep_, std::chrono::microseconds(10) * (1 << doublings)));
+}
+
 MPI_Status wait_message(MPI_Comm comm, int source, int tag) {
   MPI_Status status;
   int flag = 0;
+  PollBackoff backoff(std::chrono::microseconds(100));
   for (;;) {
     MPI_Iprobe(source, tag, comm, &flag, &status);
     if (flag) return status;
-    std::this_thread::sleep_for(std::chrono::microseconds(100));
+    backoff.idle();
   }
 }
 
