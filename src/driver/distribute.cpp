@@ -29,6 +29,7 @@
 #include "wavel/driver/checkpoint.hpp"
 #include "wavel/driver/detail/spool.hpp"
 #include "wavel/driver/detail/task_plan.hpp"
+#include "wavel/driver/detail/worker.hpp"
 #include "wavel/driver/format.hpp"
 #include "wavel/driver/pack.hpp"
 #include "wavel/driver/setting_tasks.hpp"
@@ -422,85 +423,6 @@ class Hub {
   std::vector<bool> restored_;                  // per setting: spooled by an earlier run
 };
 
-// Runs tasks on this rank; keeps the last setting's workload and search state between tasks.
-class Worker {
- public:
-  Worker(const config::Config& config, const Plan& plan, const std::vector<config::Setting>& settings)
-      : config_(config), plan_(plan), settings_(settings) {}
-
-  std::string run(std::size_t t, const std::string& input, TaskCounters& counters) {
-    const Task& task = plan_.tasks[t];
-    const config::Setting& setting = settings_[task.setting];
-    if (!workload_ || workload_setting_ != task.setting) {
-      workload_ = std::make_unique<workload::Workload>(setting_workload(config_, setting));
-      workload_setting_ = task.setting;
-    }
-    Unpacker u(input);
-    switch (task.kind) {
-      case Kind::baselines:
-        return run_baselines(config_, setting, *workload_, counters);
-      case Kind::piece:
-        return run_piece(config_, setting, *workload_, task.piece, unpack_objectives(u), workspace_, counters, &g_signal);
-      case Kind::finish: {
-        std::vector<std::string> inputs(u.get<std::uint64_t>());
-        for (auto& in : inputs) u.get(in);
-        const std::vector<std::string> pieces(inputs.begin() + 1, inputs.end());
-        return run_finish(config_, *workload_, inputs.front(), pieces, counters);
-      }
-    }
-    throw InternalError("unknown task kind");
-  }
-
- private:
-  const config::Config& config_;
-  const Plan& plan_;
-  const std::vector<config::Setting>& settings_;
-  std::unique_ptr<workload::Workload> workload_;
-  std::size_t workload_setting_ = 0;
-  search::SearchWorkspace workspace_;
-};
-
-RankStats work(Worker& worker, MPI_Comm comm, int rank) {
-  RankStats stats;
-  stats.rank = rank;
-  const auto start = Clock::now();
-  Report report;
-  for (;;) {
-    report.signal = g_signal.load();
-    send(comm, 0, kReportTag, pack_report(report));
-    const auto asked = Clock::now();
-    const std::string reply = receive(comm, wait_message(comm, 0, kReplyTag));
-    stats.idle_s += seconds_since(asked);
-    Unpacker u(reply);
-    const auto task = u.get<std::int64_t>();
-    if (task < 0) break;
-    const std::string input = u.get<std::string>();
-    report = Report{};
-    report.task = task;
-    const auto began = Clock::now();
-    try {
-      report.result = worker.run(static_cast<std::size_t>(task), input, report.counters);
-    } catch (const search::Cancelled&) {
-      // A stop is pending: the piece is abandoned, stays open in the checkpoint and runs again on --resume.
-      report = Report{};
-      continue;
-    } catch (const Error& e) {
-      report.error_code = static_cast<int>(e.code());
-      report.error = e.what();
-    } catch (const std::exception& e) {
-      report.error_code = static_cast<int>(ExitCode::internal);
-      report.error = e.what();
-    }
-    report.busy_s = seconds_since(began);
-    stats.busy_s += report.busy_s;
-    ++stats.tasks;
-    stats.nodes += report.counters.nodes;
-    stats.evaluations += report.counters.evaluations;
-  }
-  stats.wall_s = seconds_since(start);
-  return stats;
-}
-
 }  // namespace
 
 void install_checkpoint_signals() {
@@ -566,8 +488,8 @@ SweepOutcome evaluate_distributed(const config::Config& config, const std::vecto
       }
     });
   }
-  auto worker = std::make_unique<Worker>(config, plan, settings);
-  const RankStats mine = work(*worker, comm, context.rank);
+  auto worker = std::make_unique<Worker>(config, plan, settings, &g_signal);
+  const RankStats mine = work(*worker, comm, context.rank, g_signal);
   worker.reset();  // its search memo is not needed any more
   int code = 0;
   std::string message;

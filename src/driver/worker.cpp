@@ -1,0 +1,89 @@
+// A rank's worker; see detail/worker.hpp.
+#include "wavel/driver/detail/worker.hpp"
+
+#include <chrono>
+#include <exception>
+
+#include "wavel/common/error.hpp"
+#include "wavel/driver/pack.hpp"
+#include "wavel/driver/setting_tasks.hpp"
+
+namespace wavel::driver::detail {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+}  // namespace
+
+Worker::Worker(const config::Config& config, const Plan& plan, const std::vector<config::Setting>& settings,
+               const std::atomic<int>* stop)
+    : config_(config), plan_(plan), settings_(settings), stop_(stop) {}
+
+std::string Worker::run(std::size_t t, const std::string& input, TaskCounters& counters) {
+  const Task& task = plan_.tasks[t];
+  const config::Setting& setting = settings_[task.setting];
+  if (!workload_ || workload_setting_ != task.setting) {
+    workload_ = std::make_unique<workload::Workload>(setting_workload(config_, setting));
+    workload_setting_ = task.setting;
+  }
+  Unpacker u(input);
+  switch (task.kind) {
+    case Kind::baselines:
+      return run_baselines(config_, setting, *workload_, counters);
+    case Kind::piece:
+      return run_piece(config_, setting, *workload_, task.piece, unpack_objectives(u), workspace_, counters, stop_);
+    case Kind::finish: {
+      std::vector<std::string> inputs(u.get<std::uint64_t>());
+      for (auto& in : inputs) u.get(in);
+      const std::vector<std::string> pieces(inputs.begin() + 1, inputs.end());
+      return run_finish(config_, *workload_, inputs.front(), pieces, counters);
+    }
+  }
+  throw InternalError("unknown task kind");
+}
+
+RankStats work(Worker& worker, MPI_Comm comm, int rank, const std::atomic<int>& signal) {
+  RankStats stats;
+  stats.rank = rank;
+  const auto start = Clock::now();
+  Report report;
+  for (;;) {
+    report.signal = signal.load();
+    send(comm, 0, kReportTag, pack_report(report));
+    const auto asked = Clock::now();
+    const std::string reply = receive(comm, wait_message(comm, 0, kReplyTag));
+    stats.idle_s += seconds_since(asked);
+    Unpacker u(reply);
+    const auto task = u.get<std::int64_t>();
+    if (task < 0) break;
+    const std::string input = u.get<std::string>();
+    report = Report{};
+    report.task = task;
+    const auto began = Clock::now();
+    try {
+      report.result = worker.run(static_cast<std::size_t>(task), input, report.counters);
+    } catch (const search::Cancelled&) {
+      // A stop is pending: the piece is abandoned, stays open in the checkpoint and runs again on --resume.
+      report = Report{};
+      continue;
+    } catch (const Error& e) {
+      report.error_code = static_cast<int>(e.code());
+      report.error = e.what();
+    } catch (const std::exception& e) {
+      report.error_code = static_cast<int>(ExitCode::internal);
+      report.error = e.what();
+    }
+    report.busy_s = seconds_since(began);
+    stats.busy_s += report.busy_s;
+    ++stats.tasks;
+    stats.nodes += report.counters.nodes;
+    stats.evaluations += report.counters.evaluations;
+  }
+  stats.wall_s = seconds_since(start);
+  return stats;
+}
+
+}  // namespace wavel::driver::detail
