@@ -6,11 +6,17 @@
 #include <cstdint>
 #include <functional>
 #include <limits>
+#include <string>
 #include <utility>
 #include <vector>
 
 #include "wavel/common/error.hpp"
+#include "wavel/cost/params.hpp"
 #include "wavel/deploy/deployment.hpp"
+#include "wavel/deploy/weight_streaming.hpp"
+#include "wavel/wafer/wafer.hpp"
+#include "wavel/workload/model.hpp"
+#include "wavel/workload/workload.hpp"
 
 using namespace wavel;
 
@@ -130,4 +136,47 @@ TEST_CASE("cluster presets carry the systems' I/O; unknown names are refused") {
   CHECK(cs3.link_latency_s <= deploy::kMaxLinkLatencyS);
   CHECK(deploy::cluster_preset("cs2").ingress_bytes_per_s == 150e9);
   CHECK_THROWS_AS(deploy::cluster_preset("cs9"), InputDataError);
+}
+
+TEST_CASE("weight streaming of a whole model: load-bound decode, compute-bound prefill, refusals with reasons") {
+  const auto wafer = *wafer::find_wafer_preset("wse3");
+  const auto params = cost::default_params(wafer);
+  const auto model = *workload::find_model_preset("llama3-8b");
+  const auto cs3 = deploy::cluster_preset("cs3");
+  const workload::WorkloadShape decode{workload::Phase::decode, 1, 2048, 128};
+  const double weights_bytes = static_cast<double>(workload::build_workload(model, decode).param_bytes);
+
+  // Decode streams all 16 GB of weights per token; its compute hides under the loads but for the
+  // LM head's, after the last load: the step is the weights over 150 GB/s, within 1 %.
+  const auto d = deploy::weight_streaming(model, decode, 1.25, wafer, params, cs3);
+  REQUIRE(d.placed);
+  CHECK(d.latency_s >= weights_bytes / 150e9);
+  CHECK(d.latency_s <= 1.01 * weights_bytes / 150e9);
+  CHECK(d.tokens_per_s == doctest::Approx(1.0 / d.latency_s));
+  // Twice the ingress halves a load-bound step.
+  auto fast = cs3;
+  fast.ingress_bytes_per_s *= 2;
+  CHECK(deploy::weight_streaming(model, decode, 1.25, wafer, params, fast).latency_s ==
+        doctest::Approx(d.latency_s / 2).epsilon(0.01));
+
+  // A long prompt batch is compute-bound per layer: twice the ingress saves only the first load.
+  const workload::WorkloadShape prefill{workload::Phase::prefill, 2, 4096, 128};
+  const auto p = deploy::weight_streaming(model, prefill, 1.25, wafer, params, cs3);
+  REQUIRE(p.placed);
+  const auto p_fast = deploy::weight_streaming(model, prefill, 1.25, wafer, params, fast);
+  const double first_load_s = static_cast<double>(workload::build_workload(model, prefill).layers.front().param_bytes) / 150e9;
+  CHECK(p.latency_s - p_fast.latency_s == doctest::Approx(first_load_s / 2).epsilon(0.01));
+  CHECK(p.tokens_per_s == doctest::Approx(2.0 * 4096 / p.latency_s));
+
+  // Weights beyond the external memory, and a KV cache beyond the wafer's SRAM, are refused.
+  auto small = cs3;
+  small.external_memory_bytes = 1e9;
+  const auto no_memory = deploy::weight_streaming(model, decode, 1.25, wafer, params, small);
+  CHECK_FALSE(no_memory.placed);
+  CHECK(no_memory.na_reason.find("external memory") != std::string::npos);
+  const workload::WorkloadShape huge{workload::Phase::decode, 4096, 8192, 128};
+  const auto no_sram = deploy::weight_streaming(model, huge, 1.25, wafer, params, cs3);
+  CHECK_FALSE(no_sram.placed);
+  CHECK(no_sram.na_reason.find("SRAM") != std::string::npos);
+  CHECK(no_sram.sram_required_bytes > static_cast<double>(wafer.total_sram_bytes()));
 }

@@ -138,6 +138,27 @@ io::Table settings_table(const config::Config& config, const std::vector<config:
     table.columns.push_back({n + "_na_reason", "", reason});
   }
   if (results.empty() || results.front().schedules.empty()) return table;  // dry run: no search
+  {
+    // Weight streaming of the whole model (a deployment even when it does not fit the wafer).
+    I placed;
+    D tps, latency, tpr, need;
+    S reason;
+    for (const auto& r : results) {
+      const auto& ws = r.weight_streaming;
+      placed.push_back(ws.placed ? 1 : 0);
+      tps.push_back(ws.placed ? ws.tokens_per_s : nan);
+      latency.push_back(ws.placed ? ws.latency_s : nan);
+      tpr.push_back(ws.placed ? ws.tpr_tokens_per_s : nan);
+      need.push_back(ws.sram_required_bytes);
+      reason.push_back(ws.na_reason);
+    }
+    table.columns.push_back({"weight_streaming_placed", "bool", placed});
+    table.columns.push_back({"weight_streaming_tokens_per_s", "tokens/s", tps});
+    table.columns.push_back({"weight_streaming_latency_s", "s", latency});
+    table.columns.push_back({"weight_streaming_tpr_tokens_per_s", "tokens/s", tpr});
+    table.columns.push_back({"weight_streaming_sram_required_bytes", "bytes", need});
+    table.columns.push_back({"weight_streaming_na_reason", "", reason});
+  }
   D tps, latency, headroom, vs_waferllm, vs_fullchip, hv;
   I pes, mb, stages, front_size, wavel_groups;
   S source;

@@ -181,6 +181,12 @@ void pack_setting(const SettingResult& r, Packer& p) {
   p.put(r.roofline_tokens_per_s);
   p.put(r.model_layers);
   p.put(r.layer_subset_layers);
+  p.put(static_cast<std::uint8_t>(r.weight_streaming.placed));
+  p.put(r.weight_streaming.latency_s);
+  p.put(r.weight_streaming.tokens_per_s);
+  p.put(r.weight_streaming.tpr_tokens_per_s);
+  p.put(r.weight_streaming.sram_required_bytes);
+  p.put(r.weight_streaming.na_reason);
   p.put(static_cast<std::uint64_t>(r.schedules.size()));
   for (const auto& s : r.schedules) {
     p.put(s.name);
@@ -253,6 +259,12 @@ SettingResult unpack_setting(Unpacker& u) {
   u.get(r.roofline_tokens_per_s);
   u.get(r.model_layers);
   u.get(r.layer_subset_layers);
+  r.weight_streaming.placed = u.get<std::uint8_t>() != 0;
+  u.get(r.weight_streaming.latency_s);
+  u.get(r.weight_streaming.tokens_per_s);
+  u.get(r.weight_streaming.tpr_tokens_per_s);
+  u.get(r.weight_streaming.sram_required_bytes);
+  u.get(r.weight_streaming.na_reason);
   r.schedules.resize(u.count(sizeof(std::uint64_t)));
   for (auto& s : r.schedules) {
     std::uint8_t placed = 0;
@@ -388,6 +400,9 @@ std::string run_baselines(const config::Config& config, const config::Setting& s
   // The workload already is the subset the schedules use.
   const LayerSubset subset{w.layer_scale > 1 ? w.model.num_layers : 0, w.layer_scale};
   SettingResult s = describe_setting(config, setting, subset);
+  s.weight_streaming = deploy::weight_streaming(config.workloads.models.at(setting.model_index).spec, setting.shape,
+                                                config.workloads.moe_capacity_factor, config.wafer, config.cost.params,
+                                                deploy::cluster_for_wafer(config.wafer));
   const auto& b = config.baselines;
   const std::vector<std::int64_t> sides =
       b.waferllm_region_side_pes > 0 ? std::vector<std::int64_t>{b.waferllm_region_side_pes}

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "wavel/config/config.hpp"
+#include "wavel/deploy/weight_streaming.hpp"
 #include "wavel/search/search.hpp"
 #include "wavel/config/sweep.hpp"
 #include "wavel/driver/runtime.hpp"
@@ -117,6 +118,7 @@ struct SettingResult {
   std::int64_t model_layers = 0;           ///< the model's depth
   std::int64_t layer_subset_layers = 0;    ///< layers the schedules were built with; 0 = the whole model
   std::vector<ScheduleResult> schedules;   ///< fullchip, then waferllm
+  deploy::WeightStreaming weight_streaming; ///< the whole model streamed layer by layer (not in dry runs)
   std::vector<FrontEntry> front;           ///< the search's Pareto front, best throughput first
   double hypervolume = 0;                  ///< normalized, see README
   double hypervolume_latency_ref_s = 0;

@@ -1,0 +1,94 @@
+// Weight streaming of a whole model; see weight_streaming.hpp.
+#include "wavel/deploy/weight_streaming.hpp"
+
+#include <algorithm>
+#include <sstream>
+#include <vector>
+
+#include "wavel/baselines/baselines.hpp"
+#include "wavel/common/error.hpp"
+#include "wavel/cost/model.hpp"
+
+namespace wavel::deploy {
+
+ClusterParams cluster_for_wafer(const wafer::WaferParams& wafer) {
+  return cluster_preset(wafer.preset == "wse2" ? "cs2" : "cs3");
+}
+
+namespace {
+
+std::string gigabytes(double bytes) {
+  std::ostringstream out;
+  out.precision(3);
+  out << bytes / 1e9 << " GB";
+  return out.str();
+}
+
+}  // namespace
+
+WeightStreaming weight_streaming(const workload::ModelSpec& model, const workload::WorkloadShape& shape,
+                                 double moe_capacity_factor, const wafer::WaferParams& wafer,
+                                 const cost::CostParams& params, const ClusterParams& cluster) {
+  WeightStreaming out;
+  workload::Workload whole = workload::build_workload(model, shape);
+  whole.moe_capacity_factor = moe_capacity_factor;
+  // Decoder layers are alike: one of them (with the embedding and the head) is costed and repeated.
+  workload::ModelSpec one = model;
+  one.num_layers = 1;
+  workload::Workload w1 = workload::build_workload(one, shape);
+  w1.moe_capacity_factor = moe_capacity_factor;
+  const bool decode = shape.phase == workload::Phase::decode;
+  const meshir::Schedule schedule = baselines::build_fullchip(w1, wafer);
+  const cost::ScheduleCost cost = cost::evaluate(schedule, wafer, params, decode, shape.input_tokens);
+
+  std::vector<StreamedLayer> kinds;  // embedding, one decoder layer, head: in w1's order
+  std::int64_t activation_peak_bytes = 0;
+  for (const auto& layer : w1.layers) {
+    StreamedLayer l;
+    l.weight_bytes = static_cast<double>(layer.param_bytes);
+    double cycles = 0;
+    const std::string prefix = layer.name + ".";
+    for (std::size_t i = 0; i < schedule.ops.size(); ++i) {
+      if (schedule.ops[i].name.rfind(prefix, 0) == 0) cycles += cost.ops[i].total_cycles;
+    }
+    l.compute_s = cycles / wafer.clock_hz;
+    kinds.push_back(l);
+    for (const auto& op : layer.ops) activation_peak_bytes = std::max(activation_peak_bytes, op.input_bytes + op.output_bytes);
+  }
+  std::vector<StreamedLayer> layers;
+  for (const auto& layer : whole.layers) {
+    const auto kind = std::find_if(w1.layers.begin(), w1.layers.end(), [&](const workload::Layer& l) {
+      return l.decoder == layer.decoder && (layer.decoder || l.name == layer.name);
+    });
+    if (kind == w1.layers.end()) throw InternalError("weight streaming: no costed layer like '" + layer.name + "'");
+    layers.push_back(kinds[static_cast<std::size_t>(kind - w1.layers.begin())]);
+  }
+
+  out.sram_required_bytes =
+      weight_streaming_sram_bytes(layers, static_cast<double>(whole.kv_cache_bytes + activation_peak_bytes));
+  const double sram_bytes = static_cast<double>(wafer.total_sram_bytes());
+  if (static_cast<double>(whole.param_bytes) > cluster.external_memory_bytes) {
+    out.na_reason = "the weights (" + gigabytes(static_cast<double>(whole.param_bytes)) +
+                    ") exceed the external memory (" + gigabytes(cluster.external_memory_bytes) + ")";
+    return out;
+  }
+  if (out.sram_required_bytes > sram_bytes) {
+    out.na_reason = "KV cache, activations and two layers' weights need " + gigabytes(out.sram_required_bytes) +
+                    " of the wafer's " + gigabytes(sram_bytes) + " SRAM";
+    return out;
+  }
+  const double step_s = weight_streaming_step_s(layers, cluster.ingress_bytes_per_s);
+  const double requests = static_cast<double>(shape.concurrent_requests);
+  out.placed = true;
+  out.latency_s = step_s;
+  if (decode) {
+    out.tokens_per_s = requests / step_s;
+    out.tpr_tokens_per_s = 1.0 / step_s;
+  } else {
+    out.tokens_per_s = requests * static_cast<double>(shape.input_tokens) / step_s;
+    out.tpr_tokens_per_s = static_cast<double>(shape.input_tokens) / step_s;
+  }
+  return out;
+}
+
+}  // namespace wavel::deploy
