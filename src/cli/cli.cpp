@@ -2,6 +2,8 @@
 #include "wavel/cli/cli.hpp"
 
 #include <Kokkos_Core.hpp>
+#include <sched.h>
+
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
@@ -9,6 +11,7 @@
 #include <boost/program_options.hpp>
 #include <memory>
 #include <sstream>
+#include <thread>
 
 #include "wavel/calibrate/kernels.hpp"
 #include "wavel/common/error.hpp"
@@ -25,6 +28,24 @@ namespace wavel::cli {
 namespace po = boost::program_options;
 
 namespace {
+
+/// Threads per rank when neither OMP_NUM_THREADS nor --kokkos-threads says. Kokkos would give every
+/// rank all the cores it may run on, so `mpirun -np 2 --bind-to none` on 2 cores ran 4 search
+/// threads and the hub on 2 cores (search 7x slower). A rank bound to a subset of the cores (Slurm,
+/// --bind-to core) keeps its subset; an unbound one shares the node's cores with its node's ranks.
+int default_threads(MPI_Comm comm) {
+  MPI_Comm node = MPI_COMM_NULL;
+  MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+  int local_ranks = 1;
+  MPI_Comm_size(node, &local_ranks);
+  MPI_Comm_free(&node);
+  const int hardware = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  const int allowed = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : hardware;
+  if (allowed < hardware) return std::max(1, allowed);
+  return std::max(1, hardware / std::max(1, local_ranks));
+}
 
 const std::vector<std::string> kSubcommands{"run", "validate", "calibrate", "show", "check", "simulate"};
 // Subcommands announced for later versions, so that their names are not read as config paths.
@@ -352,6 +373,13 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
       // asked for; KOKKOS_DISABLE_WARNINGS=0 brings them back (Kokkos refuses both at once).
       if (std::getenv("KOKKOS_DISABLE_WARNINGS") == nullptr) kokkos_argv_text.push_back("--kokkos-disable-warnings");
       kokkos_argv_text.insert(kokkos_argv_text.end(), o.kokkos_args.begin(), o.kokkos_args.end());
+      const bool threads_given =
+          std::getenv("OMP_NUM_THREADS") != nullptr ||
+          std::any_of(o.kokkos_args.begin(), o.kokkos_args.end(), [](const std::string& a) {
+            return a.rfind("--kokkos-threads", 0) == 0 || a.rfind("--kokkos-num-threads", 0) == 0;
+          });
+      const int threads = default_threads(comm);  // collective: every rank asks
+      if (!threads_given) kokkos_argv_text.push_back("--kokkos-threads=" + std::to_string(threads));
       std::vector<char*> kokkos_argv;
       for (auto& a : kokkos_argv_text) kokkos_argv.push_back(a.data());
       int kokkos_argc = static_cast<int>(kokkos_argv.size());
