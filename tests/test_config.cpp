@@ -175,3 +175,26 @@ TEST_CASE("baselines and cost sections") {
   CHECK(with_file.cost.params_file == params.string());
   CHECK(with_file.cost.params.kernel_overhead_cycles != wavel::cost::CostParams{}.kernel_overhead_cycles);
 }
+
+TEST_CASE("the cluster section: the wafer's system by default, each figure overridable within bounds") {
+  const auto wse3 = parse_config(kMinimal, "x.yaml", {});
+  CHECK(wse3.cluster.preset == "cs3");
+  CHECK(wse3.cluster.ingress_bytes_per_s == 150e9);
+  CHECK(wse3.cluster.external_memory_bytes == 1.2e15);
+  const auto wse2 = parse_config(kMinimal, "x.yaml", {"wafer.preset=wse2"});
+  CHECK(wse2.cluster.preset == "cs2");
+  CHECK(wse2.cluster.external_memory_bytes == 2.4e15);
+  const auto set = parse_config(kMinimal, "x.yaml", {"cluster.ingress_bytes_per_s=3e11", "cluster.link_latency_s=2e-6"});
+  CHECK(set.cluster.ingress_bytes_per_s == 3e11);
+  CHECK(set.cluster.link_latency_s == 2e-6);
+  CHECK(set.cluster.link_bytes_per_s == 150e9);
+  // The resolved config carries it, and reads back the same.
+  const auto again = parse_config(wavel::config::to_yaml(set), "resolved.yaml", {});
+  CHECK(again.cluster.ingress_bytes_per_s == 3e11);
+  CHECK(again.cluster.link_latency_s == 2e-6);
+  CHECK(errors_of(kMinimal, {"cluster.link_latency_s=1"}).find("cluster.link_latency_s: must be <= 0.001") !=
+        std::string::npos);
+  CHECK(errors_of(kMinimal, {"cluster.preset=cs9"}).find("did you mean 'cs2'") != std::string::npos);
+  CHECK(errors_of(kMinimal, {"cluster.ingres_bytes_per_s=1e9"}).find("did you mean 'ingress_bytes_per_s'") !=
+        std::string::npos);
+}

@@ -285,6 +285,21 @@ void read_cost(Validator& v, const Node& node, const wafer::WaferParams& wafer, 
   c.uncertainty = cost::pin(c.uncertainty, pinned);
 }
 
+// The system a wafer sits in (cs2 for wse2, cs3 otherwise) unless `preset` says; each figure overridable.
+void read_cluster(Validator& v, const Node& node, const wafer::WaferParams& wafer, deploy::ClusterParams& c) {
+  const std::string path = "cluster";
+  v.check_map(node, path, {"preset", "link_bytes_per_s", "link_latency_s", "ingress_bytes_per_s", "external_memory_bytes"});
+  std::string preset = wafer.preset == "wse2" ? "cs2" : "cs3";
+  if (present(node, "preset")) {
+    if (auto p = v.choice(child_or_null(node, "preset"), "cluster.preset", deploy::cluster_preset_names())) preset = *p;
+  }
+  c = deploy::cluster_preset(preset);
+  read_double(v, node, path, "link_bytes_per_s", c.link_bytes_per_s, 1e6, 1e15);
+  read_double(v, node, path, "link_latency_s", c.link_latency_s, deploy::kMinLinkLatencyS, deploy::kMaxLinkLatencyS);
+  read_double(v, node, path, "ingress_bytes_per_s", c.ingress_bytes_per_s, 1e6, 1e15);
+  read_double(v, node, path, "external_memory_bytes", c.external_memory_bytes, 0, 1e18);
+}
+
 void read_baselines(Validator& v, const Node& node, const wafer::WaferParams& wafer, BaselinesConfig& b) {
   const std::string path = "baselines";
   v.check_map(node, path, {"waferllm_region_side_pes", "waferllm_side_step_pes", "waferllm_sides"});
@@ -431,10 +446,11 @@ Config parse_config(const std::string& text, const std::string& file, const std:
     v.error(root.where, "", root.kind == Node::Kind::null ? "the config is empty" : "the config must be a map");
     v.throw_if_errors();
   }
-  v.check_map(root, "", {"wafer", "workloads", "cost", "baselines", "search", "sim", "output"});
+  v.check_map(root, "", {"wafer", "workloads", "cost", "baselines", "cluster", "search", "sim", "output"});
   read_wafer(v, child_or_null(root, "wafer"), config.wafer);
   read_cost(v, child_or_null(root, "cost"), config.wafer, config.cost, file);
   read_baselines(v, child_or_null(root, "baselines"), config.wafer, config.baselines);
+  read_cluster(v, child_or_null(root, "cluster"), config.wafer, config.cluster);
   read_workloads(v, root, child_or_null(root, "workloads"), config.workloads, file);
   read_search(v, child_or_null(root, "search"), config.search);
   read_sim(v, child_or_null(root, "sim"), config.sim);
@@ -562,6 +578,14 @@ std::string to_yaml(const Config& c, bool absolute_paths) {
   out << YAML::Key << "sram_footprints" << YAML::Value << YAML::Flow << YAML::BeginSeq;
   for (double f : s.sram_footprints) out << num(f);
   out << YAML::EndSeq;
+  out << YAML::EndMap;
+
+  out << YAML::Key << "cluster" << YAML::Value << YAML::BeginMap;
+  out << YAML::Key << "preset" << YAML::Value << c.cluster.preset;
+  out << YAML::Key << "link_bytes_per_s" << YAML::Value << num(c.cluster.link_bytes_per_s);
+  out << YAML::Key << "link_latency_s" << YAML::Value << num(c.cluster.link_latency_s);
+  out << YAML::Key << "ingress_bytes_per_s" << YAML::Value << num(c.cluster.ingress_bytes_per_s);
+  out << YAML::Key << "external_memory_bytes" << YAML::Value << num(c.cluster.external_memory_bytes);
   out << YAML::EndMap;
 
   out << YAML::Key << "sim" << YAML::Value << YAML::BeginMap;

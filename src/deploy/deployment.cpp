@@ -30,6 +30,8 @@ ClusterParams cluster_preset(const std::string& name) {
   return c;
 }
 
+std::vector<std::string> cluster_preset_names() { return {"cs2", "cs3"}; }
+
 LayerSplit split_layers(std::int64_t decoder_layers, std::int64_t wafers, const StageTime& stage_time) {
   if (wafers < 1 || decoder_layers < wafers) {
     throw InputDataError("cannot split " + std::to_string(decoder_layers) + " decoder layers over " +

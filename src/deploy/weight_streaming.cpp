@@ -11,10 +11,6 @@
 
 namespace wavel::deploy {
 
-ClusterParams cluster_for_wafer(const wafer::WaferParams& wafer) {
-  return cluster_preset(wafer.preset == "wse2" ? "cs2" : "cs3");
-}
-
 namespace {
 
 std::string gigabytes(double bytes) {

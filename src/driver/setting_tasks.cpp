@@ -402,7 +402,7 @@ std::string run_baselines(const config::Config& config, const config::Setting& s
   SettingResult s = describe_setting(config, setting, subset);
   s.weight_streaming = deploy::weight_streaming(config.workloads.models.at(setting.model_index).spec, setting.shape,
                                                 config.workloads.moe_capacity_factor, config.wafer, config.cost.params,
-                                                deploy::cluster_for_wafer(config.wafer));
+                                                config.cluster);
   const auto& b = config.baselines;
   const std::vector<std::int64_t> sides =
       b.waferllm_region_side_pes > 0 ? std::vector<std::int64_t>{b.waferllm_region_side_pes}

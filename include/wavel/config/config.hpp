@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "wavel/cost/params.hpp"
+#include "wavel/deploy/deployment.hpp"
 #include "wavel/wafer/wafer.hpp"
 #include "wavel/workload/model.hpp"
 #include "wavel/workload/workload.hpp"
@@ -99,6 +100,7 @@ struct Config {
   WorkloadAxes workloads;
   CostConfig cost;
   BaselinesConfig baselines;
+  deploy::ClusterParams cluster;  ///< the systems around the wafer (section `cluster`; default: the wafer's)
   SearchConfig search;
   SimConfig sim;
   OutputConfig output;

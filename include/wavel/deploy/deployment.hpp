@@ -27,6 +27,8 @@ constexpr double kMaxLinkLatencyS = 1e-3;
 /// weights streamed in through the same I/O; latency 5 us by default. Throws wavel::InputDataError
 /// for an unknown name.
 ClusterParams cluster_preset(const std::string& name);
+/// Names of the cluster presets, in a stable order.
+std::vector<std::string> cluster_preset_names();
 
 /// Seconds one wafer takes per micro-batch for `layers` decoder layers, with the embedding (the
 /// first wafer) and/or the LM head (the last). Decoder layers are alike, so only the count matters.

@@ -24,9 +24,6 @@ struct WeightStreaming {
   std::string na_reason;
 };
 
-/// The cluster preset of a wafer preset: wse2 -> cs2, wse3 -> cs3 (others: cs3's figures).
-ClusterParams cluster_for_wafer(const wafer::WaferParams& wafer);
-
 /// Weight streaming of `model` (all its layers) for `shape` on one wafer fed by `cluster`'s
 /// external memory: each layer's compute is its Full-Chip ops' cost under `params`; the step
 /// follows weight_streaming_step_s. Not placed when the weights exceed the external memory or the
