@@ -84,7 +84,8 @@ void apply_request_grouping(const config::Config& config, const std::vector<conf
                             std::vector<SettingResult>& results, const TextFetch& texts) {
   const search::ObjectiveSet objectives = search::options_from(config.search).objectives;
   // Settings of one problem together (only they donate to each other), smaller request counts
-  // first, so a donor already carries its own best grouping; sorting keeps a large sweep O(n log n).
+  // first, so a donor already carries its own best grouping; sorting keeps a large sweep from
+  // comparing every pair of settings.
   std::vector<std::size_t> order(results.size());
   std::iota(order.begin(), order.end(), 0);
   const auto key = [&](std::size_t i) {
