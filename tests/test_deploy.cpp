@@ -179,4 +179,8 @@ TEST_CASE("weight streaming of a whole model: load-bound decode, compute-bound p
   CHECK_FALSE(no_sram.placed);
   CHECK(no_sram.na_reason.find("SRAM") != std::string::npos);
   CHECK(no_sram.sram_required_bytes > static_cast<double>(wafer.total_sram_bytes()));
+  // A shape no schedule can be built for makes this deployment n/a, with the reason, not the run fail.
+  const auto unbuildable = deploy::weight_streaming(model, {workload::Phase::prefill, 1, 0, 128}, 1.25, wafer, params, cs3);
+  CHECK_FALSE(unbuildable.placed);
+  CHECK(unbuildable.na_reason.rfind("cannot be built: ", 0) == 0);
 }

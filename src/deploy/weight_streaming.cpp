@@ -22,9 +22,11 @@ std::string gigabytes(double bytes) {
 
 }  // namespace
 
-WeightStreaming weight_streaming(const workload::ModelSpec& model, const workload::WorkloadShape& shape,
-                                 double moe_capacity_factor, const wafer::WaferParams& wafer,
-                                 const cost::CostParams& params, const ClusterParams& cluster) {
+namespace {
+
+WeightStreaming stream(const workload::ModelSpec& model, const workload::WorkloadShape& shape,
+                       double moe_capacity_factor, const wafer::WaferParams& wafer, const cost::CostParams& params,
+                       const ClusterParams& cluster) {
   WeightStreaming out;
   workload::Workload whole = workload::build_workload(model, shape);
   whole.moe_capacity_factor = moe_capacity_factor;
@@ -85,6 +87,22 @@ WeightStreaming weight_streaming(const workload::ModelSpec& model, const workloa
     out.tpr_tokens_per_s = static_cast<double>(shape.input_tokens) / step_s;
   }
   return out;
+}
+
+}  // namespace
+
+WeightStreaming weight_streaming(const workload::ModelSpec& model, const workload::WorkloadShape& shape,
+                                 double moe_capacity_factor, const wafer::WaferParams& wafer,
+                                 const cost::CostParams& params, const ClusterParams& cluster) {
+  try {
+    return stream(model, shape, moe_capacity_factor, wafer, params, cluster);
+  } catch (const Error& e) {
+    // A shape the per-layer schedule cannot be built for makes this deployment n/a, not the setting.
+    if (e.code() == ExitCode::internal) throw;
+    WeightStreaming out;
+    out.na_reason = std::string("cannot be built: ") + e.what();
+    return out;
+  }
 }
 
 }  // namespace wavel::deploy
