@@ -179,6 +179,16 @@ TEST_CASE("weight streaming of a whole model: load-bound decode, compute-bound p
   CHECK_FALSE(no_sram.placed);
   CHECK(no_sram.na_reason.find("SRAM") != std::string::npos);
   CHECK(no_sram.sram_required_bytes > static_cast<double>(wafer.total_sram_bytes()));
+  // An MoE model with a leading dense layer streams every layer's own weights: its load-bound
+  // decode step is all its weights over the ingress, not its dense layer's repeated.
+  const auto moe = *workload::find_model_preset("deepseek-v2-lite");
+  REQUIRE(moe.moe.has_value());
+  REQUIRE(moe.moe->first_dense_layers == 1);
+  const auto moe_step = deploy::weight_streaming(moe, decode, 1.25, wafer, params, cs3);
+  REQUIRE(moe_step.placed);
+  const double moe_weights_bytes = static_cast<double>(workload::build_workload(moe, decode).param_bytes);
+  CHECK(moe_step.latency_s >= moe_weights_bytes / 150e9);
+  CHECK(moe_step.latency_s <= 1.01 * moe_weights_bytes / 150e9);
   // A shape no schedule can be built for makes this deployment n/a, with the reason, not the run fail.
   const auto unbuildable = deploy::weight_streaming(model, {workload::Phase::prefill, 1, 0, 128}, 1.25, wafer, params, cs3);
   CHECK_FALSE(unbuildable.placed);
