@@ -489,7 +489,7 @@ SweepOutcome evaluate_distributed(const config::Config& config, const std::vecto
     });
   }
   auto worker = std::make_unique<Worker>(config, plan, settings, &g_signal);
-  const RankStats mine = work(*worker, comm, context.rank, g_signal);
+  const RankStats mine = work(*worker, comm, context.rank);
   worker.reset();  // its search memo is not needed any more
   int code = 0;
   std::string message;

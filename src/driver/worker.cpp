@@ -45,13 +45,13 @@ std::string Worker::run(std::size_t t, const std::string& input, TaskCounters& c
   throw InternalError("unknown task kind");
 }
 
-RankStats work(Worker& worker, MPI_Comm comm, int rank, const std::atomic<int>& signal) {
+RankStats work(Worker& worker, MPI_Comm comm, int rank) {
   RankStats stats;
   stats.rank = rank;
   const auto start = Clock::now();
   Report report;
   for (;;) {
-    report.signal = signal.load();
+    report.signal = worker.stop_signal();
     send(comm, 0, kReportTag, pack_report(report));
     const auto asked = Clock::now();
     const std::string reply = receive(comm, wait_message(comm, 0, kReplyTag));

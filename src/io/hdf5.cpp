@@ -8,6 +8,7 @@
 #include <fstream>
 #include <limits>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -557,8 +558,8 @@ void write_column(const Handle& group, const std::string& name, const std::vecto
 namespace detail {
 namespace {
 
-/// A fixed-width text column whose row i root gets from `row(i, fill)` (which calls `fill(data, size)`).
-using TextRow = std::function<void(std::size_t row, const std::function<void(const char*, std::size_t)>& fill)>;
+/// Root's row i of a text column; `scratch` may hold it (a row made on demand).
+using TextRow = std::function<std::string_view(std::size_t row, std::string& scratch)>;
 
 void write_text_column(const Handle& group, const std::string& name, std::size_t values_size,
                        std::size_t root_width_bytes, const TextRow& row, std::size_t rows, const std::string& units,
@@ -573,17 +574,17 @@ void write_text_column(const Handle& group, const std::string& name, std::size_t
   }
   Handle type = fixed_utf8_type(agreed.width_bytes);
   std::vector<char> packed;  // one slab at a time
+  std::string scratch;
   const auto pack = [&](std::size_t first, std::size_t end) {
     packed.assign((end - first) * agreed.width_bytes, '\0');
     for (std::size_t i = first; i < end; ++i) {
-      row(i, [&](const char* data, std::size_t size) {
-        if (size > agreed.width_bytes) {
-          throw wavel::InternalError("column " + child_path(group, name) + ": row " + std::to_string(i) + " has " +
-                                     std::to_string(size) + " bytes, more than the " +
-                                     std::to_string(agreed.width_bytes) + " announced");
-        }
-        std::memcpy(packed.data() + (i - first) * agreed.width_bytes, data, size);
-      });
+      const std::string_view text = row(i, scratch);
+      if (text.size() > agreed.width_bytes) {
+        throw wavel::InternalError("column " + child_path(group, name) + ": row " + std::to_string(i) + " has " +
+                                   std::to_string(text.size()) + " bytes, more than the " +
+                                   std::to_string(agreed.width_bytes) + " announced");
+      }
+      std::memcpy(packed.data() + (i - first) * agreed.width_bytes, text.data(), text.size());
     }
     return static_cast<const void*>(packed.data());
   };
@@ -603,7 +604,7 @@ void write_column(const Handle& group, const std::string& name, const std::vecto
     for (const auto& value : values) width_bytes = std::max(width_bytes, value.size());
   }
   detail::write_text_column(
-      group, name, values.size(), width_bytes, [&](std::size_t i, const auto& fill) { fill(values[i].data(), values[i].size()); },
+      group, name, values.size(), width_bytes, [&](std::size_t i, std::string&) { return std::string_view(values[i]); },
       rows, units, comm, root);
 }
 
@@ -611,10 +612,7 @@ void write_column(const Handle& group, const std::string& name, const TextRows& 
                   const std::string& units, MPI_Comm comm, int root) {
   detail::write_text_column(
       group, name, values.count, values.max_bytes,
-      [&](std::size_t i, const auto& fill) {
-        const std::string text = values.at(i);
-        fill(text.data(), text.size());
-      },
+      [&](std::size_t i, std::string& scratch) { return std::string_view(scratch = values.at(i)); },
       rows, units, comm, root);
 }
 

@@ -165,17 +165,14 @@ std::string encode_tables(const std::vector<Table>& tables) {
     for (const auto& column : table.columns) {
       p.put(column.name);
       p.put(column.units);
-      if (const auto* rows = std::get_if<TextRows>(&column.values)) {  // sent as the strings they make
-        p.put(static_cast<std::uint8_t>(2));
-        p.put(static_cast<std::uint64_t>(rows->count));
-        for (std::size_t i = 0; i < rows->count; ++i) p.put(rows->at(i));
-        continue;
-      }
-      p.put(static_cast<std::uint8_t>(column.values.index()));
+      // TextRows go as kind 2, the strings they make.
+      p.put(static_cast<std::uint8_t>(std::holds_alternative<TextRows>(column.values) ? 2 : column.values.index()));
       std::visit(
           [&](const auto& values) {
-            if constexpr (!std::is_same_v<std::decay_t<decltype(values)>, TextRows>) {
-              p.put(static_cast<std::uint64_t>(values.size()));
+            p.put(static_cast<std::uint64_t>(values.size()));
+            if constexpr (std::is_same_v<std::decay_t<decltype(values)>, TextRows>) {
+              for (std::size_t i = 0; i < values.count; ++i) p.put(values.at(i));
+            } else {
               for (const auto& v : values) p.put(v);
             }
           },

@@ -25,6 +25,8 @@ class Worker {
          const std::atomic<int>* stop);
   /// Task `t`'s result bytes, given its input bytes.
   std::string run(std::size_t t, const std::string& input, TaskCounters& counters);
+  /// The signal that asked for a stop, 0 if none.
+  [[nodiscard]] int stop_signal() const { return stop_ != nullptr ? stop_->load() : 0; }
 
  private:
   const config::Config& config_;
@@ -36,7 +38,7 @@ class Worker {
   search::SearchWorkspace workspace_;
 };
 
-/// Asks rank 0's hub for tasks and runs them until told to stop; each report carries `signal`.
-RankStats work(Worker& worker, MPI_Comm comm, int rank, const std::atomic<int>& signal);
+/// Asks rank 0's hub for tasks and runs them until told to stop; each report carries the worker's stop signal.
+RankStats work(Worker& worker, MPI_Comm comm, int rank);
 
 }  // namespace wavel::driver::detail
