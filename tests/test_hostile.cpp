@@ -211,7 +211,7 @@ namespace {
 // A checkpoint whose checksum is right but whose contents are forged by `body`.
 std::string forged_checkpoint(const std::function<void(wavel::driver::Packer&)>& body) {
   wavel::driver::Packer p;
-  p.put(std::uint32_t{4});  // this build's format: the forgeries must reach the decoder
+  p.put(std::uint32_t{5});  // this build's format: the forgeries must reach the decoder
   p.put(std::string("hash"));
   p.put(std::uint64_t{42});
   p.put(std::uint64_t{3});

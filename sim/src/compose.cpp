@@ -49,8 +49,12 @@ Pipeline run_pipeline(const meshir::Schedule& schedule, const std::vector<double
       st.unscaled = std::max(st.unscaled, op_cycles[i]);
       repeated = repeated || !op.once;
       out.op_start_cycles[i] = unscaled_start;
-      if (links_only(schedule, op)) continue;
-      const auto found = stage_index.emplace(op.stage, static_cast<int>(stage_index.size())).first->second;
+      // The link between two systems carries one micro-batch at a time: a resource of its own,
+      // keyed below the stages by its sending wafer.
+      const bool system_link = meshir::crosses_wafers(schedule, op);
+      if (!system_link && links_only(schedule, op)) continue;
+      const int resource = system_link ? -1 - static_cast<int>(meshir::wafer_of(schedule, op.region)) : op.stage;
+      const auto found = stage_index.emplace(resource, static_cast<int>(stage_index.size())).first->second;
       if (std::find(st.stages.begin(), st.stages.end(), found) == st.stages.end()) st.stages.push_back(found);
     }
     st.end_op = i;

@@ -9,6 +9,7 @@
 #include "wavel/common/error.hpp"
 #include "wavel/common/hash.hpp"
 #include "wavel/sim/compose.hpp"
+#include "wavel/sim/link.hpp"
 
 namespace wavel::sim {
 
@@ -82,7 +83,7 @@ void add_mover_contention(const meshir::Schedule& schedule, const wafer::WaferPa
     std::map<std::pair<int, int>, std::vector<Lane>> leaving, entering;  // (region, direction) -> lanes
     for (; end < schedule.ops.size() && schedule.ops[end].step == schedule.ops[i].step; ++end) {
       const PlacedOp& op = schedule.ops[end];
-      if (!moves_between_regions(op.kernel)) continue;
+      if (!moves_between_regions(op.kernel) || meshir::crosses_wafers(schedule, op)) continue;
       PlanOptions po;
       po.sample_lines = 1;
       const KernelPlan plan = plan_kernel(schedule, op, micro, po);
@@ -225,6 +226,18 @@ SimResult simulate(const meshir::Schedule& schedule, const wafer::WaferParams& w
   std::map<std::string, int> memo;
   for (std::size_t i = 0; i < schedule.ops.size(); ++i) {
     const PlacedOp& op = schedule.ops[i];
+    if (meshir::crosses_wafers(schedule, op)) {
+      // The system link is its own element (link.hpp); crossings are few, so they are not memoised.
+      const LinkCrossing c = simulate_link_crossing(schedule, static_cast<int>(i), wafer, options);
+      OpSimResult r;
+      r.cycles = c.total_cycles;
+      r.total_cycles = c.total_cycles;
+      r.events = c.events;
+      out.events += c.events;
+      ++out.ops_simulated;
+      out.ops.push_back(std::move(r));
+      continue;
+    }
     const std::string key = options.memoize ? memo_key(schedule, op) : std::string();
     const auto found = options.memoize ? memo.find(key) : memo.end();
     if (found != memo.end()) {

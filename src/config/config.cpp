@@ -288,7 +288,8 @@ void read_cost(Validator& v, const Node& node, const wafer::WaferParams& wafer, 
 // The system a wafer sits in (cs2 for wse2, cs3 otherwise) unless `preset` says; each figure overridable.
 void read_cluster(Validator& v, const Node& node, const wafer::WaferParams& wafer, deploy::ClusterParams& c) {
   const std::string path = "cluster";
-  v.check_map(node, path, {"preset", "link_bytes_per_s", "link_latency_s", "ingress_bytes_per_s", "external_memory_bytes"});
+  v.check_map(node, path, {"preset", "wafers", "io_edge", "link_bytes_per_s", "link_latency_s", "ingress_bytes_per_s",
+                           "external_memory_bytes"});
   std::string preset = wafer.preset == "wse2" ? "cs2" : "cs3";
   if (present(node, "preset")) {
     if (auto p = v.choice(child_or_null(node, "preset"), "cluster.preset", deploy::cluster_preset_names())) preset = *p;
@@ -298,6 +299,17 @@ void read_cluster(Validator& v, const Node& node, const wafer::WaferParams& wafe
   read_double(v, node, path, "link_latency_s", c.link_latency_s, deploy::kMinLinkLatencyS, deploy::kMaxLinkLatencyS);
   read_double(v, node, path, "ingress_bytes_per_s", c.ingress_bytes_per_s, 1e6, 1e15);
   read_double(v, node, path, "external_memory_bytes", c.external_memory_bytes, 0, 1e18);
+  if (present(node, "wafers")) {
+    c.wafers = v.axis(child_or_null(node, "wafers"), "cluster.wafers",
+                      [&](const Node& n, const std::string& p) { return v.integer(n, p, 1, deploy::kMaxWafers); });
+  }
+  std::vector<std::string> edges;
+  for (const auto e : {meshir::Edge::west, meshir::Edge::east, meshir::Edge::north, meshir::Edge::south}) {
+    edges.emplace_back(meshir::to_string(e));
+  }
+  if (present(node, "io_edge")) {
+    if (auto e = v.choice(child_or_null(node, "io_edge"), "cluster.io_edge", edges)) c.io_edge = *meshir::parse_edge(*e);
+  }
 }
 
 void read_baselines(Validator& v, const Node& node, const wafer::WaferParams& wafer, BaselinesConfig& b) {
@@ -459,7 +471,8 @@ Config parse_config(const std::string& text, const std::string& file, const std:
   const auto& a = config.workloads;
   const double lengths = a.lengths.empty() ? static_cast<double>(a.input_tokens.size()) * a.output_tokens.size()
                                            : static_cast<double>(a.lengths.size());
-  const double settings = static_cast<double>(a.models.size()) * a.phases.size() * a.concurrent_requests.size() * lengths;
+  const double settings = static_cast<double>(a.models.size()) * a.phases.size() * a.concurrent_requests.size() * lengths *
+                          static_cast<double>(config.cluster.wafers.size());
   if (settings > kMaxSettings) {
     v.error(child_or_null(root, "workloads").where, "workloads",
             "the sweep has " + format_double(settings) + " settings; the limit is " +
@@ -582,6 +595,8 @@ std::string to_yaml(const Config& c, bool absolute_paths) {
 
   out << YAML::Key << "cluster" << YAML::Value << YAML::BeginMap;
   out << YAML::Key << "preset" << YAML::Value << c.cluster.preset;
+  out << YAML::Key << "wafers" << YAML::Value << YAML::Flow << c.cluster.wafers;
+  out << YAML::Key << "io_edge" << YAML::Value << std::string(meshir::to_string(c.cluster.io_edge));
   out << YAML::Key << "link_bytes_per_s" << YAML::Value << num(c.cluster.link_bytes_per_s);
   out << YAML::Key << "link_latency_s" << YAML::Value << num(c.cluster.link_latency_s);
   out << YAML::Key << "ingress_bytes_per_s" << YAML::Value << num(c.cluster.ingress_bytes_per_s);

@@ -234,6 +234,26 @@ OpCost transfer_cost(const Rect& from, const Rect& to, double bytes, const wafer
   return movement(dx + dy, bytes, lanes, wafer, p);
 }
 
+OpCost link_crossing_cost(const meshir::Schedule& schedule, const PlacedOp& op, const wafer::WaferParams& wafer,
+                          const CostParams& p) {
+  if (schedule.link_bytes_per_s < 1) throw InternalError("op '" + op.name + "' crosses wafers with no link bandwidth");
+  const double bytes = static_cast<double>(op.work.input_bytes);
+  const Rect to = meshir::used_part(schedule, op.to_region);
+  // The bytes stream from the source PEs to the I/O edge, over the link, then from the far wafer's
+  // edge to the destination: the latencies add, the slowest of the three bandwidths paces the bytes.
+  const OpCost out = transfer_cost(op.used, meshir::io_rect(schedule, op.used), bytes, wafer, p);
+  const OpCost in = transfer_cost(meshir::io_rect(schedule, to), to, bytes, wafer, p);
+  const double link_s = bytes / static_cast<double>(schedule.link_bytes_per_s);
+  OpCost c;
+  c.hops = out.hops + in.hops;
+  c.hop_cycles = out.hop_cycles + in.hop_cycles;
+  c.link_cycles = std::max({out.link_cycles, in.link_cycles, link_s * wafer.clock_hz});
+  c.overhead_cycles = out.overhead_cycles + in.overhead_cycles +
+                      static_cast<double>(schedule.link_latency_ns) * 1e-9 * wafer.clock_hz;
+  finish(c);
+  return c;
+}
+
 int colours_needed(const PlacedOp& op) {
   switch (op.kernel) {
     case Kernel::meshgemm:
@@ -277,6 +297,10 @@ OpCost op_cost(const meshir::Schedule& schedule, const PlacedOp& op, const wafer
       if (op.to_region < 0 || op.to_region >= static_cast<int>(schedule.regions.size())) {
         throw InternalError("op '" + op.name + "' moves data to an invalid region");
       }
+      if (meshir::crosses_wafers(schedule, op)) {
+        c = link_crossing_cost(schedule, op, wafer, params);
+        break;
+      }
       // From the PEs holding the data (the mover's used rectangle) to the used part of the
       // destination region, as the search costs it.
       c = transfer_cost(op.used, meshir::used_part(schedule, op.to_region), static_cast<double>(op.work.input_bytes),
@@ -307,6 +331,7 @@ Composition compose(const meshir::Schedule& schedule, const std::vector<double>&
   // A layer subset multiplies the decoder layers' steps by layer_scale; embedding and head run once.
   const double scale = static_cast<double>(std::max<std::int64_t>(1, schedule.layer_scale));
   std::map<int, double> stage_cycles;
+  std::map<std::int64_t, double> link_max;  // per sending wafer
   double pass = 0.0;
   for (std::size_t i = 0; i < schedule.ops.size();) {
     const int step = schedule.ops[i].step;
@@ -318,6 +343,13 @@ Composition compose(const meshir::Schedule& schedule, const std::vector<double>&
       repeated = repeated || !schedule.ops[i].once;
       // Transfers between stages run on the links while the stages compute other micro-batches,
       // so they lengthen a pass but not a stage's turn; a transfer inside a stage is on its path.
+      if (meshir::crosses_wafers(schedule, schedule.ops[i])) {
+        // The link between two systems is a pipeline element of its own: it carries one
+        // micro-batch while the wafers compute others.
+        double& l = link_max[meshir::wafer_of(schedule, schedule.ops[i].region)];
+        l = std::max(l, op_total_cycles[i]);
+        continue;
+      }
       if (between_stages(schedule, schedule.ops[i])) continue;
       double& s = stage_max[schedule.ops[i].stage];
       s = std::max(s, op_total_cycles[i]);
@@ -328,6 +360,7 @@ Composition compose(const meshir::Schedule& schedule, const std::vector<double>&
   }
   double bottleneck = 0.0;
   for (const auto& [stage, cycles] : stage_cycles) bottleneck = std::max(bottleneck, cycles);
+  for (const auto& [from_wafer, cycles] : link_max) bottleneck = std::max(bottleneck, cycles);
   return pipeline(pass, bottleneck, schedule.microbatches, schedule.concurrent_requests, clock_hz, decode, prompt_tokens);
 }
 
@@ -381,7 +414,12 @@ ScheduleCost evaluate(const meshir::Schedule& schedule, const wafer::WaferParams
   out.tpr_tokens_per_s = c.tpr_tokens_per_s;
   // PEs allocated to the schedule: its regions (a TUNE may leave part of a region idle, but nothing
   // else can use those PEs).
-  out.pes_used = union_pes(schedule.regions);
+  // Each wafer's regions cover its own PEs.
+  std::map<std::int64_t, std::vector<Rect>> by_wafer;
+  for (std::size_t r = 0; r < schedule.regions.size(); ++r) {
+    by_wafer[meshir::wafer_of(schedule, static_cast<int>(r))].push_back(schedule.regions[r]);
+  }
+  for (const auto& [wafer_index, rects] : by_wafer) out.pes_used += union_pes(rects);
   out.sram_bytes_per_pe_max = meshir::resident_bytes_per_pe_max(schedule);
   out.sram_headroom = 1.0 - static_cast<double>(out.sram_bytes_per_pe_max) / static_cast<double>(schedule.sram_per_pe_bytes);
   return out;

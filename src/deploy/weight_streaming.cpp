@@ -5,9 +5,8 @@
 #include <sstream>
 #include <vector>
 
-#include "wavel/baselines/baselines.hpp"
+#include "wavel/deploy/layer_costs.hpp"
 #include "wavel/common/error.hpp"
-#include "wavel/cost/model.hpp"
 
 namespace wavel::deploy {
 
@@ -29,36 +28,11 @@ WeightStreaming stream(const workload::ModelSpec& model, const workload::Workloa
                        const ClusterParams& cluster) {
   WeightStreaming out;
   const workload::Workload whole = workload::build_workload(model, shape);
-  // Decoder layers of one kind are alike: the leading dense layers of an MoE model and one more
-  // layer (so one of each kind), with the embedding and the head, are costed; every layer of the
-  // model takes its kind's compute and streams its own weights.
-  workload::ModelSpec costed = model;
-  costed.num_layers = std::min(model.num_layers, (model.moe ? model.moe->first_dense_layers : 0) + 1);
-  workload::Workload w1 = workload::build_workload(costed, shape);
-  w1.moe_capacity_factor = moe_capacity_factor;
+  const ModelLayerCosts costs = layer_costs(model, shape, moe_capacity_factor, wafer, params);
   const bool decode = shape.phase == workload::Phase::decode;
-  const meshir::Schedule schedule = baselines::build_fullchip(w1, wafer);
-  const cost::ScheduleCost cost = cost::evaluate(schedule, wafer, params, decode, shape.input_tokens);
-
-  std::vector<double> compute_s;  // per layer of w1
-  std::int64_t activation_peak_bytes = 0;
-  for (const auto& layer : w1.layers) {
-    double cycles = 0;
-    const std::string prefix = layer.name + ".";
-    for (std::size_t i = 0; i < schedule.ops.size(); ++i) {
-      if (schedule.ops[i].name.rfind(prefix, 0) == 0) cycles += cost.ops[i].total_cycles;
-    }
-    compute_s.push_back(cycles / wafer.clock_hz);
-    for (const auto& op : layer.ops) activation_peak_bytes = std::max(activation_peak_bytes, op.input_bytes + op.output_bytes);
-  }
   std::vector<StreamedLayer> layers;
-  for (const auto& layer : whole.layers) {
-    const auto kind = std::find_if(w1.layers.begin(), w1.layers.end(), [&](const workload::Layer& l) {
-      return l.decoder == layer.decoder && (layer.decoder ? l.is_moe == layer.is_moe : l.name == layer.name);
-    });
-    if (kind == w1.layers.end()) throw InternalError("weight streaming: no costed layer like '" + layer.name + "'");
-    layers.push_back({static_cast<double>(layer.param_bytes), compute_s[static_cast<std::size_t>(kind - w1.layers.begin())]});
-  }
+  for (const auto& l : costs.layers) layers.push_back({static_cast<double>(l.param_bytes), l.compute_s});
+  const std::int64_t activation_peak_bytes = costs.activation_peak_bytes;
 
   out.sram_required_bytes =
       weight_streaming_sram_bytes(layers, static_cast<double>(whole.kv_cache_bytes + activation_peak_bytes));

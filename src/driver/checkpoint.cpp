@@ -14,7 +14,7 @@ namespace wavel::driver {
 namespace {
 
 constexpr const char* kMagic = "WAVEL-DSE CHECKPOINT\n";
-constexpr std::uint32_t kFormat = 4;  // 4: results carry weight streaming; 3: finished settings in the spool file
+constexpr std::uint32_t kFormat = 5;  // 5: pipeline parts and deployments; 4: results carry weight streaming; 3: finished settings in the spool file
 
 }  // namespace
 

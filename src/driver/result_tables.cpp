@@ -55,9 +55,9 @@ io::Table settings_table(const config::Config& config, const std::vector<config:
   using I = std::vector<std::int64_t>;
   using D = std::vector<double>;
   using S = std::vector<std::string>;
-  I id, requests, input, output, tokens, context, flops, params, kv, act, sram, wafer_sram, fits, layers, subset;
+  I id, requests, input, output, tokens, context, flops, params, kv, act, sram, wafer_sram, fits, layers, subset, wafers;
   D roofline_s, roofline_tps;
-  S model, phase;
+  S model, phase, deployment, stage_layers;
   for (std::size_t i = 0; i < results.size(); ++i) {
     const auto& st = settings.at(i);
     const auto& r = results[i];
@@ -78,6 +78,9 @@ io::Table settings_table(const config::Config& config, const std::vector<config:
     fits.push_back(r.fits_sram);
     layers.push_back(r.model_layers);
     subset.push_back(r.layer_subset_layers);
+    wafers.push_back(r.wafers);
+    deployment.push_back(r.deployment);
+    stage_layers.push_back(r.stage_layers);
     roofline_s.push_back(r.roofline_step_s);
     roofline_tps.push_back(r.roofline_tokens_per_s);
   }
@@ -99,6 +102,9 @@ io::Table settings_table(const config::Config& config, const std::vector<config:
                    {"fits_sram", "bool", fits},
                    {"model_layers", "layers", layers},
                    {"layer_subset_layers", "layers", subset},
+                   {"wafers", "systems", wafers},
+                   {"deployment", "", deployment},
+                   {"stage_layers", "layers", stage_layers},
                    {"roofline_step_s", "s", roofline_s},
                    {"roofline_tokens_per_s", "tokens/s", roofline_tps}}};
   const double nan = std::numeric_limits<double>::quiet_NaN();
@@ -159,13 +165,15 @@ io::Table settings_table(const config::Config& config, const std::vector<config:
     table.columns.push_back({"weight_streaming_sram_required_bytes", "bytes", need});
     table.columns.push_back({"weight_streaming_na_reason", "", reason});
   }
-  D tps, latency, headroom, vs_waferllm, vs_fullchip, hv;
-  I pes, mb, stages, front_size, wavel_groups;
+  D tps, tps_per_wafer, latency, headroom, vs_waferllm, vs_fullchip, hv;
+  I pes, mb, stages, front_size, wavel_groups, wavel_wafers;
   S source;
   const FrontEntry nothing{"none", nan, nan, 0, 0, 0, nan, "", {}};
   for (const auto& r : results) {
     const auto& best = r.front.empty() ? nothing : r.front.front();
     tps.push_back(best.tokens_per_s);
+    tps_per_wafer.push_back(best.tokens_per_s / static_cast<double>(std::max<std::int64_t>(1, r.wafers)));
+    wavel_wafers.push_back(r.wafers);
     latency.push_back(best.latency_s);
     headroom.push_back(best.sram_headroom);
     pes.push_back(best.pes_used);
@@ -182,6 +190,8 @@ io::Table settings_table(const config::Config& config, const std::vector<config:
     hv.push_back(r.hypervolume);
   }
   table.columns.push_back({"wavel_tokens_per_s", "tokens/s", tps});
+  table.columns.push_back({"wavel_wafers", "systems", wavel_wafers});
+  table.columns.push_back({"tokens_per_s_per_wafer", "tokens/s", tps_per_wafer});
   table.columns.push_back({"wavel_latency_s", "s", latency});
   table.columns.push_back({"wavel_pes_used", "PEs", pes});
   table.columns.push_back({"wavel_sram_headroom", "1", headroom});
@@ -438,7 +448,8 @@ void print_settings(std::ostream& out, const config::Config& config, const std::
                                  std::to_string(st.shape.output_tokens),
                                  human(static_cast<double>(r.sram_required_bytes), "B"),
                                  r.fits_sram != 0 && r.layer_subset_layers == 0 ? "yes" : "NO",
-                                 r.layer_subset_layers > 0 ? "subset " + std::to_string(r.layer_subset_layers) + "/" +
+                                 r.wafers > 1               ? r.stage_layers + " on " + std::to_string(r.wafers)
+                                 : r.layer_subset_layers > 0 ? "subset " + std::to_string(r.layer_subset_layers) + "/" +
                                                                  std::to_string(r.model_layers)
                                                            : "all " + std::to_string(r.model_layers)};
     if (with_schedules) {

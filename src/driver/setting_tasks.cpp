@@ -14,20 +14,19 @@
 
 namespace wavel::driver {
 
-namespace {
+namespace detail {
 
-// Simulates one schedule beside its model cost and records the pairs.
 void simulate_sample(const std::string& name, const meshir::Schedule& schedule, const config::Config& config,
-                     const workload::Workload& w, SettingResult& out) {
-  const bool decode = w.shape.phase == workload::Phase::decode;
+                     const workload::WorkloadShape& shape, SettingResult& out) {
+  const bool decode = shape.phase == workload::Phase::decode;
   sim::SimOptions options;
   options.fidelity = config.sim.fidelity == "wavelet"  ? sim::Fidelity::wavelet
                      : config.sim.fidelity == "packet" ? sim::Fidelity::packet
                                                        : sim::Fidelity::message;
   options.model_ramps = config.sim.model_ramps;
   options.seed = static_cast<std::uint64_t>(config.search.seed);
-  const auto model = cost::evaluate(schedule, config.wafer, config.cost.params, decode, w.shape.input_tokens);
-  const auto simulated = sim::simulate(schedule, config.wafer, decode, w.shape.input_tokens, options);
+  const auto model = cost::evaluate(schedule, config.wafer, config.cost.params, decode, shape.input_tokens);
+  const auto simulated = sim::simulate(schedule, config.wafer, decode, shape.input_tokens, options);
   out.sim.push_back(SimPair{name, model.latency_s, simulated.latency_s, model.tokens_per_s, simulated.tokens_per_s,
                             simulated.ops_simulated, simulated.events});
   for (std::size_t i = 0; i < schedule.ops.size(); ++i) {
@@ -63,6 +62,10 @@ ScheduleResult score(const std::string& name, const std::optional<meshir::Schedu
   return r;
 }
 
+}  // namespace detail
+
+namespace {
+
 
 void pack_stats(const search::SearchStats& s, Packer& p) {
   p.put(s.nodes_visited);
@@ -83,7 +86,9 @@ void pack_stats(const search::SearchStats& s, Packer& p) {
   p.put(s.wall_s);
 }
 
-search::SearchStats unpack_stats(Unpacker& u) {
+}  // namespace
+
+search::SearchStats detail::unpack_stats(Unpacker& u) {
   search::SearchStats s;
   u.get(s.nodes_visited);
   u.get(s.exhaustive_tree_log10);
@@ -104,6 +109,8 @@ search::SearchStats unpack_stats(Unpacker& u) {
   return s;
 }
 
+namespace {
+
 void pack_candidates(const std::vector<search::SearchCandidate>& candidates, Packer& p) {
   p.put(static_cast<std::uint64_t>(candidates.size()));
   for (const auto& c : candidates) {
@@ -116,7 +123,9 @@ void pack_candidates(const std::vector<search::SearchCandidate>& candidates, Pac
   }
 }
 
-void unpack_candidates(Unpacker& u, std::vector<search::SearchCandidate>& out) {
+}  // namespace
+
+void detail::unpack_candidates(Unpacker& u, std::vector<search::SearchCandidate>& out) {
   const auto n = u.count(3 * sizeof(double));
   for (std::uint64_t i = 0; i < n; ++i) {
     search::SearchCandidate c;
@@ -129,6 +138,8 @@ void unpack_candidates(Unpacker& u, std::vector<search::SearchCandidate>& out) {
     out.push_back(std::move(c));
   }
 }
+
+namespace {
 
 std::int64_t pruned_total(const search::SearchStats& s) {
   return s.pruned_sram + s.pruned_bound + s.pruned_incumbent + s.pruned_dominance + s.pruned_tune + s.pruned_symmetry;
@@ -181,6 +192,9 @@ void pack_setting(const SettingResult& r, Packer& p) {
   p.put(r.roofline_tokens_per_s);
   p.put(r.model_layers);
   p.put(r.layer_subset_layers);
+  p.put(r.wafers);
+  p.put(r.deployment);
+  p.put(r.stage_layers);
   p.put(static_cast<std::uint8_t>(r.weight_streaming.placed));
   p.put(r.weight_streaming.latency_s);
   p.put(r.weight_streaming.tokens_per_s);
@@ -259,6 +273,9 @@ SettingResult unpack_setting(Unpacker& u) {
   u.get(r.roofline_tokens_per_s);
   u.get(r.model_layers);
   u.get(r.layer_subset_layers);
+  u.get(r.wafers);
+  u.get(r.deployment);
+  u.get(r.stage_layers);
   r.weight_streaming.placed = u.get<std::uint8_t>() != 0;
   u.get(r.weight_streaming.latency_s);
   u.get(r.weight_streaming.tokens_per_s);
@@ -346,6 +363,7 @@ workload::ModelSpec with_layers(workload::ModelSpec model, std::int64_t layers) 
 
 LayerSubset choose_layer_subset(const config::Config& config, const config::Setting& setting) {
   const auto& model = config.workloads.models.at(setting.model_index).spec;
+  if (setting.wafers > 1) return {};  // a pipeline holds the whole model
   const double budget = config.workloads.layer_subset_max_fill * static_cast<double>(config.wafer.total_sram_bytes());
   // Weights and KV cache stay resident and scale with the layers; activations are transient and
   // do not, so the schedules' own SRAM checks judge them.
@@ -360,14 +378,33 @@ LayerSubset choose_layer_subset(const config::Config& config, const config::Sett
   return {1, model.num_layers};  // a one-layer model: 1 divides everything, so not reached
 }
 
-workload::Workload setting_workload(const config::Config& config, const config::Setting& setting) {
+std::optional<deploy::PipelinePlan> setting_pipeline(const config::Config& config, const config::Setting& setting) {
+  if (setting.wafers <= 1) return std::nullopt;
+  return deploy::plan_pipeline(config.workloads.models.at(setting.model_index).spec, setting.shape, setting.wafers,
+                               config.workloads.moe_capacity_factor, config.wafer, config.cost.params,
+                               config.workloads.layer_subset_max_fill);
+}
+
+std::vector<workload::Workload> setting_parts(const config::Config& config, const config::Setting& setting) {
   const auto& model = config.workloads.models.at(setting.model_index).spec;
+  std::vector<workload::Workload> parts;
+  if (const auto plan = setting_pipeline(config, setting)) {
+    for (const auto& part : plan->parts) {
+      parts.push_back(deploy::part_workload(model, setting.shape, part, config.workloads.moe_capacity_factor));
+    }
+    return parts;
+  }
   const LayerSubset subset = choose_layer_subset(config, setting);
   workload::Workload w = workload::build_workload(subset.layers > 0 ? with_layers(model, subset.layers) : model,
                                                   setting.shape);
   w.layer_scale = subset.scale;
   w.moe_capacity_factor = config.workloads.moe_capacity_factor;
-  return w;
+  parts.push_back(std::move(w));
+  return parts;
+}
+
+workload::Workload setting_workload(const config::Config& config, const config::Setting& setting) {
+  return std::move(setting_parts(config, setting).front());
 }
 
 SettingResult describe_setting(const config::Config& config, const config::Setting& setting, const LayerSubset& subset) {
@@ -376,6 +413,11 @@ SettingResult describe_setting(const config::Config& config, const config::Setti
   SettingResult s;
   s.model_layers = model.num_layers;
   s.layer_subset_layers = subset.layers;
+  s.wafers = setting.wafers;
+  s.deployment = setting.wafers > 1 ? "pipeline" : subset.layers > 0 ? "layer_subset" : "single";
+  if (const auto plan = setting_pipeline(config, setting)) {
+    for (const auto& part : plan->wafers) s.stage_layers += (s.stage_layers.empty() ? "" : "+") + std::to_string(part.layers);
+  }
   s.setting_id = setting.id;
   s.tokens_per_step = w.tokens_per_step;
   s.context_tokens = w.context_tokens;
@@ -384,9 +426,10 @@ SettingResult describe_setting(const config::Config& config, const config::Setti
   s.kv_cache_bytes = w.kv_cache_bytes;
   s.sram_required_bytes = sram_required_bytes(w);
   s.activation_peak_bytes = s.sram_required_bytes - s.param_bytes - s.kv_cache_bytes;
-  s.wafer_sram_bytes = config.wafer.total_sram_bytes();
+  s.wafer_sram_bytes = config.wafer.total_sram_bytes() * setting.wafers;  // every wafer of the deployment
   s.fits_sram = s.sram_required_bytes <= s.wafer_sram_bytes ? 1 : 0;
-  s.roofline_step_s = static_cast<double>(w.flops) / config.wafer.peak_flops_per_s();
+  // A pipeline's wafers work on different micro-batches at once.
+  s.roofline_step_s = static_cast<double>(w.flops) / (config.wafer.peak_flops_per_s() * static_cast<double>(setting.wafers));
   // Tokens produced by one step: one per request in decode, the whole prompt in prefill.
   const double tokens = setting.shape.phase == workload::Phase::decode
                             ? static_cast<double>(setting.shape.concurrent_requests)
@@ -396,11 +439,12 @@ SettingResult describe_setting(const config::Config& config, const config::Setti
 }
 
 std::string run_baselines(const config::Config& config, const config::Setting& setting, const workload::Workload& w,
-                          TaskCounters& counters) {
+                          std::size_t part, TaskCounters& counters) {
   // The workload already is the subset the schedules use.
   const LayerSubset subset{w.layer_scale > 1 ? w.model.num_layers : 0, w.layer_scale};
   SettingResult s = describe_setting(config, setting, subset);
-  s.weight_streaming = deploy::weight_streaming(config.workloads.models.at(setting.model_index).spec, setting.shape,
+  // Weight streaming is one system's deployment of the whole model: costed once per setting.
+  if (part == 0) s.weight_streaming = deploy::weight_streaming(config.workloads.models.at(setting.model_index).spec, setting.shape,
                                                 config.workloads.moe_capacity_factor, config.wafer, config.cost.params,
                                                 config.cluster);
   const auto& b = config.baselines;
@@ -418,7 +462,7 @@ std::string run_baselines(const config::Config& config, const config::Setting& s
   // layer subset it can place, scaled to the full depth like the others (it then seeds nothing, as
   // its schedule holds other layers than the search's).
   workload::Workload waferllm_w = w;
-  if (!waferllm && config.workloads.layer_subset && w.model.moe == std::nullopt) {
+  if (!waferllm && config.workloads.layer_subset && w.model.moe == std::nullopt && setting.wafers == 1) {
     const auto& model = config.workloads.models.at(setting.model_index).spec;
     for (std::int64_t k = w.model.num_layers - 1; k >= 1 && !waferllm; --k) {
       if (model.num_layers % k != 0) continue;
@@ -430,8 +474,8 @@ std::string run_baselines(const config::Config& config, const config::Setting& s
     }
     if (!waferllm) waferllm_na += " (and at every smaller layer subset)";
   }
-  s.schedules.push_back(score("fullchip", fullchip, config, w, fullchip_na));
-  s.schedules.push_back(score("waferllm", waferllm, config, waferllm_w, waferllm ? "" : waferllm_na));
+  s.schedules.push_back(detail::score("fullchip", fullchip, config, w, fullchip_na));
+  s.schedules.push_back(detail::score("waferllm", waferllm, config, waferllm_w, waferllm ? "" : waferllm_na));
   const auto candidates = search::seed_candidates(w, config.wafer, config.cost.params, seeds);
   for (const auto& c : candidates) counters.found.push_back(c.objectives);
   counters.evaluations = static_cast<std::int64_t>(seeds.size());
@@ -446,7 +490,8 @@ std::string run_piece(const config::Config& config, const config::Setting& setti
                       search::SearchWorkspace& workspace, TaskCounters& counters, const std::atomic<int>* stop_flag) {
   search::SearchOptions options = search::options_from(config.search);
   options.stop_flag = stop_flag;
-  const auto result = workspace.run(std::to_string(setting.id), w, config.wafer, config.cost.params, options, piece,
+  // One key per part of a pipeline (their layer names say which part it is).
+  const auto result = workspace.run(std::to_string(setting.id) + "." + w.layers.front().name, w, config.wafer, config.cost.params, options, piece,
                                     incumbents);
   counters.nodes = result.stats.nodes_visited;
   counters.pruned = pruned_total(result.stats);
@@ -458,12 +503,23 @@ std::string run_piece(const config::Config& config, const config::Setting& setti
   return p.take();
 }
 
-std::string run_finish(const config::Config& config, const workload::Workload& w,
-                       const std::string& baselines, const std::vector<std::string>& pieces, TaskCounters& counters) {
+std::string run_finish(const config::Config& config, const config::Setting& setting,
+                       const std::vector<workload::Workload>& parts, const std::vector<PartResults>& results,
+                       TaskCounters& counters) {
+  if (parts.size() != results.size() || parts.empty()) throw InternalError("run_finish: one result per part needed");
+  if (const auto plan = setting_pipeline(config, setting)) {
+    const SettingResult s = detail::finish_pipeline(config, setting, *plan, parts, results, counters);
+    Packer p;
+    pack_setting(s, p);
+    return p.take();
+  }
+  const workload::Workload& w = parts.front();
+  const std::string& baselines = results.front().baselines;
+  const std::vector<std::string>& pieces = results.front().pieces;
   Unpacker bu(baselines);
   SettingResult s = unpack_setting(bu);
   std::vector<search::SearchCandidate> candidates;
-  unpack_candidates(bu, candidates);
+  detail::unpack_candidates(bu, candidates);
   // The seeds again, from their MeshIR text (printing and parsing round-trip exactly).
   std::vector<std::pair<std::string, meshir::Schedule>> seeds;
   for (const auto& c : candidates) {
@@ -475,8 +531,8 @@ std::string run_finish(const config::Config& config, const workload::Workload& w
   search::SearchStats stats;
   for (const auto& bytes : pieces) {
     Unpacker u(bytes);
-    search::accumulate(stats, unpack_stats(u));
-    unpack_candidates(u, candidates);
+    search::accumulate(stats, detail::unpack_stats(u));
+    detail::unpack_candidates(u, candidates);
   }
   const auto found = search::assemble(w, config.wafer, config.cost.params, search::options_from(config.search), seeds,
                                       candidates, stats);
@@ -496,11 +552,11 @@ std::string run_finish(const config::Config& config, const workload::Workload& w
   // Sampled simulation: the front first (best throughput first), then the baselines.
   std::int64_t budget = config.sim.samples;
   for (std::size_t i = 0; i < found.front.size() && budget > 0; ++i, --budget) {
-    simulate_sample(i == 0 ? "wavel" : "front." + std::to_string(i), found.front[i].schedule, config, w, s);
+    detail::simulate_sample(i == 0 ? "wavel" : "front." + std::to_string(i), found.front[i].schedule, config, w.shape, s);
   }
   for (const auto& [name, schedule] : seeds) {
     if (budget-- <= 0) break;
-    simulate_sample(name, schedule, config, w, s);
+    detail::simulate_sample(name, schedule, config, w.shape, s);
   }
   counters.front_size = static_cast<std::int64_t>(s.front.size());
   counters.best_tokens_per_s = s.front.empty() ? 0.0 : s.front.front().tokens_per_s;
@@ -526,11 +582,11 @@ void check_task_result(TaskResultKind kind, const std::string& bytes) {
   switch (kind) {
     case TaskResultKind::baselines:
       check_schedules(unpack_setting(u));
-      unpack_candidates(u, candidates);
+      detail::unpack_candidates(u, candidates);
       break;
     case TaskResultKind::piece:
-      unpack_stats(u);
-      unpack_candidates(u, candidates);
+      detail::unpack_stats(u);
+      detail::unpack_candidates(u, candidates);
       break;
     case TaskResultKind::finish:
       check_schedules(unpack_setting(u));

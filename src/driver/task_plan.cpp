@@ -20,15 +20,18 @@ Plan make_plan(const config::Config& config, const std::vector<config::Setting>&
   std::ostringstream text;
   for (std::size_t s = 0; s < settings.size(); ++s) {
     const std::size_t first = plan.tasks.size();
-    plan.tasks.push_back(Task{Kind::baselines, s, {}, plan.groups++, 0});
-    std::int64_t last_mb = -1;
-    for (const auto& piece : search::search_pieces(setting_workload(config, settings[s]), config.wafer, options)) {
-      if (piece.microbatches != last_mb) ++plan.groups;
-      last_mb = piece.microbatches;
-      plan.tasks.push_back(Task{Kind::piece, s, piece, plan.groups - 1, 0});
+    const auto parts = setting_parts(config, settings[s]);
+    for (std::size_t part = 0; part < parts.size(); ++part) {
+      plan.tasks.push_back(Task{Kind::baselines, s, part, {}, plan.groups++, 0});
+      std::int64_t last_mb = -1;
+      for (const auto& piece : search::search_pieces(parts[part], config.wafer, options)) {
+        if (piece.microbatches != last_mb) ++plan.groups;
+        last_mb = piece.microbatches;
+        plan.tasks.push_back(Task{Kind::piece, s, part, piece, plan.groups - 1, 0});
+      }
     }
     const std::size_t finish = plan.tasks.size();
-    plan.tasks.push_back(Task{Kind::finish, s, {}, plan.groups++, finish});
+    plan.tasks.push_back(Task{Kind::finish, s, 0, {}, plan.groups++, finish});
     plan.inputs.resize(plan.tasks.size());
     for (std::size_t t = first; t < finish; ++t) {
       plan.tasks[t].finish = finish;
@@ -36,7 +39,7 @@ Plan make_plan(const config::Config& config, const std::vector<config::Setting>&
     }
   }
   for (const auto& t : plan.tasks) {
-    text << static_cast<int>(t.kind) << ' ' << settings[t.setting].id << ' ' << t.piece.microbatches << ' '
+    text << static_cast<int>(t.kind) << ' ' << settings[t.setting].id << ' ' << t.part << ' ' << t.piece.microbatches << ' '
          << t.piece.footprint << ' ' << t.piece.chunk << ' ' << t.piece.chunks << '\n';
   }
   plan.fingerprint = fnv1a64(text.str());

@@ -25,21 +25,36 @@ Worker::Worker(const config::Config& config, const Plan& plan, const std::vector
 std::string Worker::run(std::size_t t, const std::string& input, TaskCounters& counters) {
   const Task& task = plan_.tasks[t];
   const config::Setting& setting = settings_[task.setting];
-  if (!workload_ || workload_setting_ != task.setting) {
-    workload_ = std::make_unique<workload::Workload>(setting_workload(config_, setting));
-    workload_setting_ = task.setting;
+  if (parts_.empty() || parts_setting_ != task.setting) {
+    parts_ = setting_parts(config_, setting);
+    parts_setting_ = task.setting;
   }
+  if (task.part >= parts_.size()) throw InternalError("task of a part the setting does not have");
+  const workload::Workload& w = parts_[task.part];
   Unpacker u(input);
   switch (task.kind) {
     case Kind::baselines:
-      return run_baselines(config_, setting, *workload_, counters);
+      return run_baselines(config_, setting, w, task.part, counters);
     case Kind::piece:
-      return run_piece(config_, setting, *workload_, task.piece, unpack_objectives(u), workspace_, counters, stop_);
+      return run_piece(config_, setting, w, task.piece, unpack_objectives(u), workspace_, counters, stop_);
     case Kind::finish: {
-      std::vector<std::string> inputs(u.get<std::uint64_t>());
-      for (auto& in : inputs) u.get(in);
-      const std::vector<std::string> pieces(inputs.begin() + 1, inputs.end());
-      return run_finish(config_, *workload_, inputs.front(), pieces, counters);
+      // The inputs are each part's baselines then its pieces, parts in order (make_plan).
+      const auto& from = plan_.inputs[t];
+      const auto n = u.get<std::uint64_t>();
+      if (n != from.size()) throw InternalError("finishing task with " + std::to_string(n) + " inputs, planned " +
+                                                std::to_string(from.size()));
+      std::vector<PartResults> results(parts_.size());
+      for (std::size_t i = 0; i < from.size(); ++i) {
+        const Task& in = plan_.tasks[from[i]];
+        PartResults& r = results.at(in.part);
+        if (in.kind == Kind::baselines) {
+          u.get(r.baselines);
+        } else {
+          r.pieces.emplace_back();
+          u.get(r.pieces.back());
+        }
+      }
+      return run_finish(config_, setting, parts_, results, counters);
     }
   }
   throw InternalError("unknown task kind");

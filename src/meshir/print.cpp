@@ -77,11 +77,17 @@ std::string print(const Schedule& s) {
   out << "requests " << s.concurrent_requests << '\n';
   out << "microbatches " << s.microbatches << '\n';
   out << "layers " << s.layers_total << " scale " << s.layer_scale << '\n';
+  if (s.wafers > 1) {
+    out << "wafers " << s.wafers << " link_bytes_per_s " << s.link_bytes_per_s << " link_latency_ns "
+        << s.link_latency_ns << " io_edge " << to_string(s.io_edge) << '\n';
+  }
   for (const auto& [x, y] : s.defective_pes) out << "defect " << x << ' ' << y << '\n';
-  if (!s.regions.empty()) out << "# region INDEX X Y W H\n";
+  if (!s.regions.empty()) out << (s.wafers > 1 ? "# region INDEX X Y W H wafer N\n" : "# region INDEX X Y W H\n");
   for (std::size_t i = 0; i < s.regions.size(); ++i) {
     const Rect& r = s.regions[i];
-    out << "region " << i << ' ' << r.x << ' ' << r.y << ' ' << r.w << ' ' << r.h << '\n';
+    out << "region " << i << ' ' << r.x << ' ' << r.y << ' ' << r.w << ' ' << r.h;
+    if (s.wafers > 1) out << " wafer " << wafer_of(s, static_cast<int>(i));
+    out << '\n';
   }
   if (!s.ops.empty()) out << "# op INDEX \"NAME\" FIELD=VALUE ...\n";
   for (std::size_t i = 0; i < s.ops.size(); ++i) {

@@ -42,6 +42,13 @@ constexpr std::array<std::pair<AttentionRole, std::string_view>, 4> attention_na
     {AttentionRole::values, "values"},
 }};
 
+const std::array<std::pair<Edge, std::string_view>, 4> edge_names{{
+    {Edge::west, "west"},
+    {Edge::east, "east"},
+    {Edge::north, "north"},
+    {Edge::south, "south"},
+}};
+
 template <class Enum, std::size_t N>
 std::string_view name_of(const std::array<std::pair<Enum, std::string_view>, N>& table, Enum value) {
   for (const auto& [v, name] : table) {
@@ -69,6 +76,28 @@ std::optional<AttentionRole> parse_attention_role(std::string_view text) { retur
 std::optional<Kernel> parse_kernel(std::string_view text) { return value_of(kernel_names, text); }
 std::optional<Dim> parse_dim(std::string_view text) { return value_of(dim_names, text); }
 std::optional<Axis> parse_axis(std::string_view text) { return value_of(axis_names, text); }
+std::string_view to_string(Edge edge) { return name_of(edge_names, edge); }
+std::optional<Edge> parse_edge(std::string_view text) { return value_of(edge_names, text); }
+
+std::int64_t wafer_of(const Schedule& schedule, int region) {
+  if (region < 0 || static_cast<std::size_t>(region) >= schedule.region_wafers.size()) return 0;
+  return schedule.region_wafers[static_cast<std::size_t>(region)];
+}
+
+bool crosses_wafers(const Schedule& schedule, const PlacedOp& op) {
+  return op.kernel == Kernel::transfer && wafer_of(schedule, op.region) != wafer_of(schedule, op.to_region);
+}
+
+Rect io_rect(const Schedule& schedule, const Rect& from) {
+  Rect r = from;
+  switch (schedule.io_edge) {
+    case Edge::west: r.x = 0; break;
+    case Edge::east: r.x = schedule.grid_w_pes - from.w; break;
+    case Edge::north: r.y = 0; break;
+    case Edge::south: r.y = schedule.grid_h_pes - from.h; break;
+  }
+  return r;
+}
 
 Rect used_part(const Schedule& schedule, int region) {
   bool any = false;

@@ -32,7 +32,7 @@ const std::vector<std::string> header_keywords{"meshir",  "schedule", "grid",   
                                                "colours", "requests", "microbatches", "layers"};
 const std::vector<std::string> line_keywords{"meshir",   "schedule",     "grid",   "sram_per_pe_bytes",
                                              "colours",  "requests",     "microbatches", "layers",
-                                             "defect",   "region",       "op"};
+                                             "wafers",   "defect",       "region", "op"};
 const std::vector<std::string> op_keys{"kernel", "region", "used",   "step", "stage",     "inputs",
                                        "in",     "out",    "reduce", "group", "rounds", "to_region", "repeat", "attn", "work"};
 const std::vector<std::string> layout_keys{"x", "y", "part", "repl", "tile"};
@@ -378,7 +378,16 @@ void Parser::parse_region(const std::vector<Piece>& tokens, int end_column) {
   const std::string path = "regions[" + std::to_string(index) + "]";
   s.regions.emplace_back();
   result_.lines.regions.push_back(line_);
-  if (!check_arity(tokens, 5, "region INDEX X Y W H", path, end_column)) return;
+  // `wafer N` after the rectangle places the region on wafer N of a multi-wafer schedule.
+  const bool on_wafer = tokens.size() >= 7 && tokens[6].text == "wafer";
+  if (!check_arity(tokens, on_wafer ? 7 : 5, on_wafer ? "region INDEX X Y W H wafer N" : "region INDEX X Y W H", path,
+                   end_column)) {
+    return;
+  }
+  if (on_wafer) {
+    s.region_wafers.resize(s.regions.size(), 0);
+    if (const auto v = integer<std::int64_t>(tokens[7], path + ".wafer")) s.region_wafers.back() = *v;
+  }
   if (const auto given = integer<int>(tokens[1], path + ".index"); given && *given != index) {
     error(tokens[1].column, path + ".index",
           "region index " + std::to_string(*given) + " out of order: this is region " + std::to_string(index));
@@ -521,6 +530,28 @@ void Parser::parse_line(const std::vector<Piece>& tokens, int end_column, bool d
       error(tokens[2].column, "layers.scale", "expected 'scale', got '" + std::string(tokens[2].text) + "'");
     }
     if (const auto v = integer<std::int64_t>(tokens[3], "layers.scale")) s.layer_scale = *v;
+  } else if (keyword == "wafers") {
+    if (!header(7, "wafers N link_bytes_per_s B link_latency_ns L io_edge EDGE")) return;
+    if (const auto v = integer<std::int64_t>(tokens[1], "wafers")) s.wafers = *v;
+    const std::pair<const char*, std::int64_t*> named[] = {{"link_bytes_per_s", &s.link_bytes_per_s},
+                                                           {"link_latency_ns", &s.link_latency_ns}};
+    for (std::size_t i = 0; i < 2; ++i) {
+      const Piece& key = tokens[2 + 2 * i];
+      if (key.text != named[i].first) {
+        error(key.column, std::string("wafers.") + named[i].first,
+              std::string("expected '") + named[i].first + "', got '" + std::string(key.text) + "'");
+      } else if (const auto v = integer<std::int64_t>(tokens[3 + 2 * i], std::string("wafers.") + named[i].first)) {
+        *named[i].second = *v;
+      }
+    }
+    if (tokens[6].text != "io_edge") {
+      error(tokens[6].column, "wafers.io_edge", "expected 'io_edge', got '" + std::string(tokens[6].text) + "'");
+    } else if (const auto e = parse_edge(tokens[7].text)) {
+      s.io_edge = *e;
+    } else {
+      error(tokens[7].column, "wafers.io_edge",
+            "unknown edge '" + std::string(tokens[7].text) + "', expected west, east, north or south");
+    }
   } else if (keyword == "defect") {
     const std::string path = "defects[" + std::to_string(s.defective_pes.size()) + "]";
     s.defective_pes.emplace_back(0, 0);
@@ -555,6 +586,8 @@ ParsedSchedule Parser::run(const std::string& text) {
     }
     start = end + 1;
   }
+  Schedule& s = result_.schedule;
+  if (!s.region_wafers.empty()) s.region_wafers.resize(s.regions.size(), 0);
   for (const auto& keyword : header_keywords) {
     if (result_.lines.header.count(keyword) == 0) {
       diagnostics_.push_back(Diagnostic{file_, 0, 0, keyword, "missing '" + keyword + "' line"});

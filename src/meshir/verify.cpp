@@ -17,6 +17,7 @@ constexpr std::int64_t int64_max = std::numeric_limits<std::int64_t>::max();
 // is bounded: no billion-round loop, no op whose figures overflow when multiplied by a few.
 constexpr std::int64_t kMaxSidePes = 100000;
 constexpr std::int64_t kMaxLayers = std::int64_t{1} << 20;
+constexpr std::int64_t kMaxWafers = 1024;
 constexpr std::int64_t kMaxRounds = 64;
 constexpr std::int64_t kMaxGroup = std::int64_t{1} << 20;
 constexpr std::int64_t kMaxWork = std::int64_t{1} << 60;
@@ -146,6 +147,12 @@ void Checker::check_header() {
         std::to_string(s_.microbatches) + " microbatches for " + std::to_string(s_.concurrent_requests) +
             " requests: a microbatch would be empty");
   }
+  positive("wafers", s_.wafers, 1, kMaxWafers);
+  if (s_.wafers > 1) {
+    // 1 B/s to 1 PB/s; up to one second per crossing.
+    positive("link_bytes_per_s", s_.link_bytes_per_s, 1, std::int64_t{1} << 50);
+    positive("link_latency_ns", s_.link_latency_ns, 0, 1'000'000'000);
+  }
   if (s_.layers_total < 0) add(header_line("layers"), "layers", "layers is negative");
   if (s_.layer_scale < 1) {
     add(header_line("layers"), "layers.scale",
@@ -174,6 +181,11 @@ void Checker::check_regions() {
               std::to_string(s_.grid_w_pes) + " x " + std::to_string(s_.grid_h_pes) + " grid");
     }
     // A region may hold defective PEs: only the used rectangles of its ops must avoid them (below).
+    if (const std::int64_t w = wafer_of(s_, static_cast<int>(r)); w < 0 || w >= std::max<std::int64_t>(1, s_.wafers)) {
+      add(region_line(r), path + ".wafer",
+          "region " + std::to_string(r) + " lies on wafer " + std::to_string(w) + " of a schedule over " +
+              std::to_string(s_.wafers) + " wafer(s) (0 to " + std::to_string(std::max<std::int64_t>(1, s_.wafers) - 1) + ")");
+    }
   }
 }
 
@@ -228,6 +240,10 @@ void Checker::check_op(std::size_t i) {
     op_error(i, "to_region",
              std::string(to_string(op.kernel)) + " needs a destination region, but to_region " +
                  std::to_string(op.to_region) + " does not exist");
+  } else if (mover && op.kernel != Kernel::transfer && wafer_of(s_, op.region) != wafer_of(s_, op.to_region)) {
+    op_error(i, "to_region",
+             std::string(to_string(op.kernel)) + " to region " + std::to_string(op.to_region) +
+                 " on another wafer: only a transfer crosses the link between systems");
   } else if (!mover && op.to_region != -1) {
     op_error(i, "to_region",
              "to_region is " + std::to_string(op.to_region) + ", must be -1 for a " +
@@ -348,7 +364,7 @@ void Checker::check_steps_disjoint() {
     if (known) continue;
     const Rect& mine = s_.regions[static_cast<std::size_t>(op.region)];
     for (const auto& [other, j] : seen) {
-      if (overlap(mine, s_.regions[static_cast<std::size_t>(other)])) {
+      if (wafer_of(s_, other) == wafer_of(s_, op.region) && overlap(mine, s_.regions[static_cast<std::size_t>(other)])) {
         add(op_line(i), "ops[" + std::to_string(i) + "].region",
             "op '" + op.name + "' (step " + std::to_string(op.step) + ") in region " + std::to_string(op.region) +
                 " overlaps region " + std::to_string(other) + " of op '" + s_.ops[j].name +
@@ -532,7 +548,10 @@ RegionSram with_overlaps(const Schedule& schedule, const std::vector<RegionSram>
   std::vector<Box> boxes;
   for (std::size_t q = 0; q < schedule.regions.size(); ++q) {
     const Rect& r = schedule.regions[q];
-    if (q == region || !overlap(mine, r)) continue;
+    if (q == region || wafer_of(schedule, static_cast<int>(q)) != wafer_of(schedule, static_cast<int>(region)) ||
+        !overlap(mine, r)) {
+      continue;
+    }
     use.buffer_bytes = std::max(use.buffer_bytes, own[q].buffer_bytes);
     boxes.push_back(Box{std::max(r.x, mine.x), std::min(end_of(r.x, r.w), end_of(mine.x, mine.w)),
                         std::max(r.y, mine.y), std::min(end_of(r.y, r.h), end_of(mine.y, mine.h)),

@@ -1,6 +1,8 @@
 // Builds the per-layer op graph of one setting (domain.md §3) with FLOPs, weight, activation and KV bytes.
 #include "wavel/workload/workload.hpp"
 
+#include <algorithm>
+
 #include <utility>
 
 #include "wavel/common/checked.hpp"
@@ -433,6 +435,53 @@ Workload build_workload(const ModelSpec& model, const WorkloadShape& shape) {
   return w;
 }
 
+namespace {
+
+// Keeps the layers a pipeline stage holds and renames its decoder layers by their place in the model.
+void keep_stage(Workload& w) {
+  const Workload::Stage& stage = *w.stage;
+  std::vector<Layer> kept;
+  std::int64_t decoder = 0;
+  for (auto& layer : w.layers) {
+    if (layer.decoder) {
+      layer.name = "layer." + std::to_string(stage.first_layer + decoder++);
+    } else if (layer.name == "embed" ? !stage.embedding : !stage.head) {
+      continue;
+    }
+    // A tied head away from the embedding cannot read its matrix: it holds a copy.
+    if (layer.name == "head" && !stage.embedding && w.model.tie_embeddings) {
+      layer.param_bytes = checked::add(layer.param_bytes, checked::mul(w.model.vocab, w.model.hidden, w.model.dtype_bytes));
+    }
+    kept.push_back(std::move(layer));
+  }
+  w.layers = std::move(kept);
+  w.flops = w.param_bytes = w.kv_cache_bytes = 0;
+  for (const Layer& layer : w.layers) {
+    w.flops = checked::add(w.flops, layer.flops);
+    w.param_bytes = checked::add(w.param_bytes, layer.param_bytes);
+    w.kv_cache_bytes = checked::add(w.kv_cache_bytes, layer.kv_cache_bytes);
+  }
+}
+
+}  // namespace
+
+Workload stage_workload(const ModelSpec& model, const WorkloadShape& shape, std::int64_t first_layer,
+                        std::int64_t layers, bool embedding, bool head) {
+  if (first_layer < 0 || layers < 1 || first_layer > model.num_layers - layers) {
+    throw InternalError("stage_workload: layers [" + std::to_string(first_layer) + ", +" + std::to_string(layers) +
+                        ") outside a model of " + std::to_string(model.num_layers));
+  }
+  ModelSpec part = model;
+  part.num_layers = layers;
+  if (part.moe) {
+    part.moe->first_dense_layers = std::clamp<std::int64_t>(model.moe->first_dense_layers - first_layer, 0, layers);
+  }
+  Workload w = build_workload(part, shape);
+  w.stage = Workload::Stage{first_layer, embedding, head};
+  keep_stage(w);
+  return w;
+}
+
 Workload split_requests(const Workload& w, std::int64_t parts) {
   const std::int64_t requests = w.shape.concurrent_requests;
   if (parts < 1 || requests % parts != 0) {
@@ -445,6 +494,8 @@ Workload split_requests(const Workload& w, std::int64_t parts) {
   Workload part = build_workload(w.model, shape);
   part.layer_scale = w.layer_scale;
   part.moe_capacity_factor = w.moe_capacity_factor;
+  part.stage = w.stage;
+  if (part.stage) keep_stage(part);
   part.kv_cache_bytes = 0;
   for (auto& layer : part.layers) {
     layer.kv_cache_bytes = mul(layer.kv_cache_bytes, parts);

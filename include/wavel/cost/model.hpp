@@ -79,6 +79,12 @@ ScheduleCost evaluate(const meshir::Schedule& schedule, const wafer::WaferParams
 OpCost transfer_cost(const meshir::Rect& from, const meshir::Rect& to, double bytes, const wafer::WaferParams& wafer,
                      const CostParams& params);
 
+/// Cost of a transfer to a region on another wafer (meshir::crosses_wafers): from the mover's used
+/// rectangle to the I/O edge (meshir::io_rect), over the schedule's link, and from the far edge to
+/// the destination's used part. Latencies add; the slowest bandwidth of the three paces the bytes.
+OpCost link_crossing_cost(const meshir::Schedule& schedule, const meshir::PlacedOp& op, const wafer::WaferParams& wafer,
+                          const CostParams& params);
+
 /// Routing colours a kernel occupies per PE (checked against the wafer's budget).
 int colours_needed(const meshir::PlacedOp& op);
 

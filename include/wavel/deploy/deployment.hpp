@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "wavel/meshir/schedule.hpp"
+
 namespace wavel::deploy {
 
 /// What joins the systems of a cluster and feeds them weights.
@@ -17,7 +19,12 @@ struct ClusterParams {
   double link_latency_s = 0;             ///< one crossing between systems (no vendor figure: a bounded parameter)
   double external_memory_bytes = 0;      ///< weight store outside the wafer (MemoryX-like)
   double ingress_bytes_per_s = 0;        ///< weights from that store into one wafer
+  std::vector<std::int64_t> wafers{1};   ///< systems per deployment: a sweep axis (1: one wafer)
+  meshir::Edge io_edge = meshir::Edge::west;  ///< where each wafer's I/O enters its mesh (unpublished: a parameter)
 };
+
+/// The most systems one pipeline may span.
+constexpr std::int64_t kMaxWafers = 64;
 
 /// Bounds of the link latency a config may give (s).
 constexpr double kMinLinkLatencyS = 1e-7;

@@ -117,6 +117,9 @@ struct SettingResult {
   double roofline_tokens_per_s = 0;        ///< upper bound on tokens/s implied by roofline_step_s
   std::int64_t model_layers = 0;           ///< the model's depth
   std::int64_t layer_subset_layers = 0;    ///< layers the schedules were built with; 0 = the whole model
+  std::int64_t wafers = 1;                 ///< systems the setting deploys the model over
+  std::string deployment;                  ///< "single" (whole model, one wafer), "layer_subset" (scaled), "pipeline"
+  std::string stage_layers;                ///< pipeline: decoder layers per wafer, e.g. "27+27+26"
   std::vector<ScheduleResult> schedules;   ///< fullchip, then waferllm
   deploy::WeightStreaming weight_streaming; ///< the whole model streamed layer by layer (not in dry runs)
   std::vector<FrontEntry> front;           ///< the search's Pareto front, best throughput first

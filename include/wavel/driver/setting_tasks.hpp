@@ -3,12 +3,14 @@
 #pragma once
 
 #include <atomic>
+#include <optional>
 
 #include <string>
 #include <vector>
 
 #include "wavel/config/config.hpp"
 #include "wavel/config/sweep.hpp"
+#include "wavel/deploy/pipeline.hpp"
 #include "wavel/driver/pack.hpp"
 #include "wavel/driver/run.hpp"
 #include "wavel/search/search.hpp"
@@ -29,8 +31,16 @@ struct LayerSubset {
 };
 LayerSubset choose_layer_subset(const config::Config& config, const config::Setting& setting);
 
-/// The workload the setting's schedules are built for: the whole model or its layer subset
-/// (layer_scale set), with the config's MoE capacity factor.
+/// The pipeline of a setting over setting.wafers > 1 systems (deploy::plan_pipeline under the
+/// config's layer_subset_max_fill), or none on one wafer.
+std::optional<deploy::PipelinePlan> setting_pipeline(const config::Config& config, const config::Setting& setting);
+
+/// The workloads a setting's search covers, one search each: on one wafer the whole model or its
+/// layer subset (layer_scale set); over several, the pipeline's distinct parts. With the config's
+/// MoE capacity factor.
+std::vector<workload::Workload> setting_parts(const config::Config& config, const config::Setting& setting);
+
+/// setting_parts(...)[0]: the one workload of a setting on one wafer.
 workload::Workload setting_workload(const config::Config& config, const config::Setting& setting);
 
 /// Workload and wafer figures of a setting (of the whole model, and `subset`, the layers its
@@ -54,9 +64,10 @@ struct TaskCounters {
   std::int64_t front_size = 0;             ///< finishing: its front size
 };
 
-/// Builds and scores the baselines; the bytes hold them and the seeds among them.
+/// Builds and scores the baselines of part `part` of the setting (workload `w`); the bytes hold
+/// them and the seeds among them.
 std::string run_baselines(const config::Config& config, const config::Setting& setting, const workload::Workload& w,
-                          TaskCounters& counters);
+                          std::size_t part, TaskCounters& counters);
 
 /// One piece of the setting's search.
 std::string run_piece(const config::Config& config, const config::Setting& setting, const workload::Workload& w,
@@ -64,10 +75,33 @@ std::string run_piece(const config::Config& config, const config::Setting& setti
                       search::SearchWorkspace& workspace, TaskCounters& counters,
                       const std::atomic<int>* stop_flag = nullptr);
 
-/// The setting's result from its baselines' bytes and its pieces' bytes in piece order: the front,
-/// its schedules, and the sampled simulation. Returns pack_setting's bytes.
-std::string run_finish(const config::Config& config, const workload::Workload& w,
-                       const std::string& baselines, const std::vector<std::string>& pieces, TaskCounters& counters);
+/// What the searches of one part of a setting returned: its baselines' bytes, its pieces' in piece order.
+struct PartResults {
+  std::string baselines;
+  std::vector<std::string> pieces;
+};
+
+/// The setting's result from its parts' results (setting_parts order): the front, its schedules,
+/// and the sampled simulation; over several wafers the parts' schedules joined into pipelines
+/// (pipeline_finish.cpp). Returns pack_setting's bytes.
+std::string run_finish(const config::Config& config, const config::Setting& setting,
+                       const std::vector<workload::Workload>& parts, const std::vector<PartResults>& results,
+                       TaskCounters& counters);
+
+namespace detail {
+/// run_finish over several wafers.
+SettingResult finish_pipeline(const config::Config& config, const config::Setting& setting,
+                              const deploy::PipelinePlan& plan, const std::vector<workload::Workload>& parts,
+                              const std::vector<PartResults>& results, TaskCounters& counters);
+/// Scores a schedule built for workload `w` (not placed, with `na_reason`, when there is none).
+ScheduleResult score(const std::string& name, const std::optional<meshir::Schedule>& schedule,
+                     const config::Config& config, const workload::Workload& w, const std::string& na_reason);
+/// Simulates a schedule of the setting beside its model cost and records the pairs in `out`.
+void simulate_sample(const std::string& name, const meshir::Schedule& schedule, const config::Config& config,
+                     const workload::WorkloadShape& shape, SettingResult& out);
+void unpack_candidates(Unpacker& u, std::vector<search::SearchCandidate>& out);
+search::SearchStats unpack_stats(Unpacker& u);
+}  // namespace detail
 
 /// What a task's bytes hold: run_baselines', run_piece's or run_finish's result.
 enum class TaskResultKind { baselines, piece, finish };

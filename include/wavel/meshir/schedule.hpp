@@ -42,6 +42,9 @@ enum class Kernel {
   moe_combine,  ///< gather expert outputs back
 };
 
+/// A side of the wafer: where a system's I/O (its links to other systems) enters the mesh.
+enum class Edge { west, east, north, south };
+
 /// The part of attention an op computes; the cost model reduces over the PEs that hold a head.
 enum class AttentionRole {
   none,     ///< not attention
@@ -126,12 +129,31 @@ struct Schedule {
   std::int64_t layer_scale = 1;     ///< >1: the ops cover a subset of decoder layers; the costs of ops
                                     ///< not marked `once` are scaled (labelled)
   std::int64_t layers_total = 0;    ///< model depth the schedule stands for
+  // A pipeline over several systems (wafers > 1): each region lies on one wafer of the same grid,
+  // and a transfer between regions of two wafers crosses the systems' link.
+  std::int64_t wafers = 1;
+  std::int64_t link_bytes_per_s = 0;  ///< one system's link to the next, each direction
+  std::int64_t link_latency_ns = 0;   ///< one crossing, before the bytes
+  Edge io_edge = Edge::west;          ///< where each wafer's I/O enters the mesh
+  std::vector<std::int64_t> region_wafers;  ///< parallel to regions; empty: every region on wafer 0
 };
+
+/// The wafer region `region` lies on (0 when the schedule spans one wafer).
+std::int64_t wafer_of(const Schedule& schedule, int region);
+
+/// True for a transfer whose source and destination regions lie on different wafers.
+bool crosses_wafers(const Schedule& schedule, const PlacedOp& op);
+
+/// The rectangle, against the wafer's I/O edge, that an activation held on `from` travels to (or
+/// arrives from) when it leaves (enters) the wafer: the same shape, moved flush to the edge.
+Rect io_rect(const Schedule& schedule, const Rect& from);
 
 std::string_view to_string(Kernel kernel);
 std::string_view to_string(Dim dim);
 std::string_view to_string(Axis axis);
 std::string_view to_string(AttentionRole role);
+std::string_view to_string(Edge edge);
+std::optional<Edge> parse_edge(std::string_view text);
 std::optional<AttentionRole> parse_attention_role(std::string_view text);
 std::optional<Kernel> parse_kernel(std::string_view text);
 std::optional<Dim> parse_dim(std::string_view text);

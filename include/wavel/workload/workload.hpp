@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -89,6 +90,13 @@ struct Workload {
   std::int64_t kv_cache_bytes = 0;
   double moe_capacity_factor = 1.25;   ///< an expert group serves at most this x its mean share of routed rows
   std::int64_t layer_scale = 1;        ///< >1: a layer subset (model.num_layers layers) stands for this x as many
+  /// The part of a model one wafer of a pipeline holds (see stage_workload); none: the whole model.
+  struct Stage {
+    std::int64_t first_layer = 0;      ///< the model's decoder layer this part starts at
+    bool embedding = true;             ///< the first wafer holds the embedding
+    bool head = true;                  ///< the last wafer holds the LM head
+  };
+  std::optional<Stage> stage;
 };
 
 /// Builds the op graph of every layer for one setting (domain.md §3).
@@ -100,6 +108,13 @@ Workload build_workload(const ModelSpec& model, const WorkloadShape& shape);
 /// cache bytes are exactly `parts` times the part's. layer_scale and the MoE capacity factor carry
 /// over. Throws wavel::InternalError if parts does not divide the requests.
 Workload split_requests(const Workload& w, std::int64_t parts);
+
+/// The part of `model` one wafer of a pipeline holds: decoder layers [first_layer, first_layer +
+/// layers) named by their place in the model, with the embedding and/or the LM head. A tied head on
+/// another wafer than the embedding keeps its own copy of the matrix. Throws wavel::InternalError
+/// for a range outside the model.
+Workload stage_workload(const ModelSpec& model, const WorkloadShape& shape, std::int64_t first_layer,
+                        std::int64_t layers, bool embedding, bool head);
 
 /// The divisors of `requests`, ascending: the micro-batch counts that split them exactly.
 std::vector<std::int64_t> request_divisors(std::int64_t requests);

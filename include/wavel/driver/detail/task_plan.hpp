@@ -21,6 +21,7 @@ enum class Kind : std::uint8_t { baselines, piece, finish };
 struct Task {
   Kind kind = Kind::baselines;
   std::size_t setting = 0;       ///< index into the settings
+  std::size_t part = 0;          ///< which of setting_parts (a pipeline's distinct wafer parts; else 0)
   search::SearchPiece piece;     ///< pieces only
   std::size_t group = 0;         ///< tasks sharing cached state: a setting's baselines, or (setting, micro-batches)
   std::size_t finish = 0;        ///< the finishing task that consumes this one (finish: itself)
@@ -33,7 +34,8 @@ struct Plan {
   std::uint64_t fingerprint = 0;                 ///< of the task list: a checkpoint only resumes the same plan
 };
 
-/// Per setting: its baselines, its search pieces (grouped by micro-batches), then a finishing task.
+/// Per setting and part: its baselines, its search pieces (grouped by micro-batches); then the
+/// setting's finishing task.
 Plan make_plan(const config::Config& config, const std::vector<config::Setting>& settings);
 
 // Message tags on the hub's own communicator.

@@ -33,8 +33,8 @@ class Worker {
   const Plan& plan_;
   const std::vector<config::Setting>& settings_;
   const std::atomic<int>* stop_;
-  std::unique_ptr<workload::Workload> workload_;
-  std::size_t workload_setting_ = 0;
+  std::vector<workload::Workload> parts_;  ///< setting_parts of the last setting worked on
+  std::size_t parts_setting_ = 0;
   search::SearchWorkspace workspace_;
 };
 

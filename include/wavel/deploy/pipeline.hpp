@@ -1,0 +1,64 @@
+// A model deployed over several systems as a pipeline: decoder layers split into contiguous stages,
+// one per wafer, split by cost; each stage searched on its own wafer; the wafers' schedules joined
+// into one multi-wafer MeshIR schedule whose transfers between wafers cross the systems' link.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "wavel/cost/params.hpp"
+#include "wavel/deploy/deployment.hpp"
+#include "wavel/meshir/schedule.hpp"
+#include "wavel/wafer/wafer.hpp"
+#include "wavel/workload/model.hpp"
+#include "wavel/workload/workload.hpp"
+
+namespace wavel::deploy {
+
+/// The part of the model one wafer holds.
+struct StagePart {
+  std::int64_t first_layer = 0;
+  std::int64_t layers = 0;
+  bool embedding = false;
+  bool head = false;
+  std::int64_t dense_layers = 0;  ///< MoE: leading dense layers in the part (a part's kind)
+  friend bool operator==(const StagePart& a, const StagePart& b) {
+    return a.layers == b.layers && a.embedding == b.embedding && a.head == b.head && a.dense_layers == b.dense_layers;
+  }
+};
+
+/// Which layers each wafer holds, and the distinct parts (wafers holding alike parts share one search).
+struct PipelinePlan {
+  std::vector<StagePart> wafers;        ///< per wafer, in pipeline order
+  std::vector<std::size_t> part_of;     ///< per wafer: index into `parts`
+  std::vector<StagePart> parts;         ///< distinct parts, in order of first use
+  std::vector<double> proxy_stage_s;    ///< per wafer: the split's stage time (Full-Chip compute per layer)
+  bool fits = true;                     ///< every wafer's weights and KV cache within layer_subset_max_fill of its SRAM
+  std::string na_reason;                ///< why not, when it does not fit
+};
+
+/// Splits `model` over `wafers` systems: split_layers over each stage's Full-Chip compute per layer
+/// (layer_costs), a stage whose weights and KV cache exceed `max_fill` of the wafer's SRAM counting
+/// as infinitely slow. With no split that fits, the split balancing compute alone, fits = false.
+/// Throws wavel::InputDataError when the model has fewer decoder layers than wafers.
+PipelinePlan plan_pipeline(const workload::ModelSpec& model, const workload::WorkloadShape& shape, std::int64_t wafers,
+                           double moe_capacity_factor, const wafer::WaferParams& wafer, const cost::CostParams& params,
+                           double max_fill);
+
+/// The workload of one part, with the config's MoE capacity factor.
+workload::Workload part_workload(const workload::ModelSpec& model, const workload::WorkloadShape& shape,
+                                 const StagePart& part, double moe_capacity_factor);
+
+/// One schedule over the wafers of `plan`: `per_part[p]` is part p's single-wafer schedule (all with
+/// the same micro-batch count), placed on every wafer holding that part with its layers renamed to
+/// their place in the model. Between consecutive wafers a transfer carries the activation from the
+/// last op of one to the first region of the next (with a re-layout where a reader of the layer
+/// input expects another layout); in decode a second transfer returns the sampled tokens to the
+/// first wafer. `parts[p]` is the workload part p's schedule was built from (it names the readers
+/// of the layer input). Throws wavel::InternalError when the schedules cannot be joined.
+meshir::Schedule join_stages(const PipelinePlan& plan, const std::vector<const meshir::Schedule*>& per_part,
+                             const std::vector<const workload::Workload*>& parts, const ClusterParams& cluster,
+                             std::int64_t layers_total, bool decode, const std::string& name);
+
+}  // namespace wavel::deploy
