@@ -8,7 +8,6 @@
 #include <tuple>
 
 #include "wavel/common/error.hpp"
-#include "wavel/cost/model.hpp"
 
 namespace wavel::deploy {
 
@@ -83,24 +82,6 @@ LayerSplit split_layers(std::int64_t decoder_layers, std::int64_t wafers, const 
   out.bottleneck_s = best[W][L].first;
   out.sum_s = best[W][L].second;
   return out;
-}
-
-double link_crossing_s(const ClusterParams& cluster, double bytes, double on_wafer_s) {
-  if (!(cluster.link_bytes_per_s > 0)) throw InternalError("a link crossing with no link bandwidth");
-  return cluster.link_latency_s + bytes / cluster.link_bytes_per_s + on_wafer_s;
-}
-
-DeploymentTiming pipeline_timing(const LayerSplit& split, double crossing_s, double return_s,
-                                 std::int64_t microbatches, std::int64_t concurrent_requests, bool decode,
-                                 std::int64_t prompt_tokens) {
-  const auto crossings = static_cast<double>(split.layers.empty() ? 0 : split.layers.size() - 1);
-  // A link is a pipeline element of its own: it carries one micro-batch while the stages work on others.
-  double pass_s = split.sum_s + crossings * crossing_s + (decode && crossings > 0 ? return_s : 0.0);
-  const double bottleneck_s = std::max(split.bottleneck_s, crossings > 0 ? crossing_s : 0.0);
-  // Seconds stand in for cycles at a 1 Hz clock.
-  const cost::Composition c =
-      cost::pipeline(pass_s, bottleneck_s, microbatches, concurrent_requests, 1.0, decode, prompt_tokens);
-  return DeploymentTiming{c.latency_s, c.tokens_per_s, c.tpr_tokens_per_s};
 }
 
 double weight_streaming_step_s(const std::vector<StreamedLayer>& layers, double ingress_bytes_per_s) {

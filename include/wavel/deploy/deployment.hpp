@@ -1,6 +1,6 @@
-// Deployments beyond one wafer (issue 23, groundwork): decoder layers split into contiguous stages
-// over several systems joined by links, and weight streaming from external memory. Each wafer's
-// part is costed by the caller (a searched schedule); this composes the parts.
+// Deployments beyond one wafer: the systems around a wafer (links, external weight memory), the
+// exact split of decoder layers into contiguous stages (pipeline.hpp uses it), and weight streaming's
+// step. A pipeline's timing is the cost model's, on its joined MeshIR schedule.
 #pragma once
 
 #include <cstdint>
@@ -53,25 +53,6 @@ struct LayerSplit {
 /// the slowest stage and then the sum (exact: dynamic programming over the counts, each count's time
 /// asked once). Throws wavel::InputDataError if there are fewer layers than wafers.
 LayerSplit split_layers(std::int64_t decoder_layers, std::int64_t wafers, const StageTime& stage_time);
-
-/// One crossing between systems: latency, bytes over the link, and the hops on the two wafers
-/// between their regions and their I/O edges (`on_wafer_s`, from the schedules).
-double link_crossing_s(const ClusterParams& cluster, double bytes, double on_wafer_s);
-
-/// Figures of a deployment (all predicted).
-struct DeploymentTiming {
-  double latency_s = 0;          ///< TPOT (decode) or mean TTFT (prefill)
-  double tokens_per_s = 0;       ///< over all concurrent requests
-  double tpr_tokens_per_s = 0;   ///< per request
-};
-
-/// A pipeline over the wafers of `split`, `microbatches` micro-batches in flight: a micro-batch's
-/// pass crosses every stage and the links between them (decode: and back to the first wafer, with
-/// the sampled token: `return_s`); the slowest stage or link sets the pace. The same composition
-/// as one wafer's stages (cost::pipeline).
-DeploymentTiming pipeline_timing(const LayerSplit& split, double crossing_s, double return_s,
-                                 std::int64_t microbatches, std::int64_t concurrent_requests, bool decode,
-                                 std::int64_t prompt_tokens);
 
 /// One layer streamed in: its weights and the compute it runs on resident activations.
 struct StreamedLayer {

@@ -1,0 +1,214 @@
+// Pipelines over several wafers (issue 23): stage workloads, the split, the joined MeshIR schedule,
+// its cost derived by hand, its text form, the verifier's refusals and the simulator's link.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "cost_fixtures.hpp"
+#include "wavel/baselines/baselines.hpp"
+#include "wavel/common/error.hpp"
+#include "wavel/cost/model.hpp"
+#include "wavel/deploy/pipeline.hpp"
+#include "wavel/meshir/text.hpp"
+#include "wavel/meshir/verify.hpp"
+#include "wavel/sim/simulate.hpp"
+#include "wavel/workload/model.hpp"
+#include "wavel/workload/workload.hpp"
+
+using namespace wavel;
+
+namespace {
+
+workload::ModelSpec four_layer_llama() {
+  auto m = *workload::find_model_preset("llama3-8b");
+  m.num_layers = 4;
+  return m;
+}
+
+// Two wafers of 2 layers each, Full-Chip on both at `mb` micro-batches, joined.
+struct TwoWafers {
+  workload::ModelSpec model = four_layer_llama();
+  workload::WorkloadShape shape{workload::Phase::decode, 8, 2048, 128};
+  deploy::PipelinePlan plan;
+  std::vector<workload::Workload> parts;
+  std::vector<meshir::Schedule> stages;
+  meshir::Schedule joined;
+
+  explicit TwoWafers(std::int64_t mb) {
+    const auto wafer = test::wse3();
+    plan.wafers = {{0, 2, true, false, 0}, {2, 2, false, true, 0}};
+    plan.part_of = {0, 1};
+    plan.parts = plan.wafers;
+    for (const auto& p : plan.parts) parts.push_back(deploy::part_workload(model, shape, p, 1.25));
+    for (const auto& w : parts) stages.push_back(baselines::build_fullchip(w, wafer, mb));
+    joined = deploy::join_stages(plan, {&stages[0], &stages[1]}, {&parts[0], &parts[1]}, deploy::cluster_preset("cs3"),
+                                 4, true, "pipe");
+  }
+};
+
+}  // namespace
+
+TEST_CASE("a pipeline stage holds its layers, named by their place in the model") {
+  const auto model = four_layer_llama();
+  const workload::WorkloadShape shape{workload::Phase::prefill, 2, 512, 0};
+  const auto whole = workload::build_workload(model, shape);
+  const auto first = workload::stage_workload(model, shape, 0, 1, true, false);
+  const auto middle = workload::stage_workload(model, shape, 1, 2, false, false);
+  const auto last = workload::stage_workload(model, shape, 3, 1, false, true);
+  CHECK(first.layers.front().name == "embed");
+  CHECK(first.layers.back().name == "layer.0");
+  CHECK(middle.layers.size() == 2);
+  CHECK(middle.layers.front().name == "layer.1");
+  CHECK(last.layers.front().name == "layer.3");
+  CHECK(last.layers.back().name == "head");
+  CHECK(first.flops + middle.flops + last.flops == whole.flops);
+  CHECK(first.param_bytes + middle.param_bytes + last.param_bytes == whole.param_bytes);
+  CHECK(first.kv_cache_bytes + middle.kv_cache_bytes + last.kv_cache_bytes == whole.kv_cache_bytes);
+  // Micro-batches keep the part (split_requests rebuilds the workload).
+  const auto half = workload::split_requests(middle, 2);
+  CHECK(half.layers.size() == 2);
+  CHECK(half.layers.front().name == "layer.1");
+  // A tied head away from the embedding holds its own copy of the matrix.
+  auto tied = model;
+  tied.tie_embeddings = true;
+  const auto tied_last = workload::stage_workload(tied, shape, 3, 1, false, true);
+  const auto tied_whole = workload::build_workload(tied, shape);
+  CHECK(tied_last.layers.back().param_bytes == tied_whole.layers.back().param_bytes + tied.vocab * tied.hidden * 2);
+  // MoE: the leading dense layers stay in the part that holds them.
+  const auto moe = *workload::find_model_preset("deepseek-v2-lite");
+  const auto moe_first = workload::stage_workload(moe, shape, 0, 3, true, false);
+  const auto moe_later = workload::stage_workload(moe, shape, 3, 3, false, false);
+  CHECK_FALSE(moe_first.layers[1].is_moe);
+  CHECK(moe_first.layers[2].is_moe);
+  CHECK(moe_later.layers[0].is_moe);
+  CHECK_THROWS_AS(workload::stage_workload(model, shape, 3, 2, false, true), InternalError);
+}
+
+TEST_CASE("a 2-wafer decode pipeline derived by hand: the wafers, the link, the token's return") {
+  const auto wafer = test::wse3();
+  const auto params = test::round_params();
+  const TwoWafers p(1);
+  REQUIRE_NOTHROW(meshir::verify_or_throw(p.joined, meshir::VerifyOptions{"pipe", {}, {}}));
+  const auto joined = cost::evaluate(p.joined, wafer, params, true, 2048);
+  const auto s0 = cost::evaluate(p.stages[0], wafer, params, true, 2048);
+  const auto s1 = cost::evaluate(p.stages[1], wafer, params, true, 2048);
+  // The activation of 8 requests (8 x 4096 x 2 B = 65536 B) leaves the whole grid at its west edge
+  // (0 hops), crosses 150 GB/s (65536 / 150e9 x 1.1e9 = 480.58 cycles, slower than the 755 lanes of
+  // the mesh, 65536 / 3020 = 21.7) after 5 us (5500 cycles), plus two launches (2 x 100).
+  const double crossing = 5500.0 + 65536.0 / 150e9 * 1.1e9 + 200.0;
+  // The sampled tokens (8 x 4 B) go back to the first wafer: 32 / 150e9 x 1.1e9 = 0.2347 cycles.
+  const double token_return = 5500.0 + 32.0 / 150e9 * 1.1e9 + 200.0;
+  double relayouts = 0, link = 0, back = 0;
+  for (std::size_t i = 0; i < p.joined.ops.size(); ++i) {
+    const auto& op = p.joined.ops[i];
+    if (op.name.find("relayout-for-link") != std::string::npos) relayouts += joined.ops[i].total_cycles;
+    if (op.name == "link.0-1") link = joined.ops[i].total_cycles;
+    if (op.name == "link.tokens") back = joined.ops[i].total_cycles;
+  }
+  CHECK(link == doctest::Approx(crossing).epsilon(1e-12));
+  CHECK(back == doctest::Approx(token_return).epsilon(1e-12));
+  // One micro-batch: TPOT is the two wafers' passes, each as on its own wafer, and the crossings.
+  const double tpot_cycles = s0.pass_cycles + crossing + relayouts + s1.pass_cycles + token_return;
+  CHECK(joined.latency_s == doctest::Approx(tpot_cycles / 1.1e9).epsilon(1e-12));
+  CHECK(joined.tokens_per_s == doctest::Approx(8.0 / joined.latency_s).epsilon(1e-12));
+  // Each wafer's PEs count once per wafer.
+  CHECK(joined.pes_used == s0.pes_used + s1.pes_used);
+}
+
+TEST_CASE("two micro-batches keep both wafers busy: the slowest wafer or link sets the round") {
+  const auto wafer = test::wse3();
+  const auto params = test::round_params();
+  const TwoWafers p(2);
+  const auto joined = cost::evaluate(p.joined, wafer, params, true, 2048);
+  const auto s0 = cost::evaluate(p.stages[0], wafer, params, true, 2048);
+  const auto s1 = cost::evaluate(p.stages[1], wafer, params, true, 2048);
+  // Each Full-Chip wafer is one stage; 4 requests per micro-batch cross (32768 B: 218.45 cycles on the wire).
+  const double crossing = 5500.0 + 32768.0 / 150e9 * 1.1e9 + 200.0;
+  const double slowest = std::max({s0.bottleneck_stage_cycles, s1.bottleneck_stage_cycles, crossing});
+  CHECK(joined.bottleneck_stage_cycles == doctest::Approx(slowest).epsilon(1e-12));
+  CHECK(joined.latency_s == doctest::Approx(std::max(joined.pass_cycles, 2.0 * slowest) / 1.1e9).epsilon(1e-12));
+  // Pipelining over the wafers: more tokens/s than one micro-batch through both.
+  const TwoWafers one(1);
+  CHECK(joined.tokens_per_s > cost::evaluate(one.joined, wafer, params, true, 2048).tokens_per_s);
+}
+
+TEST_CASE("a multi-wafer schedule round-trips through its text form; the verifier refuses what cannot run") {
+  const TwoWafers p(1);
+  const std::string text = meshir::print(p.joined);
+  CHECK(text.find("wafers 2 link_bytes_per_s 150000000000 link_latency_ns 5000 io_edge west") != std::string::npos);
+  CHECK(text.find(" wafer 1\n") != std::string::npos);
+  const auto back = meshir::parse(text, "pipe.meshir");
+  CHECK(meshir::print(back) == text);
+  CHECK(back.region_wafers == p.joined.region_wafers);
+  REQUIRE_NOTHROW(meshir::verify_or_throw(back, meshir::VerifyOptions{"pipe.meshir", {}, {}}));
+  const auto refused = [](const meshir::Schedule& s, const std::string& needle) {
+    try {
+      meshir::verify_or_throw(s, meshir::VerifyOptions{"bad.meshir", {}, {}});
+    } catch (const DataError& e) {
+      return std::string(e.what()).find(needle) != std::string::npos;
+    }
+    return false;
+  };
+  auto off = back;
+  off.region_wafers.back() = 5;
+  CHECK(refused(off, "lies on wafer 5"));
+  auto no_link = back;
+  no_link.link_bytes_per_s = 0;
+  CHECK(refused(no_link, "link_bytes_per_s"));
+  // Only a transfer crosses between systems.
+  auto dispatch = back;
+  for (auto& op : dispatch.ops) {
+    if (op.name == "link.0-1") op.kernel = meshir::Kernel::moe_dispatch;
+  }
+  CHECK(refused(dispatch, "only a transfer crosses"));
+  // Both wafers' Full-Chip regions are the whole grid: the same coordinates on two wafers.
+  CHECK(back.regions.front() == back.regions.back());
+  CHECK(back.region_wafers.front() != back.region_wafers.back());
+  // A mistyped header is reported with its line.
+  std::string bad = text;
+  bad.replace(bad.find("io_edge west"), 12, "io_edge up");
+  CHECK_THROWS_AS(meshir::parse(bad, "bad.meshir"), DataError);
+}
+
+TEST_CASE("the split keeps every wafer within its SRAM, and says when no split can") {
+  const auto wafer = test::wse3();
+  const auto params = cost::default_params(wafer);
+  const auto model = *workload::find_model_preset("llama3-70b");
+  const workload::WorkloadShape shape{workload::Phase::decode, 1, 2048, 128};
+  const auto plan = deploy::plan_pipeline(model, shape, 4, 1.25, wafer, params, 0.9);
+  REQUIRE(plan.fits);
+  REQUIRE(plan.wafers.size() == 4);
+  std::int64_t layers = 0;
+  for (std::size_t w = 0; w < 4; ++w) {
+    const auto part = deploy::part_workload(model, shape, plan.wafers[w], 1.25);
+    CHECK(static_cast<double>(part.param_bytes + part.kv_cache_bytes) <= 0.9 * static_cast<double>(wafer.total_sram_bytes()));
+    CHECK(plan.wafers[w].first_layer == layers);
+    layers += plan.wafers[w].layers;
+  }
+  CHECK(layers == 80);
+  CHECK(plan.wafers.front().embedding);
+  CHECK(plan.wafers.back().head);
+  // Alike middle wafers share one part (one search).
+  CHECK(plan.parts.size() <= 3);
+  // 141 GB of weights do not fit two wafers' 2 x 0.9 x 43.6 GB.
+  const auto two = deploy::plan_pipeline(model, shape, 2, 1.25, wafer, params, 0.9);
+  CHECK_FALSE(two.fits);
+  CHECK(two.na_reason.find("SRAM") != std::string::npos);
+  CHECK_THROWS_AS(deploy::plan_pipeline(four_layer_llama(), shape, 5, 1.25, wafer, params, 0.9), InputDataError);
+}
+
+TEST_CASE("the simulator crosses the link as its own element") {
+  const auto wafer = test::wse3();
+  const TwoWafers p(1);
+  sim::SimOptions options;
+  const auto simulated = sim::simulate(p.joined, wafer, true, 2048, options);
+  const auto modelled = cost::evaluate(p.joined, wafer, test::round_params(), true, 2048);
+  for (std::size_t i = 0; i < p.joined.ops.size(); ++i) {
+    if (!meshir::crosses_wafers(p.joined, p.joined.ops[i])) continue;
+    // The 5 us latency, the framed bytes and the two mesh legs; near the model's crossing.
+    CHECK(simulated.ops[i].total_cycles > 5500.0);
+    CHECK(simulated.ops[i].total_cycles == doctest::Approx(modelled.ops[i].total_cycles).epsilon(0.1));
+  }
+}
