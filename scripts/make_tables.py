@@ -107,6 +107,9 @@ class Source:
                 for end in ("lo", "hi"):
                     column = f"speedup_vs_{key}_{end}"
                     row[f"wavel_over_{key}_{end}"] = as_float(settings[column][i]) if column in settings else math.nan
+            # Older files have no wafers column: one wafer.
+            row["wafers"] = int(settings["wafers"][i]) if "wafers" in settings else 1
+            row["stage_layers"] = settings["stage_layers"][i] if "stage_layers" in settings else ""
             row["has_subset_column"] = "layer_subset_layers" in settings
             row["subset_layers"] = int(settings["layer_subset_layers"][i]) if row["has_subset_column"] else 0
             row["model_layers"] = int(settings["model_layers"][i]) if "model_layers" in settings else 0
@@ -186,7 +189,7 @@ def check_grouping(rows):
     different layer subsets compare too: every throughput is whole-model, normalised per layer."""
     by_key = {}
     for r in rows:
-        key = (r["file"], r["model"], r["phase"], r["input_tokens"], r["output_tokens"])
+        key = (r["file"], r["model"], r["wafers"], r["phase"], r["input_tokens"], r["output_tokens"])
         by_key.setdefault(key, []).append(r)
     for members in by_key.values():
         for r in members:
@@ -290,7 +293,7 @@ CSV_COLUMNS = ["file", "setting_id", "model", "model_kind", "phase", "concurrent
                "output_tokens", "wavel_tokens_per_s", "waferllm_tokens_per_s", "fullchip_tokens_per_s",
                "wavel_over_waferllm", "wavel_over_fullchip", "wavel_source", "layer_subset", "check",
                "wavel_over_waferllm_lo", "wavel_over_waferllm_hi", "wavel_over_fullchip_lo", "wavel_over_fullchip_hi",
-               "waferllm_na_reason", "fullchip_na_reason", "waferllm_layer_subset", "fullchip_layer_subset"]
+               "waferllm_na_reason", "fullchip_na_reason", "waferllm_layer_subset", "fullchip_layer_subset", "wafers"]
 
 
 def write_csv(rows, out):
@@ -305,10 +308,31 @@ def write_csv(rows, out):
                          fmt_repr(r["wavel_over_waferllm_lo"]), fmt_repr(r["wavel_over_waferllm_hi"]),
                          fmt_repr(r["wavel_over_fullchip_lo"]), fmt_repr(r["wavel_over_fullchip_hi"]),
                          r["waferllm_na_reason"] or "", r["fullchip_na_reason"] or "",
-                         r["waferllm_subset_label"], r["fullchip_subset_label"]])
+                         r["waferllm_subset_label"], r["fullchip_subset_label"], r["wafers"]])
 
 
-def write_markdown(name, sources, rows, failures, out):
+def whole_model_rows(single, pipes):
+    """Per problem (file, model, phase, requests, lengths) with pipeline rows: the one-wafer row and the
+    pipelines, with the fewest wafers that place the whole model and the best tokens/s per wafer."""
+    out = []
+    keyf = lambda r: (r["file"], r["model"], r["phase"], r["concurrent_requests"], r["input_tokens"], r["output_tokens"])  # noqa: E731
+    by_key = {}
+    for r in pipes:
+        by_key.setdefault(keyf(r), []).append(r)
+    for key in sorted(by_key):
+        one = next((r for r in single if keyf(r) == key), None)
+        # A one-wafer row places the whole model only when it is not a layer subset.
+        placed = [r for r in by_key[key] if finite(r["wavel"])]
+        if one is not None and finite(one["wavel"]) and not one["subset_label"]:
+            placed.append(one)
+        placed.sort(key=lambda r: r["wafers"])
+        fewest = placed[0] if placed else None
+        best = max(placed, key=lambda r: (r["wavel"] / r["wafers"], -r["wafers"])) if placed else None
+        out.append({"key": key, "one": one, "fewest": fewest, "best": best, "tried": sorted(r["wafers"] for r in by_key[key])})
+    return out
+
+
+def write_markdown(name, sources, rows, failures, out, pipes=()):
     multi = len(sources) > 1
     w = lambda line="": print(line, file=out)  # noqa: E731
     w(f"# {name}: Wavel search against WaferLLM and Full-Chip")
@@ -433,6 +457,34 @@ def write_markdown(name, sources, rows, failures, out):
     w()
     w("The paper's settings, wafer (WSE-3) and measurement are not those of this sweep unless the config says "
       "so; the comparison is of orders of magnitude and trends, not a reproduction.")
+    if not pipes:
+        return
+    w()
+    w("## Whole-model deployments over several wafers (PREDICTED by the cost model)")
+    w()
+    w("The tables above are the one-wafer rows (a model that does not fit runs there as a labelled layer subset, "
+      "the paper's method). Here the same settings run whole, as pipelines over the config's `cluster.wafers`: "
+      "the fewest wafers that place the whole model, and the deployment with the best tokens/s per wafer.")
+    w()
+    w("| " + ("file | " if multi else "") + "model | phase | requests | in | out | one wafer: Wavel tok/s | "
+      "one wafer: Wavel / WaferLLM | fewest wafers | its layers per wafer | its tok/s | its Wavel / WaferLLM | "
+      "best tok/s per wafer (wafers) | wafers tried |")
+    w("|" + "---|" * (13 + (1 if multi else 0)))
+    for e in whole_model_rows(rows, pipes):
+        f, model, phase, requests, inp, outp = e["key"]
+        one, fewest, best = e["one"], e["fewest"], e["best"]
+        one_cells = [fmt_tps(one["wavel"]) + (f" ({one['subset_label']})" if one["subset_label"] else ""),
+                     fmt_ratio(ratio(one["wavel"], one["waferllm"]))] if one else ["—", "—"]
+        if fewest:
+            fewest_cells = [str(fewest["wafers"]), fewest["stage_layers"] or f"all {fewest['model_layers']}",
+                            fmt_tps(fewest["wavel"]), fmt_ratio(ratio(fewest["wavel"], fewest["waferllm"])),
+                            f"{fmt_tps(best['wavel'] / best['wafers'])} ({best['wafers']})"]
+        else:
+            fewest_cells = ["none placed", "—", "—", "—", "—"]
+        cells = ([md_escape(f)] if multi else []) + [
+            md_escape(model), phase, str(requests), str(inp), str(outp)] + one_cells + fewest_cells + [
+            ", ".join(str(x) for x in e["tried"])]
+        w("| " + " | ".join(cells) + " |")
 
 
 def main(argv):
@@ -473,7 +525,10 @@ def main(argv):
     failures = [r for r in rows if r["problems"]]
 
     markdown, table = io.StringIO(), io.StringIO()
-    write_markdown(args.name, sources, rows, failures, markdown)
+    # The paper's tables and means are over one wafer; pipelines get their own section.
+    single = [r for r in rows if r["wafers"] == 1]
+    pipes = [r for r in rows if r["wafers"] > 1]
+    write_markdown(args.name, sources, single, [r for r in failures], markdown, pipes)
     write_csv(rows, table)
     paths = [os.path.join(args.out, f"{args.name}.md"), os.path.join(args.out, f"{args.name}.csv")]
     try:

@@ -132,7 +132,7 @@ def split_line(line):
 def parse_meshir(text):
     """{'name', 'grid': (w, h), 'defects': [(x, y)], 'regions': [(x, y, w, h)], 'ops': [dict], ...}."""
     s = {"name": "", "grid": None, "defects": [], "regions": {}, "ops": [], "layers": None, "scale": 1.0,
-         "microbatches": 1, "requests": 1}
+         "microbatches": 1, "requests": 1, "wafers": 1, "io_edge": "west", "region_wafer": {}}
     for number, line in enumerate(text.splitlines(), 1):
         p = split_line(line)
         if not p:
@@ -151,6 +151,9 @@ def parse_meshir(text):
                 s[key] = int(p[1])
             elif key == "region":
                 s["regions"][int(p[1])] = tuple(int(v) for v in p[2:6])
+                s["region_wafer"][int(p[1])] = int(p[7]) if len(p) >= 8 and p[6] == "wafer" else 0
+            elif key == "wafers":
+                s["wafers"], s["io_edge"] = int(p[1]), p[7]
             elif key == "op":
                 op = {"index": int(p[1]), "name": unquote(p[2])}
                 for piece in p[3:]:
@@ -335,11 +338,18 @@ def plot_floorplan(settings, schedules, index, schedule_name, out_dir):
     colour = {r: cmap(0.08 + 0.84 * (k / max(1, len(order) - 1))) for k, r in enumerate(order)}
 
     aspect = grid_h / grid_w
-    width = 7.5
-    fig, ax = plt.subplots(figsize=(width + 4.5, max(4.0, min(14.0, width * aspect))))
-    ax.add_patch(Rectangle((0, 0), grid_w, grid_h, fill=False, ec="k", lw=2))
+    wafers = s["wafers"]
+    width = 7.5 if wafers == 1 else 4.0
+    # One panel per wafer of a pipeline; transfers between wafers leave through the I/O edge.
+    fig, axes = plt.subplots(1, wafers, figsize=(width * wafers + 4.5, max(4.0, min(14.0, width * aspect))),
+                             squeeze=False)
+    axes = axes[0]
+    wafer_of = lambda r: s["region_wafer"].get(r, 0)
+    for k, ax in enumerate(axes):
+        ax.add_patch(Rectangle((0, 0), grid_w, grid_h, fill=False, ec="k", lw=2))
     handles = []
     for r in order:
+        ax = axes[wafer_of(r)]
         x, y, w, h = s["regions"][r]
         ax.add_patch(Rectangle((x, y), w, h, fc=colour[r], ec="k", lw=1.0, alpha=0.25))
         for ux, uy, uw, uh in sorted(used[r]):
@@ -354,7 +364,8 @@ def plot_floorplan(settings, schedules, index, schedule_name, out_dir):
         handles.append(Patch(fc=colour[r], ec="k", alpha=0.6, label=label))
     if s["defects"]:
         dx, dy = zip(*s["defects"])
-        ax.scatter(np.array(dx) + 0.5, np.array(dy) + 0.5, marker="x", c="red", s=25, zorder=6)
+        for ax in axes:
+            ax.scatter(np.array(dx) + 0.5, np.array(dy) + 0.5, marker="x", c="red", s=25, zorder=6)
         handles.append(Line2D([], [], marker="x", ls="", c="red", label=f"defective PE ({len(s['defects'])})"))
 
     def centre(r):
@@ -370,7 +381,23 @@ def plot_floorplan(settings, schedules, index, schedule_name, out_dir):
         elif previous is not None and previous != r and (previous, r) not in transfers:
             implied[(previous, r)] = implied.get((previous, r), 0) + 1
         previous = op["to_region"] if op.get("kernel") == "transfer" and op["to_region"] >= 0 else r
+    def edge_point(r):
+        cx, cy = centre(r)
+        return {"west": (0, cy), "east": (grid_w, cy), "north": (cx, 0), "south": (cx, grid_h)}[s["io_edge"]]
+
+    links = {(a, b): n for (a, b), n in transfers.items() if wafer_of(a) != wafer_of(b)}
+    for (a, b) in links:
+        del transfers[(a, b)]
+        for end, text in ((a, f"to wafer {wafer_of(b)}"), (b, f"from wafer {wafer_of(a)}")):
+            ax = axes[wafer_of(end)]
+            start, stop = (centre(end), edge_point(end)) if end == a else (edge_point(end), centre(end))
+            ax.add_patch(FancyArrowPatch(start, stop, arrowstyle="-|>", mutation_scale=14, color="tab:red", lw=1.6,
+                                         shrinkA=4, shrinkB=4, zorder=7))
+            ax.text(*edge_point(end), text, fontsize=7, color="tab:red", zorder=8)
+    if links:
+        handles.append(Line2D([], [], color="tab:red", lw=1.6, label=f"link between systems ({len(links)})"))
     for (a, b), count in sorted(transfers.items()):
+        ax = axes[wafer_of(a)]
         ax.add_patch(FancyArrowPatch(centre(a), centre(b), arrowstyle="-|>", mutation_scale=14, color="k", lw=1.4,
                                      shrinkA=14, shrinkB=14,
                                      connectionstyle="arc3,rad=0.12", zorder=7))
@@ -378,6 +405,9 @@ def plot_floorplan(settings, schedules, index, schedule_name, out_dir):
             mx, my = (centre(a)[0] + centre(b)[0]) / 2, (centre(a)[1] + centre(b)[1]) / 2
             ax.text(mx, my, f"×{count}", fontsize=7, zorder=8)
     for (a, b), count in sorted(implied.items()):
+        if wafer_of(a) != wafer_of(b):
+            continue
+        ax = axes[wafer_of(a)]
         ax.add_patch(FancyArrowPatch(centre(a), centre(b), arrowstyle="-|>", mutation_scale=12, color="0.35",
                                      shrinkA=14, shrinkB=14,
                                      lw=1.0, ls="--", connectionstyle="arc3,rad=-0.12", zorder=7))
@@ -387,14 +417,18 @@ def plot_floorplan(settings, schedules, index, schedule_name, out_dir):
         handles.append(Line2D([], [], color="0.35", lw=1.0, ls="--", label="next op on another region (no transfer op)"))
     handles.append(Patch(fc="0.5", alpha=0.55, hatch="//", label="used part of a region (hatched: less than all)"))
 
-    ax.set_xlim(-0.01 * grid_w, grid_w * 1.01)
-    ax.set_ylim(grid_h * 1.01, -0.01 * grid_h)  # y grows downwards, as PE rows do
-    ax.set_aspect("equal")
-    ax.set_xlabel("x [PE]")
-    ax.set_ylabel("y [PE]")
+    for k, ax in enumerate(axes):
+        ax.set_xlim(-0.01 * grid_w, grid_w * 1.01)
+        ax.set_ylim(grid_h * 1.01, -0.01 * grid_h)  # y grows downwards, as PE rows do
+        ax.set_aspect("equal")
+        ax.set_xlabel("x [PE]" if wafers == 1 else f"wafer {k}: x [PE]")
+        ax.set_ylabel("y [PE]")
+    ax = axes[-1]
     scale = (f", MeshIR 'layers {s['layers']} scale {s['scale']:g}': layer subset, costs scaled"
              if s["scale"] != 1 else "")
-    ax.set_title(f"floorplan of schedule '{schedule_name}' (MeshIR '{s['name']}'), {grid_w}×{grid_h} PEs{scale}\n"
+    on_wafers = "" if wafers == 1 else f" on each of {wafers} wafers (one panel each)"
+    (ax.set_title if wafers == 1 else fig.suptitle)(
+                 f"floorplan of schedule '{schedule_name}' (MeshIR '{s['name']}'), {grid_w}×{grid_h} PEs{on_wafers}{scale}\n"
                  f"{setting_title(settings, index)}{subset_note(settings, index)}; "
                  f"{s['microbatches']} micro-batches\n"
                  f"throughput {float(settings_throughput(settings, index, schedule_name)):,.0f} tokens/s, {PREDICTED}",
