@@ -80,13 +80,15 @@ TEST_CASE("a setting takes a faster grouping of fewer requests, per schedule, ch
   }
 }
 
-TEST_CASE("grouping stays within one model, phase and lengths") {
+TEST_CASE("grouping stays within one model, deployment, phase and lengths") {
   const auto c = config::parse_config(
       "workloads:\n"
       "  models: [llama3-8b, llama2-13b]\n"
       "  phases: [decode, prefill]\n"
       "  concurrent_requests: [1, 2]\n"
       "  lengths: [[2048, 128], [4096, 128]]\n"
+      "cluster:\n"
+      "  wafers: [1, 2]\n"
       "cost:\n"
       "  draws: 0\n",
       "g.yaml", {});
@@ -103,8 +105,9 @@ TEST_CASE("grouping stays within one model, phase and lengths") {
     CAPTURE(i);
     std::size_t donor = settings.size();
     for (std::size_t j = 0; j < settings.size(); ++j) {
+      // A one-wafer setting never serves its requests as another deployment's groups (nor the reverse).
       if (settings[j].shape.concurrent_requests == 1 && settings[j].model_index == settings[i].model_index &&
-          settings[j].shape.phase == settings[i].shape.phase &&
+          settings[j].wafers == settings[i].wafers && settings[j].shape.phase == settings[i].shape.phase &&
           settings[j].shape.input_tokens == settings[i].shape.input_tokens &&
           settings[j].shape.output_tokens == settings[i].shape.output_tokens) {
         donor = j;

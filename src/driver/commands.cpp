@@ -216,10 +216,12 @@ void show_command(const std::string& results_path, std::int64_t setting, const s
                   const RunContext& context, std::ostream& out) {
   on_root_agreed(context.comm, 0, [&] {
     // The file may come from anyone: read in a sandboxed child, as libhdf5 can crash on forged files.
-    const io::Table table = std::move(io::read_tables_h5_sandboxed(results_path, {"schedules"}).front());
+    // The texts of a large sweep exceed what one read may take: the index first, then one text.
+    io::TablePart index;
+    index.columns = {"setting_id", "schedule"};
+    const io::Table table = std::move(io::read_tables_h5_sandboxed(results_path, {"schedules"}, {}, index).front());
     const auto& ids = column_of<std::int64_t>(table, "setting_id", results_path);
     const auto& names = column_of<std::string>(table, "schedule", results_path);
-    const auto& texts = column_of<std::string>(table, "meshir", results_path);
     std::string available;
     if (setting >= 0 && std::find(ids.begin(), ids.end(), setting) == ids.end()) {
       std::int64_t lo = 0, hi = -1;
@@ -235,7 +237,14 @@ void show_command(const std::string& results_path, std::int64_t setting, const s
     for (std::size_t i = 0; i < ids.size(); ++i) {
       if (setting >= 0 && ids[i] != setting) continue;
       if (!schedule.empty() && names[i] == schedule) {
-        out << texts[i];
+        io::TablePart row;
+        row.columns = {"meshir"};
+        row.first_row = i;
+        row.rows = 1;
+        const io::Table one = std::move(io::read_tables_h5_sandboxed(results_path, {"schedules"}, {}, row).front());
+        const auto& text = column_of<std::string>(one, "meshir", results_path);
+        if (text.size() != 1) throw InputDataError(results_path + ": schedules/meshir is shorter than its index");
+        out << text.front();
         return;
       }
       available += "  --setting " + std::to_string(ids[i]) + " --schedule " + names[i] + "\n";

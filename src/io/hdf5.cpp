@@ -172,14 +172,41 @@ struct Source {
   Handle type;
   Handle space;
   H5T_class_t type_class = H5T_NO_CLASS;
-  std::size_t count = 0;
+  std::size_t count = 0;          ///< elements to read: all, or the rows select() kept
   bool is_attribute = false;
   std::string where;
+  Handle file_space, mem_space;   ///< set by select(): a row range of a dataset
+
+  /// Reads only rows [first, first + rows) of a dataset (clamped to its extent).
+  void select(std::size_t first, std::size_t rows) {
+    auto at = [&] { return where; };
+    first = std::min(first, count);
+    rows = std::min(rows, count - first);
+    file_space = owned(H5Scopy(space.id()), "H5Scopy", at);
+    const hsize_t start[1] = {static_cast<hsize_t>(first)};
+    const hsize_t n[1] = {static_cast<hsize_t>(rows)};
+    check(H5Sselect_hyperslab(file_space.id(), H5S_SELECT_SET, start, nullptr, n, nullptr), "H5Sselect_hyperslab", at);
+    mem_space = owned(H5Screate_simple(1, n, nullptr), "H5Screate_simple", at);
+    space = owned(H5Scopy(mem_space.id()), "H5Scopy", at);  // what the reclaim of variable-length rows walks
+    count = rows;
+  }
+
+  /// A forged extent must not turn into a huge allocation: element size times count is capped.
+  void check_size() const {
+    const std::size_t element_bytes = std::max<std::size_t>(H5Tget_size(type.id()), sizeof(char*));
+    if (count > kMaxReadBytes / element_bytes) {
+      throw_io("HDF5 object " + where + " holds " + std::to_string(count) + " elements of " +
+               std::to_string(element_bytes) + " bytes, more than the " + std::to_string(kMaxReadBytes >> 20) +
+               " MiB a read may take");
+    }
+  }
 
   void read(hid_t mem_type, void* buffer) const {
-    const herr_t status = is_attribute
-                              ? H5Aread(object.id(), mem_type, buffer)
-                              : H5Dread(object.id(), mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, buffer);
+    check_size();
+    const bool rows = file_space.valid();
+    const herr_t status = is_attribute ? H5Aread(object.id(), mem_type, buffer)
+                                       : H5Dread(object.id(), mem_type, rows ? mem_space.id() : H5S_ALL,
+                                                 rows ? file_space.id() : H5S_ALL, H5P_DEFAULT, buffer);
     check(status, is_attribute ? "H5Aread" : "H5Dread", [&] { return where; });
   }
 
@@ -205,13 +232,6 @@ Source describe(Handle object, bool is_attribute, std::string where) {
   const hssize_t count = H5Sget_simple_extent_npoints(source.space.id());
   if (count < 0) fail("H5Sget_simple_extent_npoints", at);
   source.count = static_cast<std::size_t>(count);
-  // A forged extent must not turn into a huge allocation: element size times count is capped.
-  const std::size_t element_bytes = std::max<std::size_t>(H5Tget_size(source.type.id()), sizeof(char*));
-  if (source.count > kMaxReadBytes / element_bytes) {
-    throw_io("HDF5 object " + where + " holds " + std::to_string(source.count) + " elements of " +
-             std::to_string(element_bytes) + " bytes, more than the " + std::to_string(kMaxReadBytes >> 20) +
-             " MiB a read may take");
-  }
   source.object = std::move(object);
   source.is_attribute = is_attribute;
   source.where = std::move(where);
@@ -237,6 +257,7 @@ std::vector<std::string> read_strings(const Source& source) {
   source.expect_class(H5T_STRING, "string");
   std::vector<std::string> out;
   if (source.count == 0) return out;
+  source.check_size();
   auto at = [&] { return source.where; };
   Handle mem_type = owned(H5Tcopy(source.type.id()), "H5Tcopy", at);
   const htri_t variable = H5Tis_variable_str(source.type.id());
@@ -272,6 +293,7 @@ std::vector<std::string> read_strings(const Source& source) {
 template <class T>
 std::vector<T> read_numbers(const Source& source, hid_t mem_type, H5T_class_t wanted, const char* wanted_name) {
   source.expect_class(wanted, wanted_name);
+  source.check_size();
   std::vector<T> out(source.count);
   if (!out.empty()) source.read(mem_type, out.data());
   return out;
@@ -616,21 +638,29 @@ void write_column(const Handle& group, const std::string& name, const TextRows& 
       rows, units, comm, root);
 }
 
-std::vector<double> read_double_column(const Handle& group, const std::string& name) {
-  ReadingScope reading;
-  return detail::read_numbers<double>(detail::open_dataset_source(group, name), H5T_NATIVE_DOUBLE, H5T_FLOAT,
-                                      "floating-point");
+namespace {
+
+detail::Source rows_of(const Handle& group, const std::string& name, const RowRange& rows) {
+  detail::Source source = detail::open_dataset_source(group, name);
+  if (rows.first != 0 || rows.count < source.count) source.select(rows.first, rows.count);
+  return source;
 }
 
-std::vector<std::int64_t> read_int_column(const Handle& group, const std::string& name) {
+}  // namespace
+
+std::vector<double> read_double_column(const Handle& group, const std::string& name, const RowRange& rows) {
   ReadingScope reading;
-  return detail::read_numbers<std::int64_t>(detail::open_dataset_source(group, name), H5T_NATIVE_INT64,
-                                            H5T_INTEGER, "integer");
+  return detail::read_numbers<double>(rows_of(group, name, rows), H5T_NATIVE_DOUBLE, H5T_FLOAT, "floating-point");
 }
 
-std::vector<std::string> read_string_column(const Handle& group, const std::string& name) {
+std::vector<std::int64_t> read_int_column(const Handle& group, const std::string& name, const RowRange& rows) {
   ReadingScope reading;
-  return detail::read_strings(detail::open_dataset_source(group, name));
+  return detail::read_numbers<std::int64_t>(rows_of(group, name, rows), H5T_NATIVE_INT64, H5T_INTEGER, "integer");
+}
+
+std::vector<std::string> read_string_column(const Handle& group, const std::string& name, const RowRange& rows) {
+  ReadingScope reading;
+  return detail::read_strings(rows_of(group, name, rows));
 }
 
 }  // namespace wavel::io::h5

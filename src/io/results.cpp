@@ -62,7 +62,7 @@ std::size_t Table::rows() const {
   return rows;
 }
 
-Table read_table_h5(const std::string& path, const std::string& table_name) {
+Table read_table_h5(const std::string& path, const std::string& table_name, const TablePart& part) {
   // Everything below is input: a failure is a malformed file (65), never an output error.
   const h5::ReadingScope reading;
   const std::string where = "results file '" + path + "'";
@@ -77,8 +77,16 @@ Table read_table_h5(const std::string& path, const std::string& table_name) {
     throw wavel::InputDataError(where + ": table '" + table_name + "' lists " + std::to_string(names.size()) +
                                 " columns, more than " + std::to_string(kMaxColumns));
   }
+  for (const auto& wanted : part.columns) {
+    if (std::find(names.begin(), names.end(), wanted) == names.end()) {
+      throw wavel::InputDataError(where + ": table '" + table_name + "' has no column '" + wanted + "'");
+    }
+  }
+  const h5::RowRange rows_read{part.first_row, part.rows};
   for (const auto& name : names) {
     const std::string dataset_name = "'" + table_name + "/" + name + "'";
+    const bool skipped =
+        !part.columns.empty() && std::find(part.columns.begin(), part.columns.end(), name) == part.columns.end();
     // A column is a direct child: no paths that lead elsewhere in the file, no repeats.
     if (name.empty() || name.find('/') != std::string::npos || name == "." || name == "..") {
       throw wavel::InputDataError(where + ": table '" + table_name + "' lists an invalid column name '" + name + "'");
@@ -87,15 +95,16 @@ Table read_table_h5(const std::string& path, const std::string& table_name) {
       if (earlier.name == name) throw wavel::InputDataError(where + ": column " + dataset_name + " is listed twice");
     }
     if (!h5::has_child(group, name)) throw wavel::InputDataError(where + ": column " + dataset_name + " is missing");
+    if (skipped) continue;
     Column column;
     column.name = name;
     {
       const h5::Handle dataset = h5::open_dataset(group, name);
       column.units = h5::read_string_attribute(dataset, "units");
       switch (h5::dataset_type_class(dataset)) {
-        case H5T_INTEGER: column.values = h5::read_int_column(group, name); break;
-        case H5T_FLOAT: column.values = h5::read_double_column(group, name); break;
-        case H5T_STRING: column.values = h5::read_string_column(group, name); break;
+        case H5T_INTEGER: column.values = h5::read_int_column(group, name, rows_read); break;
+        case H5T_FLOAT: column.values = h5::read_double_column(group, name, rows_read); break;
+        case H5T_STRING: column.values = h5::read_string_column(group, name, rows_read); break;
         default:
           throw wavel::InputDataError(where + ": column " + dataset_name +
                                       " is neither integer, floating-point nor string");

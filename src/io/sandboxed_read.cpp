@@ -61,7 +61,7 @@ bool write_all(int fd, const std::string& bytes) {
 
 /// The child: limits, read, answer, _exit (never returns into the caller's stack or atexit handlers).
 [[noreturn]] void child_main(int fd, const std::string& path, const std::vector<std::string>& table_names,
-                             const SandboxLimits& limits) {
+                             const SandboxLimits& limits, const TablePart& part) {
   std::string reply;
   try {
 #ifdef __linux__
@@ -79,7 +79,7 @@ bool write_all(int fd, const std::string& bytes) {
     set_limit(RLIMIT_AS, memory, memory);
     if (limits.child_setup) limits.child_setup();
     std::vector<Table> tables;
-    for (const auto& name : table_names) tables.push_back(read_table_h5(path, name));
+    for (const auto& name : table_names) tables.push_back(read_table_h5(path, name, part));
     reply = kTables + encode_tables(tables);
   } catch (const wavel::Error& e) {
     Packer p;
@@ -226,7 +226,7 @@ std::vector<Table> decode_tables(const std::string& bytes, const std::string& pa
 }
 
 std::vector<Table> read_tables_h5_sandboxed(const std::string& path, const std::vector<std::string>& table_names,
-                                            const SandboxLimits& limits) {
+                                            const SandboxLimits& limits, const TablePart& part) {
   int fds[2];
   if (::pipe2(fds, O_CLOEXEC) != 0) {
     throw InternalError("cannot create a pipe to read " + quoted_file(path) + ": " + std::strerror(errno));
@@ -240,7 +240,7 @@ std::vector<Table> read_tables_h5_sandboxed(const std::string& path, const std::
   }
   if (child == 0) {
     ::close(fds[0]);
-    child_main(fds[1], path, table_names, limits);
+    child_main(fds[1], path, table_names, limits, part);
   }
   ::close(fds[1]);
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(limits.wall_seconds);

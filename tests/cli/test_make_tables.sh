@@ -17,7 +17,7 @@ nonempty() { for f in "$@"; do [ -s "$f" ] || { echo "FAIL: missing or empty: $f
 # Two request counts, so the request-grouping invariant has pairs to compare: settings 0/1 decode
 # with 1/2 requests, 2/3 prefill with 1/2 requests.
 "$mpiexec" -n 2 --oversubscribe --bind-to none "$exe" "$src/configs/tiny.yaml" --output "$tmp/run" \
-  --set "workloads.concurrent_requests=[1, 2]" \
+  --set "workloads.concurrent_requests=[1, 2]" --set "cluster.wafers=[1, 2]" \
   >"$tmp/run.log" 2>&1 || { echo "FAIL: wavel-dse run"; cat "$tmp/run.log"; exit 1; }
 h5="$tmp/run/results.h5"
 
@@ -30,6 +30,8 @@ print(os.path.basename(v.decode() if isinstance(v, bytes) else v))" "$h5")
 [ -n "$params" ] && grep -qF "$params" "$tmp/tables/tiny.md" \
   || { echo "FAIL: tiny.md does not name the params file '$params'"; fail=1; }
 grep -q "Check passed" "$tmp/tables/tiny.md" || { echo "FAIL: tiny.md does not report the check"; fail=1; }
+grep -q "Whole-model deployments over several wafers" "$tmp/tables/tiny.md" \
+  || { echo "FAIL: tiny.md has no whole-model (pipeline) section"; fail=1; }
 "$py" - "$h5" "$tmp/tables/tiny.csv" <<'PY' || fail=1
 import csv, sys, h5py
 settings = len(h5py.File(sys.argv[1], "r")["settings"]["setting_id"])
@@ -38,6 +40,17 @@ if len(rows) != settings:
     print(f"FAIL: tiny.csv has {len(rows)} rows, results.h5 {settings} settings"); sys.exit(1)
 if sorted(int(r["setting_id"]) for r in rows) != list(range(settings)):
     print("FAIL: tiny.csv does not hold each setting once"); sys.exit(1)
+PY
+# Every stored schedule spans its own setting's wafers (request grouping never crosses deployments).
+"$py" - "$h5" <<'PY' || fail=1
+import re, sys, h5py
+f = h5py.File(sys.argv[1], "r")
+wafers = dict(zip(f["settings"]["setting_id"][()], f["settings"]["wafers"][()]))
+t = f["schedules"]
+for sid, name, text in zip(t["setting_id"][()], t["schedule"][()], t["meshir"][()]):
+    m = re.search(rb"\nwafers (\d+)", text)
+    if (int(m.group(1)) if m else 1) != wafers[sid]:
+        print(f"FAIL: schedule {name} of setting {sid} spans another number of wafers than its setting"); sys.exit(1)
 PY
 # Same input, same bytes (no timestamps other than the file's own).
 "$py" "$src/scripts/make_tables.py" "$h5" --out "$tmp/tables2" --name tiny >/dev/null 2>&1
@@ -52,6 +65,9 @@ done
 nonempty "$tmp/plots/calibration_scatter.png"
 grep -q "predicted (cost model)" "$tmp/plots/floorplan_0.svg" 2>/dev/null \
   || { echo "FAIL: floorplan_0.svg does not say 'predicted (cost model)'"; fail=1; }
+# Settings 4.. run on 2 wafers: one panel per wafer.
+grep -q "wafer 1: x" "$tmp/plots/floorplan_4.svg" 2>/dev/null \
+  || { echo "FAIL: floorplan_4.svg (2 wafers) has no panel for wafer 1"; fail=1; }
 
 # Negative: in a copy, setting 1's Wavel throughput goes below WaferLLM's (tiny places no WaferLLM, so the
 # copy gives it Full-Chip's throughput first); setting 0's Wavel sits 1e-14 below Full-Chip, inside the

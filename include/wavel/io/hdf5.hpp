@@ -83,8 +83,15 @@ void write_column(const Handle& group, const std::string& name, const std::vecto
 void write_column(const Handle& group, const std::string& name, const TextRows& values, std::size_t rows,
                   const std::string& units, MPI_Comm comm, int root = 0);
 
-std::vector<double> read_double_column(const Handle& group, const std::string& name);
-std::vector<std::int64_t> read_int_column(const Handle& group, const std::string& name);
-std::vector<std::string> read_string_column(const Handle& group, const std::string& name);
+/// Rows [first, first + count) of a column (clamped to its length): a table too large to read whole
+/// (the MeshIR texts of a big sweep) is read a row at a time.
+struct RowRange {
+  std::size_t first = 0;
+  std::size_t count = static_cast<std::size_t>(-1);
+};
+
+std::vector<double> read_double_column(const Handle& group, const std::string& name, const RowRange& rows = {});
+std::vector<std::int64_t> read_int_column(const Handle& group, const std::string& name, const RowRange& rows = {});
+std::vector<std::string> read_string_column(const Handle& group, const std::string& name, const RowRange& rows = {});
 
 }  // namespace wavel::io::h5

@@ -59,8 +59,16 @@ void write_result_files(const ResultFiles& files, MPI_Comm comm, int root = 0);
 void write_results_h5(const std::string& path, const std::vector<Attribute>& root_attributes,
                       const std::vector<Table>& tables, MPI_Comm comm, int root = 0);
 
-/// Reads a table written by write_results_h5 (column order from its `columns` attribute).
-Table read_table_h5(const std::string& path, const std::string& table_name);
+/// Which part of a table to read: these columns (empty: all, in the file's order), these rows.
+struct TablePart {
+  std::vector<std::string> columns;
+  std::size_t first_row = 0;
+  std::size_t rows = static_cast<std::size_t>(-1);
+};
+
+/// Reads a table written by write_results_h5 (column order from its `columns` attribute), or the
+/// part of it `part` names (a column it does not list is an InputDataError).
+Table read_table_h5(const std::string& path, const std::string& table_name, const TablePart& part = {});
 
 /// Writes one table as CSV (header row of column names), via a temporary file and rename.
 /// Doubles are printed with enough digits to round-trip.

@@ -20,12 +20,12 @@ struct SandboxLimits {
   std::function<void()> child_setup;
 };
 
-/// The tables of `path` named in `table_names`, as read_table_h5 reads them, read in a forked child
+/// The tables of `path` named in `table_names` (each the `part` of it), as read_table_h5 reads them, read in a forked child
 /// with `limits`. Call it before any other thread than the caller's holds a lock the child needs
 /// (HDF5 is used only by the caller). Throws what read_table_h5 throws, and InputDataError naming
 /// `path` when the child crashes, times out or runs out of its limits.
 std::vector<Table> read_tables_h5_sandboxed(const std::string& path, const std::vector<std::string>& table_names,
-                                            const SandboxLimits& limits = {});
+                                            const SandboxLimits& limits = {}, const TablePart& part = {});
 
 /// The child's answer in its flat encoding, and back; exposed for tests. decode_tables checks every
 /// count and size against the bytes it has and throws InputDataError naming `path`.
