@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -10,7 +11,11 @@
 #include "wavel/baselines/baselines.hpp"
 #include "wavel/common/error.hpp"
 #include "wavel/cost/model.hpp"
+#include "wavel/config/config.hpp"
+#include "wavel/config/sweep.hpp"
 #include "wavel/deploy/pipeline.hpp"
+#include "wavel/driver/detail/task_plan.hpp"
+#include "wavel/driver/setting_tasks.hpp"
 #include "wavel/meshir/text.hpp"
 #include "wavel/meshir/verify.hpp"
 #include "wavel/sim/simulate.hpp"
@@ -211,4 +216,35 @@ TEST_CASE("the simulator crosses the link as its own element") {
     CHECK(simulated.ops[i].total_cycles > 5500.0);
     CHECK(simulated.ops[i].total_cycles == doctest::Approx(modelled.ops[i].total_cycles).epsilon(0.1));
   }
+}
+
+TEST_CASE("a pipeline's parts are searched as separate problems: tasks per part, incumbents per part") {
+  const auto config = config::parse_config(
+      "wafer:\n  preset: wse3\n  grid_w_pes: 16\n  grid_h_pes: 16\n"
+      "workloads:\n  models: [llama3-8b]\n  phases: [decode]\n  concurrent_requests: [2]\n"
+      "  lengths: [[128, 32]]\n  layer_subset: false\n"
+      "cluster:\n  wafers: [1, 4]\n"
+      "search:\n  max_cut_depth: 1\n",
+      "p.yaml", {});
+  const auto settings = config::expand_sweep(config);
+  REQUIRE(settings.size() == 2);
+  CHECK(settings[1].wafers == 4);
+  const auto plan = driver::detail::make_plan(config, settings);
+  // One part on one wafer; three distinct parts over four (first, middle twice, last).
+  const auto parts = driver::setting_parts(config, settings[1]);
+  REQUIRE(parts.size() == 3);
+  CHECK(plan.slots == 4);
+  for (const auto& t : plan.tasks) {
+    if (t.kind == driver::detail::Kind::finish) continue;
+    // Each (setting, part) has its own incumbents: a part's schedules never prune another's.
+    CHECK(t.slot == (t.setting == 0 ? 0 : 1 + t.part));
+  }
+  // The finishing task of the 4-wafer setting reads every part's baselines and pieces.
+  const auto finish = std::find_if(plan.tasks.begin(), plan.tasks.end(), [](const auto& t) {
+    return t.kind == driver::detail::Kind::finish && t.setting == 1;
+  });
+  REQUIRE(finish != plan.tasks.end());
+  std::set<std::size_t> fed;
+  for (std::size_t in : plan.inputs[static_cast<std::size_t>(finish - plan.tasks.begin())]) fed.insert(plan.tasks[in].part);
+  CHECK(fed == std::set<std::size_t>{0, 1, 2});
 }

@@ -57,7 +57,7 @@ class Hub {
       const DistributeOptions& options, std::optional<Checkpoint> resumed, Spool spool)
       : plan_(plan), settings_(settings), comm_(comm), ranks_(ranks), opt_(options),
         state_(plan.tasks.size(), State::pending), results_(plan.tasks.size()),
-        missing_inputs_(plan.tasks.size(), 0), incumbents_(settings.size()), groups_(plan.groups),
+        missing_inputs_(plan.tasks.size(), 0), incumbents_(plan.slots), groups_(plan.groups),
         affinity_(static_cast<std::size_t>(ranks)), stopped_(static_cast<std::size_t>(ranks), false),
         worker_nodes_(static_cast<std::size_t>(ranks), 0), spool_(std::move(spool)),
         finished_(settings.size()), restored_(settings.size(), false) {
@@ -217,10 +217,10 @@ class Hub {
       }
       state_[t] = State::consumed;
       std::string().swap(results_[t]);
-      std::vector<search::Objectives>().swap(incumbents_[task.setting]);
+      for (std::size_t in : plan_.inputs[t]) std::vector<search::Objectives>().swap(incumbents_[plan_.tasks[in].slot]);
       return;
     }
-    merge_incumbents(incumbents_[task.setting], r.counters.found);
+    merge_incumbents(incumbents_[task.slot], r.counters.found);
     if (--missing_inputs_[task.finish] == 0) ready_finish_.push_back(task.finish);
   }
 
@@ -294,7 +294,7 @@ class Hub {
       return;
     }
     state_[*t] = State::running;
-    reply(worker, static_cast<std::int64_t>(*t), task_input(plan_, *t, results_, incumbents_[plan_.tasks[*t].setting]));
+    reply(worker, static_cast<std::int64_t>(*t), task_input(plan_, *t, results_, incumbents_[plan_.tasks[*t].slot]));
   }
 
   void reply(int worker, std::int64_t task, const std::string& input) {

@@ -295,13 +295,14 @@ io::Table sim_op_pairs_table(const std::vector<SettingResult>& results) {
 }
 
 io::Table front_table(const std::vector<SettingResult>& results) {
-  std::vector<std::int64_t> id, point, pes, mb, stages;
+  std::vector<std::int64_t> id, point, pes, mb, stages, wafers;
   std::vector<double> tps, latency, headroom;
   std::vector<std::string> source;
   for (const auto& r : results) {
     for (std::size_t i = 0; i < r.front.size(); ++i) {
       const auto& f = r.front[i];
       id.push_back(r.setting_id);
+      wafers.push_back(r.wafers);
       point.push_back(static_cast<std::int64_t>(i));
       source.push_back(f.source);
       tps.push_back(f.tokens_per_s);
@@ -319,6 +320,7 @@ io::Table front_table(const std::vector<SettingResult>& results) {
                     {"tokens_per_s", "tokens/s", tps},
                     {"latency_s", "s", latency},
                     {"pes_used", "PEs", pes},
+                    {"wafers", "systems", wafers},
                     {"microbatches", "1", mb},
                     {"stages", "1", stages},
                     {"sram_headroom", "1", headroom}}};

@@ -22,16 +22,17 @@ Plan make_plan(const config::Config& config, const std::vector<config::Setting>&
     const std::size_t first = plan.tasks.size();
     const auto parts = setting_parts(config, settings[s]);
     for (std::size_t part = 0; part < parts.size(); ++part) {
-      plan.tasks.push_back(Task{Kind::baselines, s, part, {}, plan.groups++, 0});
+      const std::size_t slot = plan.slots++;
+      plan.tasks.push_back(Task{Kind::baselines, s, part, slot, {}, plan.groups++, 0});
       std::int64_t last_mb = -1;
       for (const auto& piece : search::search_pieces(parts[part], config.wafer, options)) {
         if (piece.microbatches != last_mb) ++plan.groups;
         last_mb = piece.microbatches;
-        plan.tasks.push_back(Task{Kind::piece, s, part, piece, plan.groups - 1, 0});
+        plan.tasks.push_back(Task{Kind::piece, s, part, slot, piece, plan.groups - 1, 0});
       }
     }
     const std::size_t finish = plan.tasks.size();
-    plan.tasks.push_back(Task{Kind::finish, s, 0, {}, plan.groups++, finish});
+    plan.tasks.push_back(Task{Kind::finish, s, 0, plan.tasks[first].slot, {}, plan.groups++, finish});
     plan.inputs.resize(plan.tasks.size());
     for (std::size_t t = first; t < finish; ++t) {
       plan.tasks[t].finish = finish;

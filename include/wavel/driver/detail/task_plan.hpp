@@ -22,6 +22,7 @@ struct Task {
   Kind kind = Kind::baselines;
   std::size_t setting = 0;       ///< index into the settings
   std::size_t part = 0;          ///< which of setting_parts (a pipeline's distinct wafer parts; else 0)
+  std::size_t slot = 0;          ///< the (setting, part) whose incumbents the task shares: parts are other problems
   search::SearchPiece piece;     ///< pieces only
   std::size_t group = 0;         ///< tasks sharing cached state: a setting's baselines, or (setting, micro-batches)
   std::size_t finish = 0;        ///< the finishing task that consumes this one (finish: itself)
@@ -31,6 +32,7 @@ struct Plan {
   std::vector<Task> tasks;
   std::vector<std::vector<std::size_t>> inputs;  ///< per task: for a finish, its baselines then its pieces
   std::size_t groups = 0;
+  std::size_t slots = 0;                         ///< (setting, part) pairs: incumbent sets
   std::uint64_t fingerprint = 0;                 ///< of the task list: a checkpoint only resumes the same plan
 };
 
