@@ -51,18 +51,25 @@ std::optional<Schedule> pipeline_baseline(const Joiner& j, const std::string& na
                                      : baselines::waferllm_sides(j.config.wafer, b.waferllm_side_step_pes, b.waferllm_sides);
   std::optional<Schedule> best;
   double best_tokens_per_s = 0;
+  std::string why;  // the first part that could not be placed, and why
   for (const std::int64_t mb : workload::request_divisors(j.setting.shape.concurrent_requests)) {
     std::vector<Schedule> per_part;
-    for (const auto& w : j.parts) {
+    for (std::size_t p = 0; p < j.parts.size(); ++p) {
+      const auto& w = j.parts[p];
       std::optional<Schedule> part_best;
       double part_tokens_per_s = 0;
+      std::string reason = "its SRAM overflows";
       if (name == "fullchip") {
         Schedule s = baselines::build_fullchip(w, j.config.wafer, mb);
         if (fits(j.evaluate(s))) part_best = std::move(s);
       } else {
         for (const std::int64_t side : sides) {
-          auto s = baselines::build_waferllm(w, j.config.wafer, side, mb);
-          if (!s) continue;
+          std::string side_reason;
+          auto s = baselines::build_waferllm(w, j.config.wafer, side, mb, &side_reason);
+          if (!s) {
+            reason = side_reason;
+            continue;
+          }
           const auto c = j.evaluate(*s);
           if (fits(c) && c.tokens_per_s > part_tokens_per_s) {  // ties keep the smaller side
             part_tokens_per_s = c.tokens_per_s;
@@ -70,7 +77,16 @@ std::optional<Schedule> pipeline_baseline(const Joiner& j, const std::string& na
           }
         }
       }
-      if (!part_best) break;
+      if (!part_best) {
+        if (why.empty()) {
+          const auto& part = j.plan.parts[p];
+          why = "the part with layers " + std::to_string(part.first_layer) + "-" +
+                std::to_string(part.first_layer + part.layers - 1) + (part.embedding ? " and the embedding" : "") +
+                (part.head ? " and the LM head" : "") + " cannot be placed (" + std::to_string(mb) +
+                " micro-batches; last reason: " + reason + ")";
+        }
+        break;
+      }
       per_part.push_back(std::move(*part_best));
     }
     if (per_part.size() != j.parts.size()) continue;
@@ -82,7 +98,8 @@ std::optional<Schedule> pipeline_baseline(const Joiner& j, const std::string& na
     }
   }
   if (!best) {
-    na_reason = j.plan.fits ? "no micro-batch count places every wafer's part in SRAM" : j.plan.na_reason;
+    na_reason = !j.plan.fits ? j.plan.na_reason
+                : "at no micro-batch count does every wafer's part fit: " + (why.empty() ? "no part placed" : why);
   }
   return best;
 }

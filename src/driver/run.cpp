@@ -96,8 +96,15 @@ std::pair<std::vector<SettingResult>, std::vector<search::SearchSizeEstimate>> d
       search::SearchSizeEstimate e;
       e.pieces = -1;  // not estimated
       if (static_cast<std::size_t>(&setting - settings.data()) < kEstimatedSettings) {
-        e = search::estimate_search_size(setting_workload(config, setting), config.wafer, config.cost.params, options,
-                                         defaults);
+        // A pipeline searches each of its distinct parts: their sizes add up.
+        e = search::SearchSizeEstimate{0, 0, 0, false};
+        for (const auto& part : setting_parts(config, setting)) {
+          const auto p = search::estimate_search_size(part, config.wafer, config.cost.params, options, defaults);
+          e.pieces += p.pieces;
+          e.top_cut_options += p.top_cut_options;
+          e.default_top_cut_options += p.default_top_cut_options;
+          e.at_least = e.at_least || p.at_least;
+        }
       }
       mine.put(e.pieces);
       mine.put(e.top_cut_options);

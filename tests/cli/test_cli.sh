@@ -85,4 +85,14 @@ expect 78 "notpsd.yaml:5:5: error: uncertainty.ln_covariance" -- --dry-run "$src
 expect 78 "notpsd.yaml:5:5: error: uncertainty.ln_covariance" -- check "$tmp/wavel.meshir" --params "$tmp/notpsd.yaml"
 sed 's/^grid .*/grid 8 8/' "$tmp/wavel.meshir" >"$tmp/bad.meshir"
 expect 65 "outside" -- check "$tmp/bad.meshir"
+# A pipeline over two systems (issue 23): placed whole, its MeshIR checked and simulated from the file.
+expect 0 "2+2 on 2" -- "$src/configs/tiny.yaml" --set "cluster.wafers=[2]" --output "$tmp/pipe"
+"$exe" show "$tmp/pipe/results.h5" --setting 0 --schedule wavel >"$tmp/pipe.meshir" 2>/dev/null
+grep -q "^wafers 2 link_bytes_per_s" "$tmp/pipe.meshir" || { echo "FAIL: the stored pipeline schedule has no wafers line"; fail=1; }
+expect 0 "verified OK" -- check "$tmp/pipe.meshir"
+expect 0 "link.0-1" -- simulate "$tmp/pipe.meshir"
+sed 's/ wafer 1$/ wafer 7/' "$tmp/pipe.meshir" >"$tmp/badpipe.meshir"
+expect 65 "lies on wafer 7" -- check "$tmp/badpipe.meshir"
+expect 78 "cluster.wafers" -- --dry-run "$src/configs/tiny.yaml" --set "cluster.wafers=[0]"
+expect 78 "cannot be split over 5 wafers" -- "$src/configs/tiny.yaml" --set "cluster.wafers=[5]" --output "$tmp/pipe5"
 exit $fail

@@ -1,0 +1,152 @@
+// The resolved config as YAML (what a dry run prints and results.h5 stores): every key with the value
+// in effect, numbers in their shortest exact form.
+#include <yaml-cpp/yaml.h>
+
+#include <charconv>
+#include <filesystem>
+
+#include "wavel/config/config.hpp"
+
+namespace wavel::config {
+
+namespace fs = std::filesystem;
+
+std::string format_double(double value) {
+  char text[64];
+  const auto result = std::to_chars(text, text + sizeof text, value);  // shortest exact form
+  return std::string(text, result.ptr);
+}
+
+std::string to_yaml(const Config& c, bool absolute_paths) {
+  const auto path_text = [&](const std::string& given, const std::string& opened) {
+    if (!absolute_paths || opened.empty() || opened == "preset") return given;
+    std::error_code ec;
+    const fs::path absolute = fs::absolute(opened, ec);
+    return ec ? given : absolute.lexically_normal().string();
+  };
+  YAML::Emitter out;
+  const auto num = [](double x) { return format_double(x); };
+  out << YAML::BeginMap;
+  out << YAML::Key << "wafer" << YAML::Value << YAML::BeginMap;
+  const auto& w = c.wafer;
+  out << YAML::Key << "preset" << YAML::Value << w.preset;
+  out << YAML::Key << "fabric_w_pes" << YAML::Value << w.fabric_w_pes;
+  out << YAML::Key << "fabric_h_pes" << YAML::Value << w.fabric_h_pes;
+  out << YAML::Key << "io_border_cols" << YAML::Value << w.io_border_cols;
+  out << YAML::Key << "io_border_rows" << YAML::Value << w.io_border_rows;
+  out << YAML::Key << "grid_w_pes" << YAML::Value << w.grid_w_pes;
+  out << YAML::Key << "grid_h_pes" << YAML::Value << w.grid_h_pes;
+  out << YAML::Key << "sram_per_pe_bytes" << YAML::Value << w.sram_per_pe_bytes;
+  out << YAML::Key << "clock_hz" << YAML::Value << num(w.clock_hz);
+  out << YAML::Key << "simd_fp16_lanes" << YAML::Value << w.simd_fp16_lanes;
+  out << YAML::Key << "link_bytes_per_cycle" << YAML::Value << w.link_bytes_per_cycle;
+  out << YAML::Key << "sram_read_bytes_per_cycle" << YAML::Value << w.sram_read_bytes_per_cycle;
+  out << YAML::Key << "sram_write_bytes_per_cycle" << YAML::Value << w.sram_write_bytes_per_cycle;
+  out << YAML::Key << "alpha_cycles_per_hop" << YAML::Value << num(w.alpha_cycles_per_hop);
+  out << YAML::Key << "beta_cycles_per_stage" << YAML::Value << num(w.beta_cycles_per_stage);
+  out << YAML::Key << "routable_colours" << YAML::Value << w.routable_colours;
+  out << YAML::Key << "defective_pes" << YAML::Value << YAML::Flow << YAML::BeginSeq;
+  for (const auto& pe : w.defective_pes) out << YAML::Flow << YAML::BeginSeq << pe.x << pe.y << YAML::EndSeq;
+  out << YAML::EndSeq;
+  out << YAML::EndMap;
+
+  const auto& a = c.workloads;
+  out << YAML::Key << "workloads" << YAML::Value << YAML::BeginMap;
+  out << YAML::Key << "models" << YAML::Value << YAML::Flow << YAML::BeginSeq;
+  for (const auto& m : a.models) out << path_text(m.given, m.spec.source);
+  out << YAML::EndSeq;
+  out << YAML::Key << "phases" << YAML::Value << YAML::Flow << YAML::BeginSeq;
+  for (auto p : a.phases) out << std::string(workload::to_string(p));
+  out << YAML::EndSeq;
+  out << YAML::Key << "concurrent_requests" << YAML::Value << YAML::Flow << a.concurrent_requests;
+  if (a.lengths.empty()) {
+    out << YAML::Key << "input_tokens" << YAML::Value << YAML::Flow << a.input_tokens;
+    out << YAML::Key << "output_tokens" << YAML::Value << YAML::Flow << a.output_tokens;
+  } else {
+    out << YAML::Key << "lengths" << YAML::Value << YAML::Flow << YAML::BeginSeq;
+    for (const auto& [in, o] : a.lengths) out << YAML::Flow << YAML::BeginSeq << in << o << YAML::EndSeq;
+    out << YAML::EndSeq;
+  }
+  out << YAML::Key << "moe_capacity_factor" << YAML::Value << num(a.moe_capacity_factor);
+  out << YAML::Key << "layer_subset" << YAML::Value << a.layer_subset;
+  out << YAML::Key << "layer_subset_max_fill" << YAML::Value << num(a.layer_subset_max_fill);
+  out << YAML::EndMap;
+
+ out << YAML::Key << "cost" << YAML::Value << YAML::BeginMap;
+  if (!c.cost.params_file.empty()) {
+    out << YAML::Key << "params_file" << YAML::Value << path_text(c.cost.params_file, c.cost.params_path);
+  }
+  out << YAML::Key << "draws" << YAML::Value << c.cost.draws;
+  out << YAML::Key << "pinned" << YAML::Value << YAML::Flow << c.cost.pinned;
+  for (const auto& info : cost::param_registry()) {
+    out << YAML::Key << info.name << YAML::Value << num(c.cost.params.*(info.field));
+  }
+  out << YAML::EndMap;
+
+  out << YAML::Key << "baselines" << YAML::Value << YAML::BeginMap;
+  out << YAML::Key << "waferllm_region_side_pes" << YAML::Value << c.baselines.waferllm_region_side_pes;
+  out << YAML::Key << "waferllm_side_step_pes" << YAML::Value << c.baselines.waferllm_side_step_pes;
+  out << YAML::Key << "waferllm_sides" << YAML::Value << YAML::Flow << c.baselines.waferllm_sides;
+  out << YAML::EndMap;
+
+  const auto& s = c.search;
+  out << YAML::Key << "search" << YAML::Value << YAML::BeginMap;
+  out << YAML::Key << "exhaustive" << YAML::Value << s.exhaustive;
+  out << YAML::Key << "cut_ratios" << YAML::Value << YAML::Flow << YAML::BeginSeq;
+  for (double r : s.cut_ratios) out << num(r);
+  out << YAML::EndSeq;
+  out << YAML::Key << "strip_counts" << YAML::Value << YAML::Flow << s.strip_counts;
+  out << YAML::Key << "max_cut_depth" << YAML::Value << s.max_cut_depth;
+  out << YAML::Key << "group_scales" << YAML::Value << YAML::Flow << YAML::BeginSeq;
+  for (double g : s.group_scales) out << num(g);
+  out << YAML::EndSeq;
+  out << YAML::Key << "used_fractions" << YAML::Value << YAML::Flow << YAML::BeginSeq;
+  for (double f : s.used_fractions) out << num(f);
+  out << YAML::EndSeq;
+  out << YAML::Key << "objectives" << YAML::Value << YAML::Flow << s.objectives;
+  out << YAML::Key << "time_limit_s" << YAML::Value << num(s.time_limit_s);
+  out << YAML::Key << "seed" << YAML::Value << s.seed;
+  out << YAML::Key << "checkpoint_interval_s" << YAML::Value << num(s.checkpoint_interval_s);
+  out << YAML::Key << "root_chunks" << YAML::Value << s.root_chunks;
+  out << YAML::Key << "expert_groups" << YAML::Value << YAML::Flow << s.expert_groups;
+  out << YAML::Key << "cut_step_pes" << YAML::Value << s.cut_step_pes;
+  out << YAML::Key << "sram_cuts" << YAML::Value << s.sram_cuts;
+  out << YAML::Key << "sram_boundaries" << YAML::Value << s.sram_boundaries;
+  out << YAML::Key << "square_step_pes" << YAML::Value << s.square_step_pes;
+  out << YAML::Key << "square_sides" << YAML::Value << YAML::Flow << s.square_sides;
+  out << YAML::Key << "seed_baselines" << YAML::Value << s.seed_baselines;
+  out << YAML::Key << "all_anchors" << YAML::Value << s.all_anchors;
+  out << YAML::Key << "sram_used_step_pes" << YAML::Value << s.sram_used_step_pes;
+  out << YAML::Key << "sram_footprints" << YAML::Value << YAML::Flow << YAML::BeginSeq;
+  for (double f : s.sram_footprints) out << num(f);
+  out << YAML::EndSeq;
+  out << YAML::EndMap;
+
+  out << YAML::Key << "cluster" << YAML::Value << YAML::BeginMap;
+  out << YAML::Key << "preset" << YAML::Value << c.cluster.preset;
+  out << YAML::Key << "wafers" << YAML::Value << YAML::Flow << c.cluster.wafers;
+  out << YAML::Key << "io_edge" << YAML::Value << std::string(meshir::to_string(c.cluster.io_edge));
+  out << YAML::Key << "link_bytes_per_s" << YAML::Value << num(c.cluster.link_bytes_per_s);
+  out << YAML::Key << "link_latency_s" << YAML::Value << num(c.cluster.link_latency_s);
+  out << YAML::Key << "ingress_bytes_per_s" << YAML::Value << num(c.cluster.ingress_bytes_per_s);
+  out << YAML::Key << "external_memory_bytes" << YAML::Value << num(c.cluster.external_memory_bytes);
+  out << YAML::EndMap;
+
+  out << YAML::Key << "sim" << YAML::Value << YAML::BeginMap;
+  out << YAML::Key << "samples" << YAML::Value << c.sim.samples;
+  out << YAML::Key << "fidelity" << YAML::Value << c.sim.fidelity;
+  out << YAML::Key << "model_ramps" << YAML::Value << c.sim.model_ramps;
+  out << YAML::EndMap;
+
+  const auto& o = c.output;
+  out << YAML::Key << "output" << YAML::Value << YAML::BeginMap;
+  out << YAML::Key << "dir" << YAML::Value << o.dir;
+  out << YAML::Key << "hdf5" << YAML::Value << o.hdf5;
+  out << YAML::Key << "csv" << YAML::Value << o.csv;
+  out << YAML::Key << "progress" << YAML::Value << o.progress;
+  out << YAML::EndMap;
+  out << YAML::EndMap;
+  return std::string(out.c_str()) + "\n";
+}
+
+}  // namespace wavel::config
