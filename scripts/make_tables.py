@@ -328,7 +328,8 @@ def whole_model_rows(single, pipes):
         placed.sort(key=lambda r: r["wafers"])
         fewest = placed[0] if placed else None
         best = max(placed, key=lambda r: (r["wavel"] / r["wafers"], -r["wafers"])) if placed else None
-        out.append({"key": key, "one": one, "fewest": fewest, "best": best, "tried": sorted(r["wafers"] for r in by_key[key])})
+        tried = sorted(r["wafers"] for r in by_key[key]) + ([] if one is None else [1])
+        out.append({"key": key, "one": one, "fewest": fewest, "best": best, "tried": sorted(tried)})
     return out
 
 
