@@ -648,6 +648,11 @@ detail::Source rows_of(const Handle& group, const std::string& name, const RowRa
 
 }  // namespace
 
+std::size_t column_length(const Handle& group, const std::string& name) {
+  ReadingScope reading;
+  return detail::open_dataset_source(group, name).count;
+}
+
 std::vector<double> read_double_column(const Handle& group, const std::string& name, const RowRange& rows) {
   ReadingScope reading;
   return detail::read_numbers<double>(rows_of(group, name, rows), H5T_NATIVE_DOUBLE, H5T_FLOAT, "floating-point");

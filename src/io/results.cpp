@@ -83,6 +83,8 @@ Table read_table_h5(const std::string& path, const std::string& table_name, cons
     }
   }
   const h5::RowRange rows_read{part.first_row, part.rows};
+  std::string first_column;
+  std::size_t table_rows = 0;
   for (const auto& name : names) {
     const std::string dataset_name = "'" + table_name + "/" + name + "'";
     const bool skipped =
@@ -95,6 +97,15 @@ Table read_table_h5(const std::string& path, const std::string& table_name, cons
       if (earlier.name == name) throw wavel::InputDataError(where + ": column " + dataset_name + " is listed twice");
     }
     if (!h5::has_child(group, name)) throw wavel::InputDataError(where + ": column " + dataset_name + " is missing");
+    // Every column, read or not, has the table's length (a part is read from a whole table).
+    const std::size_t length = h5::column_length(group, name);
+    if (first_column.empty()) {
+      first_column = name;
+      table_rows = length;
+    } else if (length != table_rows) {
+      throw wavel::InputDataError(where + ": column " + dataset_name + " has " + std::to_string(length) +
+                                  " rows but '" + table_name + "/" + first_column + "' has " + std::to_string(table_rows));
+    }
     if (skipped) continue;
     Column column;
     column.name = name;
@@ -108,15 +119,6 @@ Table read_table_h5(const std::string& path, const std::string& table_name, cons
         default:
           throw wavel::InputDataError(where + ": column " + dataset_name +
                                       " is neither integer, floating-point nor string");
-      }
-    }
-    const std::size_t rows = std::visit([](const auto& v) { return v.size(); }, column.values);
-    if (!table.columns.empty()) {
-      const std::size_t first = std::visit([](const auto& v) { return v.size(); }, table.columns.front().values);
-      if (rows != first) {
-        throw wavel::InputDataError(where + ": column " + dataset_name + " has " + std::to_string(rows) +
-                                    " rows but '" + table_name + "/" + table.columns.front().name + "' has " +
-                                    std::to_string(first));
       }
     }
     table.columns.push_back(std::move(column));

@@ -90,6 +90,8 @@ struct RowRange {
   std::size_t count = static_cast<std::size_t>(-1);
 };
 
+/// Rows of a one-dimensional column, without reading it.
+std::size_t column_length(const Handle& group, const std::string& name);
 std::vector<double> read_double_column(const Handle& group, const std::string& name, const RowRange& rows = {});
 std::vector<std::int64_t> read_int_column(const Handle& group, const std::string& name, const RowRange& rows = {});
 std::vector<std::string> read_string_column(const Handle& group, const std::string& name, const RowRange& rows = {});
