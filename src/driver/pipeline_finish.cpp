@@ -45,10 +45,7 @@ struct Joiner {
 // divisor of the requests) whose joined schedule has the best throughput; WaferLLM's square side is
 // tuned per part at each count, as its own tuning does on one wafer.
 std::optional<Schedule> pipeline_baseline(const Joiner& j, const std::string& name, std::string& na_reason) {
-  const auto& b = j.config.baselines;
-  const std::vector<std::int64_t> sides =
-      b.waferllm_region_side_pes > 0 ? std::vector<std::int64_t>{b.waferllm_region_side_pes}
-                                     : baselines::waferllm_sides(j.config.wafer, b.waferllm_side_step_pes, b.waferllm_sides);
+  const std::vector<std::int64_t> sides = waferllm_sides(j.config);
   std::optional<Schedule> best;
   double best_tokens_per_s = 0;
   std::string why;  // the first part that could not be placed, and why

@@ -16,6 +16,13 @@ namespace wavel::driver {
 
 namespace detail {
 
+std::vector<std::int64_t> waferllm_sides(const config::Config& config) {
+  const auto& b = config.baselines;
+  return b.waferllm_region_side_pes > 0
+             ? std::vector<std::int64_t>{b.waferllm_region_side_pes}
+             : baselines::waferllm_sides(config.wafer, b.waferllm_side_step_pes, b.waferllm_sides);
+}
+
 void simulate_sample(const std::string& name, const meshir::Schedule& schedule, const config::Config& config,
                      const workload::WorkloadShape& shape, SettingResult& out) {
   const bool decode = shape.phase == workload::Phase::decode;
@@ -447,10 +454,7 @@ std::string run_baselines(const config::Config& config, const config::Setting& s
   if (part == 0) s.weight_streaming = deploy::weight_streaming(config.workloads.models.at(setting.model_index).spec, setting.shape,
                                                 config.workloads.moe_capacity_factor, config.wafer, config.cost.params,
                                                 config.cluster);
-  const auto& b = config.baselines;
-  const std::vector<std::int64_t> sides =
-      b.waferllm_region_side_pes > 0 ? std::vector<std::int64_t>{b.waferllm_region_side_pes}
-                                     : baselines::waferllm_sides(config.wafer, b.waferllm_side_step_pes, b.waferllm_sides);
+  const std::vector<std::int64_t> sides = detail::waferllm_sides(config);
   std::string fullchip_na, waferllm_na;
   const auto fullchip = baselines::build_fullchip_tuned(w, config.wafer, config.cost.params, &fullchip_na);
   auto waferllm = baselines::build_waferllm_tuned(w, config.wafer, config.cost.params, sides, &waferllm_na);

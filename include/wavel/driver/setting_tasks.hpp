@@ -89,6 +89,8 @@ std::string run_finish(const config::Config& config, const config::Setting& sett
                        TaskCounters& counters);
 
 namespace detail {
+/// The square sides WaferLLM's tuning tries under the config's `baselines` section.
+std::vector<std::int64_t> waferllm_sides(const config::Config& config);
 /// run_finish over several wafers.
 SettingResult finish_pipeline(const config::Config& config, const config::Setting& setting,
                               const deploy::PipelinePlan& plan, const std::vector<workload::Workload>& parts,
