@@ -226,7 +226,7 @@ class Hub {
 
   // The next task for `worker`: a ready finish if this worker has explored at least its share of
   // search nodes (finishing explores none, so handing it to the others would skew the nodes per
-  // rank), then its own group, then an untouched group, then the back of the group with the most
+  // rank), then its own group, then an untouched group of its family, then any untouched group, then the back of the group with the most
   // tasks left (stealing from whoever works on it); a held finish once no search task is left.
   std::optional<std::size_t> next(int worker) {
     const auto finish = [&]() -> std::optional<std::size_t> {
@@ -243,6 +243,16 @@ class Hub {
     }
     auto& [group, from_back] = affinity_[static_cast<std::size_t>(worker)];
     if (group < groups_.size() && !groups_[group].empty()) return take(group, from_back);
+    // Then an untouched group of the same family: alike blocks, so their costs are already known here.
+    if (group < groups_.size() && plan_.group_family[group] != Plan::kNoFamily) {
+      for (const std::size_t g : plan_.families[plan_.group_family[group]]) {
+        if (untouched_[g] && !groups_[g].empty()) {
+          group = g;
+          from_back = false;
+          return take(g, false);
+        }
+      }
+    }
     // Groups before the cursor are touched or empty for good (groups only shrink): each message
     // costs O(1) here, not O(groups), which on a 100 000-setting sweep was quadratic.
     for (; next_untouched_ < groups_.size(); ++next_untouched_) {

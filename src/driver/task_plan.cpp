@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <chrono>
 #include <limits>
+#include <map>
+#include <tuple>
 #include <sstream>
 #include <thread>
 
@@ -18,26 +20,41 @@ Plan make_plan(const config::Config& config, const std::vector<config::Setting>&
   Plan plan;
   const auto options = search::options_from(config.search);
   std::ostringstream text;
+  std::map<std::tuple<std::size_t, int, std::int64_t, std::int64_t, std::int64_t, std::int64_t>, std::size_t> family_ids;
+  const auto family = [&](const config::Setting& s, std::int64_t mb) {
+    const auto key = std::make_tuple(s.model_index, static_cast<int>(s.shape.phase), s.shape.concurrent_requests,
+                                     s.shape.input_tokens, s.shape.output_tokens, mb);
+    return family_ids.emplace(key, family_ids.size()).first->second;
+  };
   for (std::size_t s = 0; s < settings.size(); ++s) {
     const std::size_t first = plan.tasks.size();
     const auto parts = setting_parts(config, settings[s]);
     for (std::size_t part = 0; part < parts.size(); ++part) {
       const std::size_t slot = plan.slots++;
       plan.tasks.push_back(Task{Kind::baselines, s, part, slot, {}, plan.groups++, 0});
+      plan.group_family.push_back(family(settings[s], 0));
       std::int64_t last_mb = -1;
       for (const auto& piece : search::search_pieces(parts[part], config.wafer, options)) {
-        if (piece.microbatches != last_mb) ++plan.groups;
+        if (piece.microbatches != last_mb) {
+          ++plan.groups;
+          plan.group_family.push_back(family(settings[s], piece.microbatches));
+        }
         last_mb = piece.microbatches;
         plan.tasks.push_back(Task{Kind::piece, s, part, slot, piece, plan.groups - 1, 0});
       }
     }
     const std::size_t finish = plan.tasks.size();
     plan.tasks.push_back(Task{Kind::finish, s, 0, plan.tasks[first].slot, {}, plan.groups++, finish});
+    plan.group_family.push_back(Plan::kNoFamily);  // a finish shares nothing
     plan.inputs.resize(plan.tasks.size());
     for (std::size_t t = first; t < finish; ++t) {
       plan.tasks[t].finish = finish;
       plan.inputs[finish].push_back(t);
     }
+  }
+  plan.families.resize(family_ids.size());
+  for (std::size_t g = 0; g < plan.groups; ++g) {
+    if (plan.group_family[g] != Plan::kNoFamily) plan.families[plan.group_family[g]].push_back(g);
   }
   for (const auto& t : plan.tasks) {
     text << static_cast<int>(t.kind) << ' ' << settings[t.setting].id << ' ' << t.part << ' ' << t.piece.microbatches << ' '

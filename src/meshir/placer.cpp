@@ -185,6 +185,7 @@ int Placer::place_op(const workload::Op& op, const std::string& name, int region
     p.in_layout.tile_rows = (op.k + along - 1) / along;
     p.in_layout.tile_cols = (op.n + across - 1) / across;
   }
+  p.inputs.reserve(inputs.size());
   for (int r : inputs) {
     if (r < 0) continue;
     const PlacedOp& producer = s_.ops[static_cast<std::size_t>(r)];
@@ -303,6 +304,7 @@ void Placer::place(const workload::Layer& block, int region, const Rect& used, i
       }
     }
     std::vector<int> inputs;
+    inputs.reserve(op.inputs.size());
     for (int in : op.inputs) {
       if (const int r = resolve(in); r >= 0) inputs.push_back(r);
     }

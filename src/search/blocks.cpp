@@ -12,18 +12,6 @@ namespace {
 
 constexpr int kBlockInput = -1;
 
-std::string fingerprint(const workload::Layer& layer) {
-  std::ostringstream f;
-  for (const auto& op : layer.ops) {
-    f << op.name << ':' << static_cast<int>(op.kind) << ':' << op.batch << ',' << op.m << ',' << op.k << ',' << op.n
-      << ',' << op.flops << ',' << op.weight_bytes << ',' << op.input_bytes << ',' << op.output_bytes << ','
-      << op.kv_cache_bytes << '[';
-    for (int in : op.inputs) f << in << ',';
-    f << "];";
-  }
-  return f.str();
-}
-
 workload::Layer part(const workload::Layer& layer, std::size_t begin, std::size_t end) {
   workload::Layer p;
   p.name = layer.name;
@@ -41,6 +29,20 @@ workload::Layer part(const workload::Layer& layer, std::size_t begin, std::size_
 
 }  // namespace
 
+std::string block_fingerprint(const workload::Layer& layer) {
+  std::ostringstream f;
+  f << (layer.is_moe ? 'M' : '-') << (layer.decoder ? 'D' : '-') << ';';
+  for (const auto& op : layer.ops) {
+    f << op.name << ':' << static_cast<int>(op.kind) << ':' << op.batch << ',' << op.m << ',' << op.k << ',' << op.n
+      << ',' << op.flops << ',' << op.weight_bytes << ',' << op.input_bytes << ',' << op.output_bytes << ','
+      << op.kv_cache_bytes << ',' << op.experts << ',' << op.experts_per_token << ',' << op.heads << ','
+      << op.kv_heads << '[';
+    for (int in : op.inputs) f << in << ',';
+    f << "];";
+  }
+  return f.str();
+}
+
 std::vector<Block> split_blocks(const workload::Workload& workload) {
   std::vector<workload::Layer> parts;
   for (const auto& layer : workload.layers) {
@@ -55,7 +57,7 @@ std::vector<Block> split_blocks(const workload::Workload& workload) {
   std::vector<Block> blocks;
   for (auto& p : parts) {
     Block b;
-    b.type = types.emplace(fingerprint(p), static_cast<int>(types.size())).first->second;
+    b.type = types.emplace(block_fingerprint(p), static_cast<int>(types.size())).first->second;
     for (const auto& op : p.ops) {
       b.resident_bytes += op.weight_bytes + op.kv_cache_bytes;
       b.flops += op.flops;

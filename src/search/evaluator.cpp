@@ -4,9 +4,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <sstream>
 
 #include "wavel/common/error.hpp"
 #include "wavel/cost/model.hpp"
+#include "wavel/cost/params.hpp"
 #include "wavel/meshir/placer.hpp"
 #include "wavel/meshir/verify.hpp"
 
@@ -70,14 +72,48 @@ std::int64_t sram_family_members(int family, std::int64_t w, std::int64_t h, std
   return (side + step_pes - 1) / step_pes;
 }
 
-namespace {
-
-std::uint64_t table_key(int type, std::int64_t w, std::int64_t h, int tune) {
-  return (static_cast<std::uint64_t>(type) << 52) | (static_cast<std::uint64_t>(w) << 32) |
-         (static_cast<std::uint64_t>(h) << 12) | static_cast<std::uint64_t>(tune);
+std::uint64_t cost_key(std::int64_t w, std::int64_t h, int tune) {
+  return (static_cast<std::uint64_t>(w) << 40) | (static_cast<std::uint64_t>(h) << 20) | static_cast<std::uint64_t>(tune);
 }
 
-}  // namespace
+void CostTable::emplace(std::uint64_t key, const BlockCost& cost) {
+  if (key == 0) throw InternalError("cost table key 0");
+  if ((size_ + 1) * 8 > slots_.size() * 5) {  // above 5/8 full: double
+    std::vector<Slot> old(std::max<std::size_t>(64, slots_.size() * 2));
+    old.swap(slots_);
+    size_ = 0;
+    for (const auto& s : old) {
+      if (s.key != 0) emplace(s.key, s.cost);
+    }
+  }
+  std::size_t i = slot_of(key);
+  while (slots_[i].key != 0 && slots_[i].key != key) i = (i + 1) & (slots_.size() - 1);
+  if (slots_[i].key == key) return;
+  slots_[i] = Slot{key, cost};
+  ++size_;
+}
+
+std::shared_ptr<CostTable> BlockCostCache::table(const std::string& content) {
+  if (const auto it = index_.find(content); it != index_.end()) {
+    order_.splice(order_.begin(), order_, it->second);
+    return it->second->second;
+  }
+  order_.emplace_front(content, std::make_shared<CostTable>());
+  index_.emplace(content, order_.begin());
+  return order_.front().second;
+}
+
+void BlockCostCache::trim() {
+  std::size_t entries = 0;
+  for (const auto& e : order_) entries += e.second->size();
+  for (auto it = order_.end(); it != order_.begin() && entries > max_entries_;) {
+    --it;
+    if (it->second.use_count() > 1) continue;  // an evaluator still fills or reads it
+    entries -= it->second->size();
+    index_.erase(it->first);
+    it = order_.erase(it);
+  }
+}
 
 }  // namespace detail
 
@@ -97,7 +133,33 @@ PlanEvaluator::Impl::Impl(const workload::Workload& w, const wafer::WaferParams&
     if (blocks[i].type >= static_cast<int>(representative.size())) representative.push_back(static_cast<int>(i));
     block_scale.push_back(blocks[i].ops.decoder ? static_cast<double>(std::max<std::int64_t>(1, layer_scale)) : 1.0);
   }
+  for (std::size_t t = 0; t < representative.size(); ++t) tables.push_back(std::make_shared<detail::CostTable>());
   tunes = detail::tune_choices(decode, group_scales, w.model.moe ? w.model.moe->num_experts : 0, expert_groups);
+}
+
+void PlanEvaluator::Impl::share_tables(detail::BlockCostCache& cache) {
+  if (computed != 0) throw InternalError("share_tables after costs were computed");
+  // Everything compute() reads besides the block (the request count and micro-batches are reset
+  // there, and layers_total is a label), at full precision.
+  std::ostringstream context;
+  context.precision(17);
+  context << wafer.preset << ' ' << wafer.grid_w_pes << 'x' << wafer.grid_h_pes << ' ' << wafer.sram_per_pe_bytes << ' '
+          << wafer.clock_hz << ' ' << wafer.simd_fp16_lanes << ' ' << wafer.link_bytes_per_cycle << ' '
+          << wafer.sram_read_bytes_per_cycle << ' ' << wafer.sram_write_bytes_per_cycle << ' '
+          << wafer.alpha_cycles_per_hop << ' ' << wafer.beta_cycles_per_stage << ' ' << wafer.routable_colours << " d";
+  for (const auto& pe : wafer.defective_pes) context << ' ' << pe.x << ',' << pe.y;
+  context << " p";
+  for (const auto& info : cost::param_registry()) context << ' ' << params.*(info.field);
+  context << (decode ? " decode " : " prefill ") << prompt_tokens << ' ' << layer_scale << ' ' << capacity_factor << " t";
+  for (const auto& t : tunes) {
+    context << ' ' << t.group_scale_x << ',' << t.group_scale_y << ',' << static_cast<int>(t.entry_features) << ','
+            << t.expert_groups;
+  }
+  context << " | ";
+  const std::string prefix = context.str();
+  for (std::size_t t = 0; t < representative.size(); ++t) {
+    tables[t] = cache.table(prefix + block_fingerprint(blocks[static_cast<std::size_t>(representative[t])].ops));
+  }
 }
 
 meshir::Schedule PlanEvaluator::Impl::empty() const {
@@ -119,9 +181,12 @@ BlockCost PlanEvaluator::Impl::compute(int type, std::int64_t w, std::int64_t h,
   meshir::Schedule s = empty();
   const Rect rect{0, 0, w, h};
   s.regions = {rect};
+  const workload::Layer& block = blocks[static_cast<std::size_t>(representative[static_cast<std::size_t>(type)])].ops;
+  const auto& t = tunes[static_cast<std::size_t>(tune)];
+  // Every op, a re-layout per input at most, and an expert CUT's copies: no regrowth while placing.
+  s.ops.reserve(block.ops.size() * static_cast<std::size_t>(2 + std::max<std::int64_t>(1, t.expert_groups)));
   meshir::Placer placer(s, decode, capacity_factor);
-  placer.place(blocks[static_cast<std::size_t>(representative[static_cast<std::size_t>(type)])].ops, 0, rect, 0,
-               tunes[static_cast<std::size_t>(tune)]);
+  placer.place(block, 0, rect, 0, t);
   s.microbatches = 1;  // the block's own time, not a pipeline round
   s.concurrent_requests = 1;
   const auto c = cost::evaluate(s, wafer, params, decode, prompt_tokens);  // scales a decoder block's steps
@@ -159,17 +224,19 @@ void PlanEvaluator::Impl::ensure(std::vector<detail::TableKey> wanted) {
   });
   for (std::size_t i = 0; i < missing.size(); ++i) {
     const auto& [type, w, h, tune] = missing[i];
-    table.emplace(detail::table_key(type, w, h, tune), out[i]);
+    tables[static_cast<std::size_t>(type)]->emplace(detail::cost_key(w, h, tune), out[i]);
   }
   computed += static_cast<std::int64_t>(missing.size());
 }
 
 bool PlanEvaluator::Impl::has(int type, std::int64_t w, std::int64_t h, int tune) const {
-  return table.find(detail::table_key(type, w, h, tune)) != table.end();
+  return tables[static_cast<std::size_t>(type)]->find(detail::cost_key(w, h, tune)) != nullptr;
 }
 
 const BlockCost& PlanEvaluator::Impl::get(int type, std::int64_t w, std::int64_t h, int tune) const {
-  return table.at(detail::table_key(type, w, h, tune));
+  const BlockCost* c = tables[static_cast<std::size_t>(type)]->find(detail::cost_key(w, h, tune));
+  if (c == nullptr) throw InternalError("block cost used before it was computed");
+  return *c;
 }
 
 // The block costs plus a route switch wherever a GEMV reduces along a different axis than the

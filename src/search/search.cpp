@@ -186,8 +186,10 @@ std::vector<SearchCandidate> seed_candidates(const workload::Workload& workload,
 }
 
 // The cached state of one (setting, micro-batch count): block costs and sub-problem memo stay valid
-// for every piece of it, so a rank that runs several pieces of it in a row shares them.
+// for every piece of it, so a rank that runs several pieces of it in a row shares them. Block costs
+// also outlive it in `costs`, for the next setting or part with identical blocks.
 struct SearchWorkspace::Impl {
+  detail::BlockCostCache costs;
   std::string key;
   std::unique_ptr<PlanEvaluator> evaluator;
   std::unique_ptr<detail::Solver> solver;
@@ -204,9 +206,12 @@ PieceResult SearchWorkspace::run(const std::string& setting_key, const workload:
   const std::string key = setting_key + "/mb=" + std::to_string(piece.microbatches);
   if (impl_->key != key || !impl_->solver) {
     impl_->solver.reset();
+    impl_->evaluator.reset();
+    impl_->costs.trim();
     impl_->evaluator = std::make_unique<PlanEvaluator>(workload, wafer, params, piece.microbatches, options.group_scales,
                                                        options.expert_groups);
     impl_->evaluator->impl().serial = options.serial;
+    impl_->evaluator->impl().share_tables(impl_->costs);
     impl_->solver = std::make_unique<detail::Solver>(impl_->evaluator->impl(), options);
     impl_->key = key;
   }

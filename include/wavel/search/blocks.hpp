@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "wavel/workload/workload.hpp"
@@ -18,6 +19,10 @@ struct Block {
   std::int64_t flops = 0;
   std::int64_t kernels = 0;          ///< ops, each paying the fixed kernel overhead
 };
+
+/// Everything about a block's ops that its cost can depend on (not the layer's name): equal
+/// fingerprints, equal costs on equal rectangles.
+std::string block_fingerprint(const workload::Layer& layer);
 
 /// Splits every decoder layer at its `mlp_norm` op; references from the second part into the first
 /// become references to the block input (the first part's output).

@@ -7,6 +7,9 @@
 #include <climits>
 #include <cstdint>
 #include <limits>
+#include <list>
+#include <memory>
+#include <string>
 #include <tuple>
 #include <unordered_map>
 #include <vector>
@@ -86,6 +89,64 @@ struct BlockCost {
 /// A table entry: (block type, used width, used height, TUNE index).
 using TableKey = std::tuple<int, std::int64_t, std::int64_t, int>;
 
+/// (used width, used height, TUNE index) as one nonzero key (widths are at least 1).
+std::uint64_t cost_key(std::int64_t w, std::int64_t h, int tune);
+
+/// One block's costs by cost_key: open addressing in one array, so millions of entries neither
+/// cost a heap node each nor scatter the heap the search's short-lived allocations share.
+class CostTable {
+ public:
+  [[nodiscard]] const BlockCost* find(std::uint64_t key) const {
+    if (slots_.empty()) return nullptr;
+    for (std::size_t i = slot_of(key);; i = (i + 1) & (slots_.size() - 1)) {
+      if (slots_[i].key == key) return &slots_[i].cost;
+      if (slots_[i].key == 0) return nullptr;
+    }
+  }
+  /// Keeps an existing entry (equal keys have equal costs).
+  void emplace(std::uint64_t key, const BlockCost& cost);
+  [[nodiscard]] std::size_t size() const { return size_; }
+
+ private:
+  struct Slot {
+    std::uint64_t key = 0;  ///< 0: empty
+    BlockCost cost;
+  };
+  [[nodiscard]] std::size_t slot_of(std::uint64_t key) const {
+    key ^= key >> 33;  // MurmurHash3's finaliser: every key bit reaches the low bits
+    key *= 0xff51afd7ed558ccdULL;
+    key ^= key >> 33;
+    key *= 0xc4ceb9fe1a85ec53ULL;
+    key ^= key >> 33;
+    return static_cast<std::size_t>(key) & (slots_.size() - 1);
+  }
+  std::vector<Slot> slots_;
+  std::size_t size_ = 0;
+};
+
+/// Block cost tables shared by the evaluators of one process, keyed by the exact content a cost
+/// depends on (the block's ops, phase, layer scale, TUNE choices, wafer and parameters; never a
+/// hash), so the parts of a pipeline, and the same model on other wafer counts, cost an identical
+/// block once. Tables no evaluator holds are dropped least recently used first beyond a budget.
+class BlockCostCache {
+ public:
+  explicit BlockCostCache(std::size_t max_entries = kDefaultMaxEntries) : max_entries_(max_entries) {}
+  /// The table for this content, new and empty the first time; marks it most recently used.
+  std::shared_ptr<CostTable> table(const std::string& content);
+  /// Drops unheld tables, least recently used first, while all tables hold more than the budget.
+  void trim();
+  [[nodiscard]] std::size_t tables() const { return order_.size(); }
+
+  /// 40-byte slots, 5/16 to 5/8 full: at most about 270 MB of unheld tables.
+  static constexpr std::size_t kDefaultMaxEntries = std::size_t{2} << 20;
+
+ private:
+  using Entry = std::pair<std::string, std::shared_ptr<CostTable>>;
+  std::size_t max_entries_;
+  std::list<Entry> order_;  ///< most recently used first
+  std::unordered_map<std::string, std::list<Entry>::iterator> index_;
+};
+
 /// TUNE choices: K-tree group scales per axis and the feature entry axis (decode), each again with
 /// every expert CUT that splits the experts evenly (MoE).
 std::vector<meshir::Tune> tune_choices(bool decode, const std::vector<double>& scales, std::int64_t experts,
@@ -120,13 +181,16 @@ struct PlanEvaluator::Impl {
   std::vector<double> block_scale;  ///< layer_scale for decoder blocks, 1 for embedding and head
   std::vector<int> representative;  ///< a block index per type
   std::vector<meshir::Tune> tunes;
-  std::unordered_map<std::uint64_t, detail::BlockCost> table;
+  std::vector<std::shared_ptr<detail::CostTable>> tables;  ///< per block type, private unless shared
   std::int64_t computed = 0;
   bool serial = false;  ///< run the parallel loops on Kokkos::Serial (tests compare the two)
 
   Impl(const workload::Workload& w, const wafer::WaferParams& wf, const cost::CostParams& p, std::int64_t mb,
        const std::vector<double>& group_scales, const std::vector<std::int64_t>& expert_groups);
 
+  /// Takes each block type's table from `cache` (before any cost is computed), so evaluators of
+  /// other settings and parts with identical blocks reuse each other's entries.
+  void share_tables(detail::BlockCostCache& cache);
   [[nodiscard]] meshir::Schedule empty() const;
   /// One block alone on a w x h region, scored by the cost model itself.
   [[nodiscard]] detail::BlockCost compute(int type, std::int64_t w, std::int64_t h, int tune) const;

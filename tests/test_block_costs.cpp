@@ -1,0 +1,171 @@
+// Block costs shared between evaluators (the parts of a pipeline, one model on several wafer
+// counts): the open-addressing table, the cache's budget, and that a shared cost is the cost.
+#include <doctest/doctest.h>
+
+#include <cstdint>
+#include <memory>
+#include <set>
+#include <vector>
+
+#include "cost_fixtures.hpp"
+#include "wavel/config/config.hpp"
+#include "wavel/config/sweep.hpp"
+#include "wavel/deploy/pipeline.hpp"
+#include "wavel/driver/detail/task_plan.hpp"
+#include "wavel/search/detail/evaluator.hpp"
+#include "wavel/search/search.hpp"
+#include "wavel/workload/model.hpp"
+#include "wavel/workload/workload.hpp"
+
+using namespace wavel;
+using search::detail::BlockCost;
+using search::detail::BlockCostCache;
+using search::detail::cost_key;
+using search::detail::CostTable;
+
+TEST_CASE("the cost table finds every entry it holds, and only those, across growth") {
+  CostTable t;
+  CHECK(t.find(cost_key(1, 1, 0)) == nullptr);
+  for (std::int64_t w = 1; w <= 300; ++w) {
+    for (std::int64_t h = 1; h <= 40; h += 3) {
+      BlockCost c;
+      c.cycles = static_cast<double>(w * 1000 + h);
+      t.emplace(cost_key(w, h, static_cast<int>(w % 7)), c);
+    }
+  }
+  CHECK(t.size() == 300 * 14);
+  for (std::int64_t w = 1; w <= 300; ++w) {
+    for (std::int64_t h = 1; h <= 40; ++h) {
+      const BlockCost* c = t.find(cost_key(w, h, static_cast<int>(w % 7)));
+      if (h % 3 == 1) {
+        REQUIRE(c != nullptr);
+        CHECK(c->cycles == static_cast<double>(w * 1000 + h));
+      } else {
+        CHECK(c == nullptr);
+      }
+      CHECK(t.find(cost_key(w, h, static_cast<int>(w % 7) + 1)) == nullptr);  // another TUNE
+    }
+  }
+  // An existing key keeps its entry.
+  BlockCost other;
+  other.cycles = -1;
+  t.emplace(cost_key(5, 1, 5), other);
+  CHECK(t.size() == 300 * 14);
+  CHECK(t.find(cost_key(5, 1, 5))->cycles == 5001.0);
+  CHECK_THROWS(t.emplace(0, other));
+}
+
+TEST_CASE("the cache hands out one table per content and drops unheld ones, oldest first, past its budget") {
+  BlockCostCache cache(10);
+  auto a = cache.table("a");
+  CHECK(cache.table("a") == a);
+  CHECK(cache.table("b") != a);
+  for (int i = 1; i <= 8; ++i) a->emplace(cost_key(i, 1, 0), BlockCost{});
+  {
+    auto b = cache.table("b");
+    for (int i = 1; i <= 8; ++i) b->emplace(cost_key(i, 1, 0), BlockCost{});
+  }
+  auto c = cache.table("c");  // most recent: c, b, a
+  for (int i = 1; i <= 8; ++i) c->emplace(cost_key(i, 1, 0), BlockCost{});
+  a.reset();
+  cache.trim();  // 24 entries: a (oldest, unheld) goes, then b; c is held
+  CHECK(cache.tables() == 1);
+  CHECK(cache.table("c") == c);
+  CHECK(cache.table("a")->size() == 0);  // a new, empty table
+  c.reset();
+  cache.trim();  // 8 entries: within budget
+  CHECK(cache.table("c")->size() == 8);
+}
+
+TEST_CASE("a pipeline's parts share their decoder blocks' costs, and a shared cost equals a private one") {
+  auto model = *workload::find_model_preset("llama3-8b");
+  model.num_layers = 4;
+  const workload::WorkloadShape shape{workload::Phase::decode, 4, 512, 64};
+  deploy::PipelinePlan plan;
+  plan.wafers = {{0, 2, true, false, 0}, {2, 2, false, true, 0}};
+  plan.part_of = {0, 1};
+  plan.parts = plan.wafers;
+  const auto first = deploy::part_workload(model, shape, plan.parts[0], 1.25);
+  const auto last = deploy::part_workload(model, shape, plan.parts[1], 1.25);
+  const auto whole = workload::build_workload(model, shape);
+  const auto wafer = test::wse3();
+  const auto params = cost::default_params(wafer);
+  BlockCostCache cache;
+  search::PlanEvaluator ev_first(first, wafer, params, 2), ev_last(last, wafer, params, 2), ev_whole(whole, wafer, params, 2),
+      ev_private(last, wafer, params, 2);
+  ev_first.impl().share_tables(cache);
+  ev_last.impl().share_tables(cache);
+  ev_whole.impl().share_tables(cache);
+  // Every decoder block of the last part on three rectangles and every TUNE.
+  const auto& blocks = ev_last.impl().blocks;
+  const auto want = [&](search::PlanEvaluator& ev) {
+    std::vector<search::detail::TableKey> keys;
+    for (const auto& b : ev.impl().blocks) {
+      if (!b.ops.decoder) continue;
+      for (auto [w, h] : {std::pair<std::int64_t, std::int64_t>{60, 40}, {33, 90}, {120, 120}}) {
+        for (int t = 0; t < static_cast<int>(ev.tunes().size()); ++t) keys.emplace_back(b.type, w, h, t);
+      }
+    }
+    return keys;
+  };
+  ev_first.impl().ensure(want(ev_first));
+  REQUIRE(ev_first.impl().computed > 0);
+  ev_last.impl().ensure(want(ev_last));
+  ev_whole.impl().ensure(want(ev_whole));
+  CHECK(ev_last.impl().computed == 0);   // the first part costed the same blocks
+  CHECK(ev_whole.impl().computed == 0);  // and so did it for the whole model on one wafer
+  ev_private.impl().ensure(want(ev_private));
+  CHECK(ev_private.impl().computed == ev_first.impl().computed);
+  for (const auto& b : blocks) {
+    if (!b.ops.decoder) continue;
+    for (int t = 0; t < static_cast<int>(ev_last.tunes().size()); ++t) {
+      const auto& shared = ev_last.impl().get(b.type, 33, 90, t);
+      const auto& own = ev_private.impl().get(b.type, 33, 90, t);
+      CHECK(shared.cycles == own.cycles);
+      CHECK(shared.resident == own.resident);
+      CHECK(shared.buffers == own.buffers);
+    }
+  }
+  // Another request count is other blocks: nothing shared.
+  const auto more = deploy::part_workload(model, workload::WorkloadShape{workload::Phase::decode, 8, 512, 64},
+                                          plan.parts[1], 1.25);
+  search::PlanEvaluator ev_more(more, wafer, params, 2);
+  ev_more.impl().share_tables(cache);
+  ev_more.impl().ensure(want(ev_more));
+  CHECK(ev_more.impl().computed == ev_first.impl().computed);
+}
+
+TEST_CASE("one model's groups at one micro-batch count form a family over its parts and wafer counts") {
+  const auto config = config::parse_config(
+      "wafer:\n  preset: wse3\n  grid_w_pes: 16\n  grid_h_pes: 16\n"
+      "workloads:\n  models: [llama3-8b]\n  phases: [decode]\n  concurrent_requests: [2]\n"
+      "  lengths: [[128, 32], [256, 32]]\n  layer_subset: false\n"
+      "cluster:\n  wafers: [1, 2]\n"
+      "search:\n  max_cut_depth: 1\n",
+      "p.yaml", {});
+  const auto settings = config::expand_sweep(config);
+  REQUIRE(settings.size() == 4);  // wafers 1, 2 x two lengths
+  const auto plan = driver::detail::make_plan(config, settings);
+  REQUIRE(plan.group_family.size() == plan.groups);
+  std::set<std::size_t> seen;
+  for (const auto& t : plan.tasks) {
+    const std::size_t f = plan.group_family[t.group];
+    if (t.kind == driver::detail::Kind::finish) {
+      CHECK(f == driver::detail::Plan::kNoFamily);
+      continue;
+    }
+    REQUIRE(f < plan.families.size());
+    // Every other group of the family: same lengths and micro-batches, any wafer count and part.
+    for (const std::size_t g : plan.families[f]) {
+      for (const auto& u : plan.tasks) {
+        if (u.group != g) continue;
+        CHECK(settings[u.setting].shape.input_tokens == settings[t.setting].shape.input_tokens);
+        CHECK(u.piece.microbatches == t.piece.microbatches);
+      }
+    }
+    if (t.kind == driver::detail::Kind::piece && settings[t.setting].wafers == 2) seen.insert(f);
+  }
+  // Two lengths x two micro-batch counts; each family holds the 1-wafer group and both parts' groups.
+  CHECK(seen.size() == 4);
+  for (const std::size_t f : seen) CHECK(plan.families[f].size() == 3);
+}
