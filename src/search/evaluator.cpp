@@ -241,12 +241,12 @@ const BlockCost& PlanEvaluator::Impl::get(int type, std::int64_t w, std::int64_t
 
 // The block costs plus a route switch wherever a GEMV reduces along a different axis than the
 // region's previous GEMV (charged in that block's steps, so scaled as they are).
-PlanEvaluator::Impl::LeafCost PlanEvaluator::Impl::leaf(int a, int b, std::int64_t w, std::int64_t h, int tune) const {
+PlanEvaluator::Impl::LeafCost PlanEvaluator::Impl::leaf_of(int a, int b, const BlockCost* const* by_type) const {
   LeafCost out;
   std::int64_t resident = 0, buffers = 0;
   int last_axis = -1;
   for (int i = a; i < b; ++i) {
-    const BlockCost& c = get(blocks[static_cast<std::size_t>(i)].type, w, h, tune);
+    const BlockCost& c = *by_type[blocks[static_cast<std::size_t>(i)].type];
     out.cycles += c.cycles;
     if (last_axis >= 0 && c.first_axis >= 0 && c.first_axis != last_axis) {
       out.cycles += params.route_switch_cycles * block_scale[static_cast<std::size_t>(i)];
@@ -257,6 +257,15 @@ PlanEvaluator::Impl::LeafCost PlanEvaluator::Impl::leaf(int a, int b, std::int64
   }
   out.fits = resident + buffers <= wafer.sram_per_pe_bytes;
   return out;
+}
+
+PlanEvaluator::Impl::LeafCost PlanEvaluator::Impl::leaf(int a, int b, std::int64_t w, std::int64_t h, int tune) const {
+  std::vector<const BlockCost*> by_type(representative.size(), nullptr);
+  for (int i = a; i < b; ++i) {
+    const int type = blocks[static_cast<std::size_t>(i)].type;
+    if (by_type[static_cast<std::size_t>(type)] == nullptr) by_type[static_cast<std::size_t>(type)] = &get(type, w, h, tune);
+  }
+  return leaf_of(a, b, by_type.data());
 }
 
 double PlanEvaluator::Impl::transfer(const Rect& from_used, const Rect& to_used, int after_block) const {

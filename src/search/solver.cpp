@@ -187,23 +187,32 @@ std::vector<Point> Solver::leaf_points(const Rect& rect, int a, int b) {
     placements.push_back(holds(w, h) ? anchors(rect, w, h) : std::vector<std::pair<std::int64_t, std::int64_t>>{});
     if (placements.back().empty()) continue;
     for (int t = 0; t < tunes; ++t) {
-      for (int type : types) wanted.emplace_back(type, w, h, t);
+      for (int type : types) {
+        if (!ev_.has(type, w, h, t)) wanted.emplace_back(type, w, h, t);
+      }
     }
   }
   ev_.ensure(std::move(wanted));
+  // Per TUNE, each type's cost on the current size (types outside [a, b) stay null).
+  const std::size_t ntypes = ev_.representative.size();
+  std::vector<const BlockCost*> by_tune(static_cast<std::size_t>(tunes) * ntypes, nullptr);
   for (std::size_t i = 0; i < sizes.size(); ++i) {
     // Plain copies: C++17 lambdas cannot capture structured bindings (clang refuses).
     const int w = sizes[i].first;
     const int h = sizes[i].second;
     if (placements[i].empty()) continue;
+    for (int t = 0; t < tunes; ++t) {
+      for (int type : types) by_tune[static_cast<std::size_t>(t) * ntypes + static_cast<std::size_t>(type)] = &ev_.get(type, w, h, t);
+    }
     // Fastest tune that fits, ties to the lower index: a deterministic parallel reduction.
     CostId best{kInf, INT_MAX};
     const PlanEvaluator::Impl& ev = ev_;
+    const BlockCost* const* costs = by_tune.data();
     on_host_space(ev.serial, static_cast<std::size_t>(tunes), 4096, [&](auto space) {
       Kokkos::parallel_reduce(
           "wavel::search::leaf_tune", Kokkos::RangePolicy<decltype(space)>(space, 0, tunes),
           [&](const int t, CostId& acc) {
-            const auto c = ev.leaf(a, b, w, h, t);
+            const auto c = ev.leaf_of(a, b, costs + static_cast<std::size_t>(t) * ntypes);
             const CostId mine{c.fits ? c.cycles : kInf, t};
             if (MinCostId::less(mine, acc)) acc = mine;
           },

@@ -205,6 +205,9 @@ struct PlanEvaluator::Impl {
   };
   /// Blocks [a, b) one after another on a w x h used rectangle with one TUNE.
   [[nodiscard]] LeafCost leaf(int a, int b, std::int64_t w, std::int64_t h, int tune) const;
+  /// The same from each block type's cost on that rectangle and TUNE (`by_type[type]`, looked up
+  /// once per type rather than once per block).
+  [[nodiscard]] LeafCost leaf_of(int a, int b, const detail::BlockCost* const* by_type) const;
   /// The transfer of block `after_block`'s output from one leaf's used rectangle into the next's
   /// (scaled as that block's steps).
   [[nodiscard]] double transfer(const meshir::Rect& from_used, const meshir::Rect& to_used, int after_block) const;
