@@ -288,8 +288,8 @@ void read_cost(Validator& v, const Node& node, const wafer::WaferParams& wafer, 
 // The system a wafer sits in (cs2 for wse2, cs3 otherwise) unless `preset` says; each figure overridable.
 void read_cluster(Validator& v, const Node& node, const wafer::WaferParams& wafer, deploy::ClusterParams& c) {
   const std::string path = "cluster";
-  v.check_map(node, path, {"preset", "wafers", "io_edge", "link_bytes_per_s", "link_latency_s", "ingress_bytes_per_s",
-                           "external_memory_bytes"});
+  v.check_map(node, path, {"preset", "wafers", "max_wafers", "target_tpr_tokens_per_s", "target_ttft_s", "io_edge",
+                           "link_bytes_per_s", "link_latency_s", "ingress_bytes_per_s", "external_memory_bytes"});
   std::string preset = wafer.preset == "wse2" ? "cs2" : "cs3";
   if (present(node, "preset")) {
     if (auto p = v.choice(child_or_null(node, "preset"), "cluster.preset", deploy::cluster_preset_names())) preset = *p;
@@ -303,6 +303,17 @@ void read_cluster(Validator& v, const Node& node, const wafer::WaferParams& wafe
     c.wafers = v.axis(child_or_null(node, "wafers"), "cluster.wafers",
                       [&](const Node& n, const std::string& p) { return v.integer(n, p, 1, deploy::kMaxWafers); });
   }
+  read_int(v, node, path, "max_wafers", c.max_wafers, 1, deploy::kMaxWafers);
+  if (present(node, "max_wafers") && present(node, "wafers")) {
+    v.error(child_or_null(node, "max_wafers").where, "cluster.max_wafers",
+            "give either cluster.wafers (the counts to sweep) or cluster.max_wafers (every count from 1), not both");
+  }
+  if (c.max_wafers > 0) {
+    c.wafers.clear();
+    for (std::int64_t w = 1; w <= c.max_wafers; ++w) c.wafers.push_back(w);
+  }
+  read_double(v, node, path, "target_tpr_tokens_per_s", c.target_tpr_tokens_per_s, 0.0, 1e9, true);
+  read_double(v, node, path, "target_ttft_s", c.target_ttft_s, 0.0, 1e6, true);
   std::vector<std::string> edges;
   for (const auto e : {meshir::Edge::west, meshir::Edge::east, meshir::Edge::north, meshir::Edge::south}) {
     edges.emplace_back(meshir::to_string(e));
@@ -470,7 +481,7 @@ Config parse_config(const std::string& text, const std::string& file, const std:
   // A pipeline gives each wafer at least one decoder layer.
   for (const auto& m : config.workloads.models) {
     for (const std::int64_t wafers : config.cluster.wafers) {
-      if (wafers > m.spec.num_layers) {
+      if (wafers > m.spec.num_layers && config.cluster.max_wafers == 0) {  // max_wafers: each model to its depth
         v.error(child_or_null(child_or_null(root, "cluster"), "wafers").where, "cluster.wafers",
                 "model '" + m.spec.name + "' has " + std::to_string(m.spec.num_layers) +
                     " decoder layers: it cannot be split over " + std::to_string(wafers) +

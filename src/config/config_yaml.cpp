@@ -124,7 +124,15 @@ std::string to_yaml(const Config& c, bool absolute_paths) {
 
   out << YAML::Key << "cluster" << YAML::Value << YAML::BeginMap;
   out << YAML::Key << "preset" << YAML::Value << c.cluster.preset;
-  out << YAML::Key << "wafers" << YAML::Value << YAML::Flow << c.cluster.wafers;
+  if (c.cluster.max_wafers > 0) {
+    out << YAML::Key << "max_wafers" << YAML::Value << c.cluster.max_wafers;
+  } else {
+    out << YAML::Key << "wafers" << YAML::Value << YAML::Flow << c.cluster.wafers;
+  }
+  if (c.cluster.target_tpr_tokens_per_s > 0) {
+    out << YAML::Key << "target_tpr_tokens_per_s" << YAML::Value << num(c.cluster.target_tpr_tokens_per_s);
+  }
+  if (c.cluster.target_ttft_s > 0) out << YAML::Key << "target_ttft_s" << YAML::Value << num(c.cluster.target_ttft_s);
   out << YAML::Key << "io_edge" << YAML::Value << std::string(meshir::to_string(c.cluster.io_edge));
   out << YAML::Key << "link_bytes_per_s" << YAML::Value << num(c.cluster.link_bytes_per_s);
   out << YAML::Key << "link_latency_s" << YAML::Value << num(c.cluster.link_latency_s);

@@ -28,6 +28,8 @@ std::vector<Setting> expand_sweep(const Config& config) {
   settings.reserve(a.models.size() * a.phases.size() * a.concurrent_requests.size() * lengths.size());
   for (std::size_t m = 0; m < a.models.size(); ++m) {
     for (const std::int64_t wafers : config.cluster.wafers) {
+      // cluster.max_wafers searches each model up to one decoder layer per wafer.
+      if (config.cluster.max_wafers > 0 && wafers > a.models[m].spec.num_layers) continue;
       for (auto phase : a.phases) {
         for (auto requests : a.concurrent_requests) {
           for (const auto& [input, output] : phase == workload::Phase::prefill ? prefill_lengths : lengths) {

@@ -24,6 +24,7 @@
 #include "wavel/driver/grouping.hpp"
 #include "wavel/driver/pack.hpp"
 #include "wavel/driver/setting_tasks.hpp"
+#include "wavel/driver/wafer_counts.hpp"
 #include "wavel/cost/model.hpp"
 #include "wavel/meshir/text.hpp"
 #include "wavel/search/search.hpp"
@@ -189,7 +190,10 @@ void run(const config::Config& config, const RunContext& context, std::ostream& 
   const OutputDirLock lock = make_output_dir(dir.string(), context.comm);
   // A failed rerun must not leave the previous results looking current: they are set aside as
   // *.stale now and removed once this run has written its own.
-  const std::vector<fs::path> outputs{dir / "results.h5", dir / "summary.csv"};
+  // With several wafer counts, each problem's choice among them too (wafer_counts.hpp).
+  const bool wafer_counts = config.cluster.wafers.size() > 1;
+  std::vector<fs::path> outputs{dir / "results.h5", dir / "summary.csv"};
+  if (wafer_counts) outputs.push_back(dir / "wafer_counts.csv");
   const std::string config_hash = to_hex(fnv1a64(results_identity(config)));
   // --resume with no usable checkpoint stops before anything in the directory is touched.
   const fs::path spool_path = dir / "settings.spool";
@@ -227,13 +231,17 @@ void run(const config::Config& config, const RunContext& context, std::ostream& 
   }
   auto outcome = evaluate_distributed(config, settings, context, options);
   std::vector<SettingResult> results = std::move(outcome.results);  // rank 0 only
+  std::vector<WaferCountRow> counts;
   {
     // results.h5 and summary.csv appear together or not at all; rank 0 writes them.
     io::ResultFiles files;
     if (context.rank == 0) apply_request_grouping(config, settings, results, outcome.texts);
     io::Table table = context.rank == 0 ? settings_table(config, settings, results) : io::Table{};
+    if (context.rank == 0 && wafer_counts) counts = wafer_count_rows(settings, results, config.cluster);
+    io::Table counts_table = context.rank == 0 && wafer_counts ? wafer_counts_table(config, settings, counts) : io::Table{};
     if (context.rank == 0 && config.output.csv) {
       files.text_files.push_back({(dir / "summary.csv").string(), io::csv_text(table)});
+      if (wafer_counts) files.text_files.push_back({(dir / "wafer_counts.csv").string(), io::csv_text(counts_table)});
     }
     if (context.rank == 0 && config.output.hdf5) {
       files.h5_path = (dir / "results.h5").string();
@@ -245,6 +253,7 @@ void run(const config::Config& config, const RunContext& context, std::ostream& 
       files.h5_tables.push_back(sim_op_pairs_table(results));
       files.h5_tables.push_back(search_stats_table(results));
       files.h5_tables.push_back(rank_stats_table(outcome.ranks));
+      if (wafer_counts) files.h5_tables.push_back(std::move(counts_table));
     }
     io::write_result_files(files, context.comm);
   }
@@ -254,6 +263,7 @@ void run(const config::Config& config, const RunContext& context, std::ostream& 
     fs::remove(options.spool_path, ignored);
     for (const auto& path : outputs) fs::remove(path.string() + ".stale", ignored);
     print_settings(out, config, settings, results);
+    if (wafer_counts) print_wafer_counts(out, config, settings, counts);
     std::int64_t grouped = 0;
     for (const auto& r : results) {
       for (const auto& s : r.schedules) grouped += s.request_groups > 1 ? 1 : 0;
@@ -274,7 +284,7 @@ void run(const config::Config& config, const RunContext& context, std::ostream& 
     std::cerr << "search: " << nodes << " partial schedules in " << std::setprecision(3) << wall << " s of search time ("
         << human(wall > 0 ? static_cast<double>(nodes) / wall : 0.0, "schedules/s") << ")\n";
     std::cerr << "results: " << dir.string() << "/" << (config.output.hdf5 ? "results.h5 " : "")
-        << (config.output.csv ? "summary.csv" : "") << '\n';
+        << (config.output.csv ? std::string("summary.csv") + (wafer_counts ? " wafer_counts.csv" : "") : "") << '\n';
   }
   // A sweep of which nothing could be placed is not a success, though its results say why.
   on_root_agreed(context.comm, 0, [&] {

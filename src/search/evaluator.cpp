@@ -133,6 +133,7 @@ PlanEvaluator::Impl::Impl(const workload::Workload& w, const wafer::WaferParams&
     if (blocks[i].type >= static_cast<int>(representative.size())) representative.push_back(static_cast<int>(i));
     block_scale.push_back(blocks[i].ops.decoder ? static_cast<double>(std::max<std::int64_t>(1, layer_scale)) : 1.0);
   }
+  for (const auto& b : blocks) block_type.push_back(b.type);
   for (std::size_t t = 0; t < representative.size(); ++t) tables.push_back(std::make_shared<detail::CostTable>());
   tunes = detail::tune_choices(decode, group_scales, w.model.moe ? w.model.moe->num_experts : 0, expert_groups);
 }
@@ -246,7 +247,7 @@ PlanEvaluator::Impl::LeafCost PlanEvaluator::Impl::leaf_of(int a, int b, const B
   std::int64_t resident = 0, buffers = 0;
   int last_axis = -1;
   for (int i = a; i < b; ++i) {
-    const BlockCost& c = *by_type[blocks[static_cast<std::size_t>(i)].type];
+    const BlockCost& c = *by_type[block_type[static_cast<std::size_t>(i)]];
     out.cycles += c.cycles;
     if (last_axis >= 0 && c.first_axis >= 0 && c.first_axis != last_axis) {
       out.cycles += params.route_switch_cycles * block_scale[static_cast<std::size_t>(i)];

@@ -168,6 +168,43 @@ bool Solver::contains_defect(const Rect& r) const {
   return false;
 }
 
+// The fastest TUNE that fits blocks [a, b) on a w x h used rectangle, ties to the lower index: a
+// deterministic parallel reduction over the TUNEs, each type's cost looked up once per TUNE.
+CostId Solver::best_tune(int a, int b, std::int64_t w, std::int64_t h, const std::vector<int>& types) {
+  const int tunes = static_cast<int>(ev_.tunes.size());
+  const std::size_t ntypes = ev_.representative.size();
+  by_tune_.assign(static_cast<std::size_t>(tunes) * ntypes, nullptr);  // types outside [a, b) stay null
+  for (int t = 0; t < tunes; ++t) {
+    for (int type : types) by_tune_[static_cast<std::size_t>(t) * ntypes + static_cast<std::size_t>(type)] = &ev_.get(type, w, h, t);
+  }
+  CostId best{kInf, INT_MAX};
+  const PlanEvaluator::Impl& ev = ev_;
+  const BlockCost* const* costs = by_tune_.data();
+  on_host_space(ev.serial, static_cast<std::size_t>(tunes), 4096, [&](auto space) {
+    Kokkos::parallel_reduce(
+        "wavel::search::leaf_tune", Kokkos::RangePolicy<decltype(space)>(space, 0, tunes),
+        [&](const int t, CostId& acc) {
+          const auto c = ev.leaf_of(a, b, costs + static_cast<std::size_t>(t) * ntypes);
+          const CostId mine{c.fits ? c.cycles : kInf, t};
+          if (MinCostId::less(mine, acc)) acc = mine;
+        },
+        MinCostId(best));
+  });
+  stats_->tunes_scored += tunes;
+  return best;
+}
+
+namespace {
+
+// (a, b, used width, used height) in 64 bits, or 0 when a field does not fit (then nothing is memoized).
+std::uint64_t leaf_key(int a, int b, std::int64_t w, std::int64_t h) {
+  if (a < 0 || b >= (1 << 12) || w < 1 || h < 1 || w >= (1 << 20) || h >= (1 << 20)) return 0;
+  return (static_cast<std::uint64_t>(a) << 52) | (static_cast<std::uint64_t>(b) << 40) |
+         (static_cast<std::uint64_t>(w) << 20) | static_cast<std::uint64_t>(h);
+}
+
+}  // namespace
+
 std::vector<Point> Solver::leaf_points(const Rect& rect, int a, int b) {
   std::vector<Point> points;
   const auto sizes = used_sizes(rect.w, rect.h, a, b);
@@ -183,9 +220,14 @@ std::vector<Point> Solver::leaf_points(const Rect& rect, int a, int b) {
   const auto holds = [&](std::int64_t w, std::int64_t h) { return need <= w * h * ev_.wafer.sram_per_pe_bytes; };
   std::vector<std::vector<std::pair<std::int64_t, std::int64_t>>> placements;
   std::vector<TableKey> wanted;
+  const auto known = [&](std::int64_t w, std::int64_t h) {
+    const std::uint64_t key = leaf_key(a, b, w, h);
+    return key != 0 && leaf_best_.count(key) != 0;
+  };
   for (const auto& [w, h] : sizes) {
     placements.push_back(holds(w, h) ? anchors(rect, w, h) : std::vector<std::pair<std::int64_t, std::int64_t>>{});
     if (placements.back().empty()) continue;
+    if (!opt_.exhaustive && known(w, h)) continue;  // its choice is memoized: no costs needed
     for (int t = 0; t < tunes; ++t) {
       for (int type : types) {
         if (!ev_.has(type, w, h, t)) wanted.emplace_back(type, w, h, t);
@@ -193,32 +235,19 @@ std::vector<Point> Solver::leaf_points(const Rect& rect, int a, int b) {
     }
   }
   ev_.ensure(std::move(wanted));
-  // Per TUNE, each type's cost on the current size (types outside [a, b) stay null).
-  const std::size_t ntypes = ev_.representative.size();
-  std::vector<const BlockCost*> by_tune(static_cast<std::size_t>(tunes) * ntypes, nullptr);
   for (std::size_t i = 0; i < sizes.size(); ++i) {
     // Plain copies: C++17 lambdas cannot capture structured bindings (clang refuses).
     const int w = sizes[i].first;
     const int h = sizes[i].second;
     if (placements[i].empty()) continue;
-    for (int t = 0; t < tunes; ++t) {
-      for (int type : types) by_tune[static_cast<std::size_t>(t) * ntypes + static_cast<std::size_t>(type)] = &ev_.get(type, w, h, t);
-    }
-    // Fastest tune that fits, ties to the lower index: a deterministic parallel reduction.
+    const std::uint64_t key = opt_.exhaustive ? 0 : leaf_key(a, b, w, h);
     CostId best{kInf, INT_MAX};
-    const PlanEvaluator::Impl& ev = ev_;
-    const BlockCost* const* costs = by_tune.data();
-    on_host_space(ev.serial, static_cast<std::size_t>(tunes), 4096, [&](auto space) {
-      Kokkos::parallel_reduce(
-          "wavel::search::leaf_tune", Kokkos::RangePolicy<decltype(space)>(space, 0, tunes),
-          [&](const int t, CostId& acc) {
-            const auto c = ev.leaf_of(a, b, costs + static_cast<std::size_t>(t) * ntypes);
-            const CostId mine{c.fits ? c.cycles : kInf, t};
-            if (MinCostId::less(mine, acc)) acc = mine;
-          },
-          MinCostId(best));
-    });
-    stats_->tunes_scored += tunes;
+    if (const auto it = key != 0 ? leaf_best_.find(key) : leaf_best_.end(); it != leaf_best_.end()) {
+      best = it->second;
+    } else {
+      best = best_tune(a, b, w, h, types);
+      if (key != 0) leaf_best_.emplace(key, best);
+    }
     if (!std::isfinite(best.cost)) continue;
     for (const auto& [dx, dy] : placements[i]) {
       const Rect used{dx, dy, w, h};

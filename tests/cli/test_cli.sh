@@ -94,5 +94,12 @@ expect 0 "link.0-1" -- simulate "$tmp/pipe.meshir"
 sed 's/ wafer 1$/ wafer 7/' "$tmp/pipe.meshir" >"$tmp/badpipe.meshir"
 expect 65 "lies on wafer 7" -- check "$tmp/badpipe.meshir"
 expect 78 "cluster.wafers" -- --dry-run "$src/configs/tiny.yaml" --set "cluster.wafers=[0]"
+# The wafer count searched (cluster.max_wafers): each problem's choice in the table, CSV and HDF5.
+expect 0 "Wafer counts per problem" -- "$src/configs/tiny.yaml" --set "cluster.max_wafers=2" --set "cluster.target_ttft_s=1" --output "$tmp/wc"
+head -1 "$tmp/wc/wafer_counts.csv" | grep -q "^model,phase,concurrent_requests,input_tokens,output_tokens,wafer_counts,target,fewest_wafers" \
+  && [ "$(wc -l <"$tmp/wc/wafer_counts.csv")" = 3 ] && grep -q "^tiny-llama,prefill,2,128,0,\"1,2\",1," "$tmp/wc/wafer_counts.csv" \
+  || { echo "FAIL: wafer_counts.csv"; cat "$tmp/wc/wafer_counts.csv"; fail=1; }
+h5dump -d /wafer_counts/fewest_wafers "$tmp/wc/results.h5" >/dev/null 2>&1 || { echo "FAIL: no /wafer_counts in results.h5"; fail=1; }
+expect 78 "cluster.max_wafers" -- --dry-run "$src/configs/tiny.yaml" --set "cluster.max_wafers=2" --set "cluster.wafers=[1]"
 expect 78 "cannot be split over 5 wafers" -- "$src/configs/tiny.yaml" --set "cluster.wafers=[5]" --output "$tmp/pipe5"
 exit $fail

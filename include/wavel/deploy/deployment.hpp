@@ -20,6 +20,11 @@ struct ClusterParams {
   double external_memory_bytes = 0;      ///< weight store outside the wafer (MemoryX-like)
   double ingress_bytes_per_s = 0;        ///< weights from that store into one wafer
   std::vector<std::int64_t> wafers{1};   ///< systems per deployment: a sweep axis (1: one wafer)
+  /// >0: the wafer count is searched, every count from 1 to this (each model up to its decoder
+  /// layers), and each problem's fewest, fastest and most efficient count is reported.
+  std::int64_t max_wafers = 0;
+  double target_tpr_tokens_per_s = 0;    ///< >0: decode tokens/s per user (1 / TPOT) a deployment must reach
+  double target_ttft_s = 0;              ///< >0: the TTFT a prefill deployment must stay within
   meshir::Edge io_edge = meshir::Edge::west;  ///< where each wafer's I/O enters its mesh (unpublished: a parameter)
 };
 

@@ -180,6 +180,7 @@ struct PlanEvaluator::Impl {
   std::vector<Block> blocks;
   std::vector<double> block_scale;  ///< layer_scale for decoder blocks, 1 for embedding and head
   std::vector<int> representative;  ///< a block index per type
+  std::vector<int> block_type;      ///< blocks[i].type, packed: the leaf sums read it per TUNE
   std::vector<meshir::Tune> tunes;
   std::vector<std::shared_ptr<detail::CostTable>> tables;  ///< per block type, private unless shared
   std::int64_t computed = 0;

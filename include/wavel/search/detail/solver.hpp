@@ -96,6 +96,7 @@ class Solver {
   std::vector<std::pair<std::int64_t, std::int64_t>> anchors(const meshir::Rect& rect, std::int64_t used_w,
                                                               std::int64_t used_h) const;
   std::vector<Point> leaf_points(const meshir::Rect& rect, int a, int b);
+  CostId best_tune(int a, int b, std::int64_t w, std::int64_t h, const std::vector<int>& types);
   Point leaf_point(const meshir::Rect& rect, int a, int b, const meshir::Rect& used, int tune, double cycles);
   void cut_points(const meshir::Rect& rect, int a, int b, int depth, std::vector<Point>& points,
                   const RootSlice& slice);
@@ -120,6 +121,10 @@ class Solver {
   std::map<std::tuple<std::int64_t, std::int64_t, int, int, int, std::int64_t, std::int64_t>, std::vector<Point>> memo_;
   std::map<std::tuple<std::int64_t, std::int64_t, int, int, int>, std::pair<double, double>> tree_memo_;
   std::map<std::tuple<int, std::int64_t, std::int64_t, int>, double> min_block_memo_;
+  /// Fastest fitting TUNE of blocks [a, b) on a used size, by leaf_key: the same leaf recurs under
+  /// many regions and depths, and its choice depends on nothing else.
+  std::unordered_map<std::uint64_t, CostId> leaf_best_;
+  std::vector<const BlockCost*> by_tune_;  ///< best_tune's scratch: each TUNE's cost per block type
   std::vector<Plan> plans_;
 };
 
