@@ -126,6 +126,14 @@ TEST_CASE("a pipeline's parts share their decoder blocks' costs, and a shared co
       CHECK(shared.buffers == own.buffers);
     }
   }
+  // A decode MLP block does not read the context: another length shares it (attention differs).
+  const auto longer = deploy::part_workload(model, workload::WorkloadShape{workload::Phase::decode, 4, 4096, 64},
+                                            plan.parts[1], 1.25);
+  search::PlanEvaluator ev_longer(longer, wafer, params, 2);
+  ev_longer.impl().share_tables(cache);
+  ev_longer.impl().ensure(want(ev_longer));
+  CHECK(ev_longer.impl().computed > 0);
+  CHECK(ev_longer.impl().computed < ev_first.impl().computed);
   // Another request count is other blocks: nothing shared.
   const auto more = deploy::part_workload(model, workload::WorkloadShape{workload::Phase::decode, 8, 512, 64},
                                           plan.parts[1], 1.25);
@@ -135,7 +143,7 @@ TEST_CASE("a pipeline's parts share their decoder blocks' costs, and a shared co
   CHECK(ev_more.impl().computed == ev_first.impl().computed);
 }
 
-TEST_CASE("one model's groups at one micro-batch count form a family over its parts and wafer counts") {
+TEST_CASE("one model's groups at one micro-batch count form a family over its lengths, parts and wafer counts") {
   const auto config = config::parse_config(
       "wafer:\n  preset: wse3\n  grid_w_pes: 16\n  grid_h_pes: 16\n"
       "workloads:\n  models: [llama3-8b]\n  phases: [decode]\n  concurrent_requests: [2]\n"
@@ -155,17 +163,19 @@ TEST_CASE("one model's groups at one micro-batch count form a family over its pa
       continue;
     }
     REQUIRE(f < plan.families.size());
-    // Every other group of the family: same lengths and micro-batches, any wafer count and part.
+    // Every other group of the family: same phase, requests and micro-batches, any length, wafer
+    // count and part.
     for (const std::size_t g : plan.families[f]) {
       for (const auto& u : plan.tasks) {
         if (u.group != g) continue;
-        CHECK(settings[u.setting].shape.input_tokens == settings[t.setting].shape.input_tokens);
+        CHECK(settings[u.setting].shape.concurrent_requests == settings[t.setting].shape.concurrent_requests);
+        CHECK(u.kind == t.kind);
         CHECK(u.piece.microbatches == t.piece.microbatches);
       }
     }
     if (t.kind == driver::detail::Kind::piece && settings[t.setting].wafers == 2) seen.insert(f);
   }
-  // Two lengths x two micro-batch counts; each family holds the 1-wafer group and both parts' groups.
-  CHECK(seen.size() == 4);
-  for (const std::size_t f : seen) CHECK(plan.families[f].size() == 3);
+  // Two micro-batch counts; each family holds, for both lengths, the 1-wafer group and both parts' groups.
+  CHECK(seen.size() == 2);
+  for (const std::size_t f : seen) CHECK(plan.families[f].size() == 6);
 }

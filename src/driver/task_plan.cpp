@@ -20,10 +20,9 @@ Plan make_plan(const config::Config& config, const std::vector<config::Setting>&
   Plan plan;
   const auto options = search::options_from(config.search);
   std::ostringstream text;
-  std::map<std::tuple<std::size_t, int, std::int64_t, std::int64_t, std::int64_t, std::int64_t>, std::size_t> family_ids;
+  std::map<std::tuple<std::size_t, int, std::int64_t, std::int64_t>, std::size_t> family_ids;
   const auto family = [&](const config::Setting& s, std::int64_t mb) {
-    const auto key = std::make_tuple(s.model_index, static_cast<int>(s.shape.phase), s.shape.concurrent_requests,
-                                     s.shape.input_tokens, s.shape.output_tokens, mb);
+    const auto key = std::make_tuple(s.model_index, static_cast<int>(s.shape.phase), s.shape.concurrent_requests, mb);
     return family_ids.emplace(key, family_ids.size()).first->second;
   };
   for (std::size_t s = 0; s < settings.size(); ++s) {

@@ -101,7 +101,7 @@ int Placer::append(PlacedOp op) {
 int Placer::relayout(int producer, const Layout& target, const std::string& consumer) {
   const PlacedOp& p = s_.ops[static_cast<std::size_t>(producer)];
   PlacedOp r;
-  r.name = p.name + ".relayout-for." + consumer;
+  if (named_) r.name = p.name + ".relayout-for." + consumer;
   r.kernel = Kernel::relayout;
   r.region = p.region;
   r.used = p.used;
@@ -119,7 +119,7 @@ void Placer::move_input_to(int region, const Rect& used, int stage, const Tune& 
   const PlacedOp& p = s_.ops[static_cast<std::size_t>(block_input_)];
   if (p.region == region) return;
   PlacedOp t;
-  t.name = "xfer." + std::to_string(p.region) + "-" + std::to_string(region) + "." + std::to_string(s_.ops.size());
+  if (named_) t.name = "xfer." + std::to_string(p.region) + "-" + std::to_string(region) + "." + std::to_string(s_.ops.size());
   t.kernel = Kernel::transfer;
   t.region = p.region;
   t.used = p.used;
@@ -250,7 +250,7 @@ int Placer::place_experts(const workload::Layer& block, std::size_t dispatch, st
   for (std::int64_t g = 0; g < groups; ++g) {
     workload::Op o = share(d);
     o.output_bytes = o.input_bytes;
-    const int i = place_op(o, block.name + "." + d.name + ".g" + std::to_string(g), region, used, stage, tune, sources,
+    const int i = place_op(o, named_ ? block.name + "." + d.name + ".g" + std::to_string(g) : std::string(), region, used, stage, tune, sources,
                            g > 0);
     s_.ops[static_cast<std::size_t>(i)].to_region = strips[static_cast<std::size_t>(g)];
     s_.ops[static_cast<std::size_t>(i)].out_layout =
@@ -261,7 +261,7 @@ int Placer::place_experts(const workload::Layer& block, std::size_t dispatch, st
   for (std::size_t k = dispatch + 1; k < combine; ++k) {
     for (std::int64_t g = 0; g < groups; ++g) {
       last[static_cast<std::size_t>(g)] =
-          place_op(share(block.ops[k]), block.name + "." + block.ops[k].name + ".g" + std::to_string(g),
+          place_op(share(block.ops[k]), named_ ? block.name + "." + block.ops[k].name + ".g" + std::to_string(g) : std::string(),
                    strips[static_cast<std::size_t>(g)], rects[static_cast<std::size_t>(g)], stage, tune,
                    {last[static_cast<std::size_t>(g)]}, g > 0);
     }
@@ -271,7 +271,7 @@ int Placer::place_experts(const workload::Layer& block, std::size_t dispatch, st
   const workload::Op& c = block.ops[combine];
   int out = -1;
   for (std::int64_t g = 0; g < groups; ++g) {
-    const int i = place_op(share(c), block.name + "." + c.name + ".g" + std::to_string(g),
+    const int i = place_op(share(c), named_ ? block.name + "." + c.name + ".g" + std::to_string(g) : std::string(),
                            strips[static_cast<std::size_t>(g)], rects[static_cast<std::size_t>(g)], stage, tune,
                            {last[static_cast<std::size_t>(g)]}, g > 0);
     PlacedOp& op = s_.ops[static_cast<std::size_t>(i)];
@@ -308,7 +308,7 @@ void Placer::place(const workload::Layer& block, int region, const Rect& used, i
     for (int in : op.inputs) {
       if (const int r = resolve(in); r >= 0) inputs.push_back(r);
     }
-    placed[i] = place_op(op, block.name + "." + op.name, region, used, stage, tune, inputs, false);
+    placed[i] = place_op(op, named_ ? block.name + "." + op.name : std::string(), region, used, stage, tune, inputs, false);
   }
   if (!block.ops.empty()) block_input_ = placed.back();
   // Embedding and head run once per pass; a layer subset scales only the decoder layers.

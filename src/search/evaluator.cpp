@@ -140,8 +140,10 @@ PlanEvaluator::Impl::Impl(const workload::Workload& w, const wafer::WaferParams&
 
 void PlanEvaluator::Impl::share_tables(detail::BlockCostCache& cache) {
   if (computed != 0) throw InternalError("share_tables after costs were computed");
-  // Everything compute() reads besides the block (the request count and micro-batches are reset
-  // there, and layers_total is a label), at full precision.
+  // Everything compute() reads besides the block, at full precision. Not read: the request count
+  // and micro-batches (reset there), layers_total (a label) and the prompt length (it only turns
+  // prefill cycles into tokens/s; the block's ops carry the lengths), so a decode MLP block is one
+  // table whatever the context length.
   std::ostringstream context;
   context.precision(17);
   context << wafer.preset << ' ' << wafer.grid_w_pes << 'x' << wafer.grid_h_pes << ' ' << wafer.sram_per_pe_bytes << ' '
@@ -151,7 +153,7 @@ void PlanEvaluator::Impl::share_tables(detail::BlockCostCache& cache) {
   for (const auto& pe : wafer.defective_pes) context << ' ' << pe.x << ',' << pe.y;
   context << " p";
   for (const auto& info : cost::param_registry()) context << ' ' << params.*(info.field);
-  context << (decode ? " decode " : " prefill ") << prompt_tokens << ' ' << layer_scale << ' ' << capacity_factor << " t";
+  context << (decode ? " decode " : " prefill ") << layer_scale << ' ' << capacity_factor << " t";
   for (const auto& t : tunes) {
     context << ' ' << t.group_scale_x << ',' << t.group_scale_y << ',' << static_cast<int>(t.entry_features) << ','
             << t.expert_groups;
@@ -186,7 +188,7 @@ BlockCost PlanEvaluator::Impl::compute(int type, std::int64_t w, std::int64_t h,
   const auto& t = tunes[static_cast<std::size_t>(tune)];
   // Every op, a re-layout per input at most, and an expert CUT's copies: no regrowth while placing.
   s.ops.reserve(block.ops.size() * static_cast<std::size_t>(2 + std::max<std::int64_t>(1, t.expert_groups)));
-  meshir::Placer placer(s, decode, capacity_factor);
+  meshir::Placer placer(s, decode, capacity_factor, /*named=*/false);
   placer.place(block, 0, rect, 0, t);
   s.microbatches = 1;  // the block's own time, not a pipeline round
   s.concurrent_requests = 1;

@@ -190,6 +190,9 @@ std::vector<SearchCandidate> seed_candidates(const workload::Workload& workload,
 // also outlive it in `costs`, for the next setting or part with identical blocks.
 struct SearchWorkspace::Impl {
   detail::BlockCostCache costs;
+  /// Unpruned tree sizes (a statistic) by root and blocks' resident bytes: the same for every
+  /// micro-batch count of a part, and as costly to count as a tenth of its search.
+  std::map<std::string, double> tree_log10;
   std::string key;
   std::unique_ptr<PlanEvaluator> evaluator;
   std::unique_ptr<detail::Solver> solver;
@@ -235,7 +238,15 @@ PieceResult SearchWorkspace::run(const std::string& setting_key, const workload:
       if (piece.chunk == 0) ++out.stats.pruned_sram;  // the whole footprint, counted once
       return out;
     }
-    if (piece.chunk == 0) out.stats.exhaustive_tree_log10 = solver.tree_log10(root);
+    if (piece.chunk == 0) {
+      std::string tree_key = setting_key + '|' + std::to_string(root.w) + 'x' + std::to_string(root.h) + '|' +
+                             std::to_string(ev.tunes.size());
+      for (const auto& b : ev.blocks) tree_key += ' ' + std::to_string(b.resident_bytes);
+      if (impl_->tree_log10.size() > 4096) impl_->tree_log10.clear();  // bounded; only a statistic
+      const auto it = impl_->tree_log10.find(tree_key);
+      out.stats.exhaustive_tree_log10 =
+          it != impl_->tree_log10.end() ? it->second : impl_->tree_log10.emplace(tree_key, solver.tree_log10(root)).first->second;
+    }
     points = solver.root_points(root, piece.chunk, piece.chunks, incumbents);
   } else {
     const auto sides = square_sides(wafer, options);

@@ -35,8 +35,10 @@ OpWork work_of(const workload::Op& op);
 class Placer {
  public:
   /// `capacity_factor`: an expert group serves at most this many times its mean share of routed rows.
-  Placer(Schedule& schedule, bool decode, double capacity_factor = 1.0)
-      : s_(schedule), decode_(decode), capacity_factor_(capacity_factor) {}
+  /// `named`: false leaves op names empty, for a schedule that is only costed (the search's block
+  /// table builds millions; a name is most of an op's heap allocations).
+  Placer(Schedule& schedule, bool decode, double capacity_factor = 1.0, bool named = true)
+      : s_(schedule), decode_(decode), capacity_factor_(capacity_factor), named_(named) {}
 
   /// Places every op of `block` on region `region` (its `used` sub-rectangle), as pipeline `stage`.
   /// If the incoming activation lives in another region, a transfer is placed first; inside a region,
@@ -57,6 +59,7 @@ class Placer {
   Schedule& s_;
   bool decode_;
   double capacity_factor_ = 1.0;
+  bool named_ = true;
   int next_step_ = 0;
   int block_input_ = -1;
 };

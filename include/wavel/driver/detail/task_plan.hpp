@@ -32,9 +32,10 @@ struct Plan {
   std::vector<Task> tasks;
   std::vector<std::vector<std::size_t>> inputs;  ///< per task: for a finish, its baselines then its pieces
   std::size_t groups = 0;
-  /// Per group: its family, the groups of one model, phase, request count, lengths and micro-batch
-  /// count over every part and wafer count. Their blocks are alike, so a rank that takes a family's
-  /// groups one after another reuses its block costs (search::SearchWorkspace).
+  /// Per group: its family, the groups of one model, phase, request count and micro-batch count
+  /// over every length, part and wafer count. Their blocks are alike (a decode MLP block does not
+  /// depend on the context length), so a rank that takes a family's groups one after another reuses
+  /// its block costs (search::SearchWorkspace).
   std::vector<std::size_t> group_family;
   std::vector<std::vector<std::size_t>> families;  ///< the groups of each family, ascending
   static constexpr std::size_t kNoFamily = static_cast<std::size_t>(-1);  ///< finishing tasks' groups
