@@ -79,6 +79,8 @@ class Source:
         missing = [c for c in needed if c not in settings]
         if missing:
             raise NotResults(f"/settings lacks column(s) {', '.join(missing)}")
+        # Each problem's choice over its wafer counts, as wavel-dse made it (absent with one count).
+        self.wafer_counts = read_table(file, "wafer_counts", required=False)
         meshir = {}
         if "schedules" in file and "columns" in file["schedules"].attrs:
             schedules = read_table(file, "schedules")
@@ -311,29 +313,28 @@ def write_csv(rows, out):
                          r["waferllm_subset_label"], r["fullchip_subset_label"], r["wafers"]])
 
 
-def whole_model_rows(single, pipes):
-    """Per problem (file, model, phase, requests, lengths) with pipeline rows: the one-wafer row and the
-    pipelines, with the fewest wafers that place the whole model and the best tokens/s per wafer."""
+def whole_model_rows(sources, rows):
+    """Per problem of each file with several wafer counts: its one-wafer row, and the deployments on the
+    fewest wafers and with the best tokens/s per wafer, as wavel-dse chose them (its /wafer_counts)."""
     out = []
-    keyf = lambda r: (r["file"], r["model"], r["phase"], r["concurrent_requests"], r["input_tokens"], r["output_tokens"])  # noqa: E731
-    by_key = {}
-    for r in pipes:
-        by_key.setdefault(keyf(r), []).append(r)
-    for key in sorted(by_key):
-        one = next((r for r in single if keyf(r) == key), None)
-        # A one-wafer row places the whole model only when it is not a layer subset.
-        placed = [r for r in by_key[key] if finite(r["wavel"])]
-        if one is not None and finite(one["wavel"]) and not one["subset_label"]:
-            placed.append(one)
-        placed.sort(key=lambda r: r["wafers"])
-        fewest = placed[0] if placed else None
-        best = max(placed, key=lambda r: (r["wavel"] / r["wafers"], -r["wafers"])) if placed else None
-        tried = sorted(r["wafers"] for r in by_key[key]) + ([] if one is None else [1])
-        out.append({"key": key, "one": one, "fewest": fewest, "best": best, "tried": sorted(tried)})
+    by_id = {(r["file"], r["setting_id"]): r for r in rows}
+    one_wafer = {(r["file"], r["model"], r["phase"], r["concurrent_requests"], r["input_tokens"], r["output_tokens"]): r
+                 for r in rows if r["wafers"] == 1}
+    for s in sources:
+        t = s.wafer_counts
+        if t is None:
+            continue
+        for i in range(len(t["model"])):
+            key = (s.path, t["model"][i], t["phase"][i], int(t["concurrent_requests"][i]), int(t["input_tokens"][i]),
+                   int(t["output_tokens"][i]))
+            out.append({"key": key, "one": one_wafer.get(key),
+                        "fewest": by_id.get((s.path, int(t["fewest_setting_id"][i]))),
+                        "best": by_id.get((s.path, int(t["per_wafer_setting_id"][i]))),
+                        "tried": [int(x) for x in t["wafer_counts"][i].split(",")]})
     return out
 
 
-def write_markdown(name, sources, rows, failures, out, pipes=()):
+def write_markdown(name, sources, rows, failures, out, whole=()):
     multi = len(sources) > 1
     w = lambda line="": print(line, file=out)  # noqa: E731
     w(f"# {name}: Wavel search against WaferLLM and Full-Chip")
@@ -458,20 +459,21 @@ def write_markdown(name, sources, rows, failures, out, pipes=()):
     w()
     w("The paper's settings, wafer (WSE-3) and measurement are not those of this sweep unless the config says "
       "so; the comparison is of orders of magnitude and trends, not a reproduction.")
-    if not pipes:
+    if not whole:
         return
     w()
     w("## Whole-model deployments over several wafers (PREDICTED by the cost model)")
     w()
     w("The tables above are the one-wafer rows (a model that does not fit runs there as a labelled layer subset, "
       "the paper's method). Here the same settings run whole, as pipelines over the config's `cluster.wafers`: "
-      "the fewest wafers that place the whole model, and the deployment with the best tokens/s per wafer.")
+      "the fewest wafers that place the whole model, and the deployment with the best tokens/s per wafer "
+      "(each problem's choice as wavel-dse made it, /wafer_counts).")
     w()
     w("| " + ("file | " if multi else "") + "model | phase | requests | in | out | one wafer: Wavel tok/s | "
       "one wafer: Wavel / WaferLLM | fewest wafers | its layers per wafer | its tok/s | its Wavel / WaferLLM | "
       "best tok/s per wafer (wafers) | wafers tried |")
     w("|" + "---|" * (13 + (1 if multi else 0)))
-    for e in whole_model_rows(rows, pipes):
+    for e in whole:
         f, model, phase, requests, inp, outp = e["key"]
         one, fewest, best = e["one"], e["fewest"], e["best"]
         one_cells = [fmt_tps(one["wavel"]) + (f" ({one['subset_label']})" if one["subset_label"] else ""),
@@ -528,8 +530,7 @@ def main(argv):
     markdown, table = io.StringIO(), io.StringIO()
     # The paper's tables and means are over one wafer; pipelines get their own section.
     single = [r for r in rows if r["wafers"] == 1]
-    pipes = [r for r in rows if r["wafers"] > 1]
-    write_markdown(args.name, sources, single, [r for r in failures], markdown, pipes)
+    write_markdown(args.name, sources, single, [r for r in failures], markdown, whole_model_rows(sources, rows))
     write_csv(rows, table)
     paths = [os.path.join(args.out, f"{args.name}.md"), os.path.join(args.out, f"{args.name}.csv")]
     try:
