@@ -248,3 +248,36 @@ TEST_CASE("a pipeline's parts are searched as separate problems: tasks per part,
   for (std::size_t in : plan.inputs[static_cast<std::size_t>(finish - plan.tasks.begin())]) fed.insert(plan.tasks[in].part);
   CHECK(fed == std::set<std::size_t>{0, 1, 2});
 }
+
+TEST_CASE("a pipeline part's pieces do not depend on the incumbents that happen to have arrived") {
+  // The finish picks each part's fastest candidate per micro-batch count; an incumbent of another
+  // count (they arrive in a timing-dependent order) must not prune it. Two runs of the same piece,
+  // one beside an incumbent that dominates everything, find the same candidates.
+  const auto config = config::parse_config(
+      "wafer:\n  preset: wse3\n  grid_w_pes: 16\n  grid_h_pes: 16\n"
+      "workloads:\n  models: [models/tiny-llama/config.json]\n  phases: [decode]\n  concurrent_requests: [2]\n"
+      "  lengths: [[128, 32]]\n"
+      "cluster:\n  wafers: [2]\n"
+      "search:\n  max_cut_depth: 1\n  cut_ratios: [0.5]\n  strip_counts: [3]\n  group_scales: [1.0]\n",
+      std::string(WAVEL_SOURCE_DIR) + "/configs/p.yaml", {});
+  const auto settings = config::expand_sweep(config);
+  REQUIRE(settings.size() == 1);
+  REQUIRE(settings[0].wafers == 2);
+  const auto parts = driver::setting_parts(config, settings[0]);
+  REQUIRE(parts.size() == 2);
+  const auto pieces = search::search_pieces(parts[0], config.wafer, search::options_from(config.search));
+  REQUIRE(!pieces.empty());
+  const std::vector<search::Objectives> dominating{{1e30, 1e-30, 1, 0}};
+  for (const auto& piece : pieces) {
+    search::SearchWorkspace alone, beside;
+    driver::TaskCounters a, b;
+    driver::run_piece(config, settings[0], parts[0], piece, {}, alone, a);
+    driver::run_piece(config, settings[0], parts[0], piece, dominating, beside, b);
+    REQUIRE(a.found.size() == b.found.size());
+    for (std::size_t i = 0; i < a.found.size(); ++i) {
+      CHECK(a.found[i].tokens_per_s == b.found[i].tokens_per_s);
+      CHECK(a.found[i].latency_s == b.found[i].latency_s);
+      CHECK(a.found[i].pes == b.found[i].pes);
+    }
+  }
+}
