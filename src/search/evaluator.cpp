@@ -263,12 +263,16 @@ PlanEvaluator::Impl::LeafCost PlanEvaluator::Impl::leaf_of(int a, int b, const B
 }
 
 PlanEvaluator::Impl::LeafCost PlanEvaluator::Impl::leaf(int a, int b, std::int64_t w, std::int64_t h, int tune) const {
-  std::vector<const BlockCost*> by_type(representative.size(), nullptr);
+  // On the stack for the usual few types: squares call this per TUNE, so no allocation per call.
+  constexpr std::size_t kStackTypes = 16;
+  const BlockCost* on_stack[kStackTypes] = {};
+  std::vector<const BlockCost*> on_heap(representative.size() > kStackTypes ? representative.size() : 0, nullptr);
+  const BlockCost** by_type = on_heap.empty() ? on_stack : on_heap.data();
   for (int i = a; i < b; ++i) {
-    const int type = blocks[static_cast<std::size_t>(i)].type;
-    if (by_type[static_cast<std::size_t>(type)] == nullptr) by_type[static_cast<std::size_t>(type)] = &get(type, w, h, tune);
+    const int type = block_type[static_cast<std::size_t>(i)];
+    if (by_type[type] == nullptr) by_type[type] = &get(type, w, h, tune);
   }
-  return leaf_of(a, b, by_type.data());
+  return leaf_of(a, b, by_type);
 }
 
 double PlanEvaluator::Impl::transfer(const Rect& from_used, const Rect& to_used, int after_block) const {
