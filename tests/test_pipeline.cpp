@@ -3,6 +3,8 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <map>
+#include <tuple>
 #include <set>
 #include <string>
 #include <vector>
@@ -15,6 +17,7 @@
 #include "wavel/config/sweep.hpp"
 #include "wavel/deploy/pipeline.hpp"
 #include "wavel/driver/detail/task_plan.hpp"
+#include "wavel/driver/pack.hpp"
 #include "wavel/driver/setting_tasks.hpp"
 #include "wavel/meshir/text.hpp"
 #include "wavel/meshir/verify.hpp"
@@ -218,7 +221,7 @@ TEST_CASE("the simulator crosses the link as its own element") {
   }
 }
 
-TEST_CASE("a pipeline's parts are searched as separate problems: tasks per part, incumbents per part") {
+TEST_CASE("a pipeline's parts are searched as separate problems: tasks per part, incumbents per part and count") {
   const auto config = config::parse_config(
       "wafer:\n  preset: wse3\n  grid_w_pes: 16\n  grid_h_pes: 16\n"
       "workloads:\n  models: [llama3-8b]\n  phases: [decode]\n  concurrent_requests: [2]\n"
@@ -233,11 +236,19 @@ TEST_CASE("a pipeline's parts are searched as separate problems: tasks per part,
   // One part on one wafer; three distinct parts over four (first, middle twice, last).
   const auto parts = driver::setting_parts(config, settings[1]);
   REQUIRE(parts.size() == 3);
-  CHECK(plan.slots == 4);
+  // One set for the one-wafer setting; per part of the pipeline, its seeds' set and one per count
+  // (2 requests: 1 or 2 micro-batches).
+  CHECK(plan.slots == 1 + 3 * 3);
+  std::map<std::size_t, std::set<std::tuple<std::size_t, std::size_t, int, std::int64_t>>> owners;
   for (const auto& t : plan.tasks) {
     if (t.kind == driver::detail::Kind::finish) continue;
-    // Each (setting, part) has its own incumbents: a part's schedules never prune another's.
-    CHECK(t.slot == (t.setting == 0 ? 0 : 1 + t.part));
+    const std::int64_t mb = t.kind == driver::detail::Kind::piece ? t.piece.microbatches : 0;
+    // One wafer: every schedule of the setting may prune any other. A pipeline part: only its own count's.
+    owners[t.slot].emplace(t.setting, t.part, static_cast<int>(t.kind), t.setting == 0 ? 0 : mb);
+  }
+  CHECK(owners.size() == plan.slots);
+  for (const auto& [slot, tasks] : owners) {
+    CHECK(tasks.size() == (slot == 0 ? 2u : 1u));  // setting 0: its baselines and its pieces
   }
   // The finishing task of the 4-wafer setting reads every part's baselines and pieces.
   const auto finish = std::find_if(plan.tasks.begin(), plan.tasks.end(), [](const auto& t) {
@@ -249,35 +260,76 @@ TEST_CASE("a pipeline's parts are searched as separate problems: tasks per part,
   CHECK(fed == std::set<std::size_t>{0, 1, 2});
 }
 
-TEST_CASE("a pipeline part's pieces do not depend on the incumbents that happen to have arrived") {
-  // The finish picks each part's fastest candidate per micro-batch count; an incumbent of another
-  // count (they arrive in a timing-dependent order) must not prune it. Two runs of the same piece,
-  // one beside an incumbent that dominates everything, find the same candidates.
+namespace {
+
+// A setting run as the hub runs it, one task after another, each piece given the incumbents its
+// slot holds by then (`forward` or reversed piece order; `shared` false: none at all). Returns the
+// finished front's schedules and the incumbent prunings.
+std::pair<std::vector<std::string>, std::int64_t> run_in_order(const config::Config& config,
+                                                               const config::Setting& setting, bool shared,
+                                                               bool forward) {
+  const auto plan = driver::detail::make_plan(config, {setting});
+  const auto parts = driver::setting_parts(config, setting);
+  std::vector<driver::PartResults> results(parts.size());
+  std::vector<std::vector<search::Objectives>> incumbents(plan.slots);
+  std::vector<std::size_t> order;
+  for (std::size_t t = 0; t < plan.tasks.size(); ++t) {
+    if (plan.tasks[t].kind == driver::detail::Kind::piece) order.push_back(t);
+  }
+  if (!forward) std::reverse(order.begin(), order.end());
+  std::map<std::size_t, std::string> piece_bytes;
+  search::SearchWorkspace workspace;
+  std::int64_t pruned = 0;
+  for (std::size_t t = 0; t < plan.tasks.size(); ++t) {
+    const auto& task = plan.tasks[t];
+    if (task.kind != driver::detail::Kind::baselines) continue;
+    driver::TaskCounters c;
+    results[task.part].baselines = driver::run_baselines(config, setting, parts[task.part], task.part, c);
+    driver::detail::merge_incumbents(incumbents[task.slot], c.found);
+  }
+  for (std::size_t t : order) {
+    const auto& task = plan.tasks[t];
+    driver::TaskCounters c;
+    piece_bytes[t] = driver::run_piece(config, setting, parts[task.part], task.piece,
+                                       shared ? incumbents[task.slot] : std::vector<search::Objectives>{}, workspace, c);
+    driver::detail::merge_incumbents(incumbents[task.slot], c.found);
+    Unpacker u(piece_bytes[t]);
+    pruned += driver::detail::unpack_stats(u).pruned_incumbent;
+  }
+  for (const auto& [t, bytes] : piece_bytes) results[plan.tasks[t].part].pieces.push_back(bytes);  // piece order
+  driver::TaskCounters c;
+  const std::string bytes = driver::run_finish(config, setting, parts, results, c);
+  Unpacker u(bytes);
+  const auto s = driver::unpack_setting(u);
+  std::vector<std::string> front;
+  for (const auto& f : s.front) front.push_back(f.meshir);
+  return {front, pruned};
+}
+
+}  // namespace
+
+TEST_CASE("a pipeline's front does not depend on the order incumbents arrive in") {
+  // The finish picks each part's best candidate per micro-batch count. Incumbents of another
+  // count, or picks that keep the first of two equally fast candidates, would let pruning (which
+  // depends on what has arrived) change them.
   const auto config = config::parse_config(
-      "wafer:\n  preset: wse3\n  grid_w_pes: 16\n  grid_h_pes: 16\n"
-      "workloads:\n  models: [models/tiny-llama/config.json]\n  phases: [decode]\n  concurrent_requests: [2]\n"
+      "wafer:\n  preset: wse3\n  grid_w_pes: 24\n  grid_h_pes: 24\n"
+      "workloads:\n  models: [models/tiny-llama/config.json]\n  phases: [decode]\n  concurrent_requests: [8]\n"
       "  lengths: [[128, 32]]\n"
       "cluster:\n  wafers: [2]\n"
-      "search:\n  max_cut_depth: 1\n  cut_ratios: [0.5]\n  strip_counts: [3]\n  group_scales: [1.0]\n",
+      "search:\n  max_cut_depth: 2\n  root_chunks: 4\n",
       std::string(WAVEL_SOURCE_DIR) + "/configs/p.yaml", {});
   const auto settings = config::expand_sweep(config);
   REQUIRE(settings.size() == 1);
   REQUIRE(settings[0].wafers == 2);
-  const auto parts = driver::setting_parts(config, settings[0]);
-  REQUIRE(parts.size() == 2);
-  const auto pieces = search::search_pieces(parts[0], config.wafer, search::options_from(config.search));
-  REQUIRE(!pieces.empty());
-  const std::vector<search::Objectives> dominating{{1e30, 1e-30, 1, 0}};
-  for (const auto& piece : pieces) {
-    search::SearchWorkspace alone, beside;
-    driver::TaskCounters a, b;
-    driver::run_piece(config, settings[0], parts[0], piece, {}, alone, a);
-    driver::run_piece(config, settings[0], parts[0], piece, dominating, beside, b);
-    REQUIRE(a.found.size() == b.found.size());
-    for (std::size_t i = 0; i < a.found.size(); ++i) {
-      CHECK(a.found[i].tokens_per_s == b.found[i].tokens_per_s);
-      CHECK(a.found[i].latency_s == b.found[i].latency_s);
-      CHECK(a.found[i].pes == b.found[i].pes);
-    }
-  }
+  const auto alone = run_in_order(config, settings[0], false, true);
+  const auto forward = run_in_order(config, settings[0], true, true);
+  const auto backward = run_in_order(config, settings[0], true, false);
+  REQUIRE(!alone.first.empty());
+  CHECK(alone.second == 0);
+  // The incumbents did prune, in both orders, and changed nothing.
+  CHECK(forward.second > 0);
+  CHECK(backward.second > 0);
+  CHECK(forward.first == alone.first);
+  CHECK(backward.first == alone.first);
 }

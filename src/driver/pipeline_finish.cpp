@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <map>
 #include <memory>
+#include <tuple>
 
 #include "wavel/baselines/baselines.hpp"
 #include "wavel/common/error.hpp"
@@ -144,19 +145,22 @@ SettingResult finish_pipeline(const config::Config& config, const config::Settin
   };
 
   // Per micro-batch count, every part's fastest candidate, and every part's lowest-latency one: the
-  // slowest wafer paces the pipeline, and latency adds over the wafers.
+  // slowest wafer paces the pipeline, and latency adds over the wafers. Lexicographic picks (ties
+  // on the first objective go to the other two, then to the first found): an incumbent prunes
+  // only what it strictly dominates, so it never prunes a pick or anything tied with one.
   std::vector<std::pair<std::string, Schedule>> joined;
   for (const std::int64_t mb : workload::request_divisors(setting.shape.concurrent_requests)) {
     for (const bool by_latency : {false, true}) {
+      const auto rank = [by_latency](const search::Objectives& o) {
+        return by_latency ? std::make_tuple(o.latency_s, -o.tokens_per_s, o.pes)
+                          : std::make_tuple(-o.tokens_per_s, o.latency_s, o.pes);
+      };
       std::vector<Schedule> per_part;
       for (std::size_t p = 0; p < parts.size(); ++p) {
         const search::SearchCandidate* pick = nullptr;
         for (const auto& c : candidates[p]) {
           if (c.microbatches != mb || c.sram_headroom < 0.0 || !(c.objectives.tokens_per_s > 0)) continue;
-          const bool better = pick == nullptr ||
-                              (by_latency ? c.objectives.latency_s < pick->objectives.latency_s
-                                          : c.objectives.tokens_per_s > pick->objectives.tokens_per_s);
-          if (better) pick = &c;
+          if (pick == nullptr || rank(c.objectives) < rank(pick->objectives)) pick = &c;
         }
         if (pick == nullptr) break;
         per_part.push_back(rebuild(p, *pick));

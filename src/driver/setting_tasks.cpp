@@ -494,14 +494,11 @@ std::string run_piece(const config::Config& config, const config::Setting& setti
                       search::SearchWorkspace& workspace, TaskCounters& counters, const std::atomic<int>* stop_flag) {
   search::SearchOptions options = search::options_from(config.search);
   options.stop_flag = stop_flag;
-  // A pipeline's finish picks each part's fastest and lowest-latency candidate per micro-batch
-  // count, which a schedule of another count (or an equal one found first) may dominate: pruning
-  // by incumbents that arrive in a timing-dependent order would change those picks, so a part's
-  // pieces search without them (they pruned under 1 % of root options).
-  const std::vector<search::Objectives> none;
+  // A pipeline part's incumbents are of its own micro-batch count (task_plan.cpp), and its finish
+  // picks lexicographically, so whatever order they arrive in they prune no pick.
   // One key per part of a pipeline (their layer names say which part it is).
   const auto result = workspace.run(std::to_string(setting.id) + "." + w.layers.front().name, w, config.wafer,
-                                    config.cost.params, options, piece, setting.wafers > 1 ? none : incumbents);
+                                    config.cost.params, options, piece, incumbents);
   counters.nodes = result.stats.nodes_visited;
   counters.pruned = pruned_total(result.stats);
   counters.evaluations = result.stats.nodes_visited + result.stats.tunes_scored;

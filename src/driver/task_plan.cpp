@@ -28,8 +28,12 @@ Plan make_plan(const config::Config& config, const std::vector<config::Setting>&
   for (std::size_t s = 0; s < settings.size(); ++s) {
     const std::size_t first = plan.tasks.size();
     const auto parts = setting_parts(config, settings[s]);
+    // A pipeline's finish picks each part's best candidate per micro-batch count, so a part's pieces
+    // may only be pruned by schedules of their own count: one incumbent set per (part, count), and
+    // the part's seeds (whose counts vary) in a set of their own. One wafer: one set per setting.
+    const bool pipeline = settings[s].wafers > 1;
     for (std::size_t part = 0; part < parts.size(); ++part) {
-      const std::size_t slot = plan.slots++;
+      std::size_t slot = plan.slots++;
       plan.tasks.push_back(Task{Kind::baselines, s, part, slot, {}, plan.groups++, 0});
       plan.group_family.push_back(family(settings[s], 0));
       std::int64_t last_mb = -1;
@@ -37,6 +41,7 @@ Plan make_plan(const config::Config& config, const std::vector<config::Setting>&
         if (piece.microbatches != last_mb) {
           ++plan.groups;
           plan.group_family.push_back(family(settings[s], piece.microbatches));
+          if (pipeline) slot = plan.slots++;
         }
         last_mb = piece.microbatches;
         plan.tasks.push_back(Task{Kind::piece, s, part, slot, piece, plan.groups - 1, 0});
@@ -56,8 +61,8 @@ Plan make_plan(const config::Config& config, const std::vector<config::Setting>&
     if (plan.group_family[g] != Plan::kNoFamily) plan.families[plan.group_family[g]].push_back(g);
   }
   for (const auto& t : plan.tasks) {
-    text << static_cast<int>(t.kind) << ' ' << settings[t.setting].id << ' ' << t.part << ' ' << t.piece.microbatches << ' '
-         << t.piece.footprint << ' ' << t.piece.chunk << ' ' << t.piece.chunks << '\n';
+    text << static_cast<int>(t.kind) << ' ' << settings[t.setting].id << ' ' << t.part << ' ' << t.slot << ' '
+         << t.piece.microbatches << ' ' << t.piece.footprint << ' ' << t.piece.chunk << ' ' << t.piece.chunks << '\n';
   }
   plan.fingerprint = fnv1a64(text.str());
   return plan;

@@ -22,7 +22,7 @@ struct Task {
   Kind kind = Kind::baselines;
   std::size_t setting = 0;       ///< index into the settings
   std::size_t part = 0;          ///< which of setting_parts (a pipeline's distinct wafer parts; else 0)
-  std::size_t slot = 0;          ///< the (setting, part) whose incumbents the task shares: parts are other problems
+  std::size_t slot = 0;          ///< the incumbent set the task shares: per setting, or per (part, micro-batches) of a pipeline
   search::SearchPiece piece;     ///< pieces only
   std::size_t group = 0;         ///< tasks sharing cached state: a setting's baselines, or (setting, micro-batches)
   std::size_t finish = 0;        ///< the finishing task that consumes this one (finish: itself)
@@ -39,7 +39,7 @@ struct Plan {
   std::vector<std::size_t> group_family;
   std::vector<std::vector<std::size_t>> families;  ///< the groups of each family, ascending
   static constexpr std::size_t kNoFamily = static_cast<std::size_t>(-1);  ///< finishing tasks' groups
-  std::size_t slots = 0;                         ///< (setting, part) pairs: incumbent sets
+  std::size_t slots = 0;                         ///< incumbent sets (Task::slot)
   std::uint64_t fingerprint = 0;                 ///< of the task list: a checkpoint only resumes the same plan
 };
 
