@@ -164,6 +164,12 @@ TEST_CASE("steps, stages and micro-batches compose as documented") {
   CHECK(cost.latency_s == doctest::Approx(800.0 / 1.1e9));
   CHECK(cost.tokens_per_s == doctest::Approx(4.0 / (800.0 / 1.1e9)));
   CHECK(cost.pes_used == 128);
+  // The search's per-block pass (no SRAM, no PEs) is evaluate's, exactly.
+  CHECK(cost::pass_cycles(s, wse3(), round_params()) == cost.pass_cycles);
+  s.layer_scale = 3;  // a step repeats unless all its ops are marked `once`
+  s.ops[1].once = true;
+  s.ops[2].once = true;
+  CHECK(cost::pass_cycles(s, wse3(), round_params()) == doctest::Approx(200.0 * 3 + 200.0));
 }
 
 TEST_CASE("a GEMV that switches its allreduce axis pays the route switch") {
@@ -178,4 +184,5 @@ TEST_CASE("a GEMV that switches its allreduce axis pays the route switch") {
   const auto params = round_params();
   const auto cost = cost::evaluate(s, wse3(), params, true, 1);
   CHECK(cost.ops[1].total_cycles == doctest::Approx(cost::op_cost(s, b, wse3(), params).total_cycles + 50.0));
+  CHECK(cost::pass_cycles(s, wse3(), params) == cost.pass_cycles);
 }

@@ -202,21 +202,33 @@ bool between_stages(const meshir::Schedule& schedule, const PlacedOp& op) {
 // Movers of one step that leave the same region, or enter the same region, share that region's
 // boundary links: each waits for the wavelets of all of them (MoE dispatch to G strips, combine back).
 void add_mover_contention(const meshir::Schedule& schedule, std::vector<OpCost>& costs) {
+  // Per region, dense (the search costs a block per call): reset after each step where touched.
+  std::vector<double> leaving(schedule.regions.size(), 0.0), entering(schedule.regions.size(), 0.0);
+  const auto in_range = [&](int r) { return r >= 0 && static_cast<std::size_t>(r) < schedule.regions.size(); };
   for (std::size_t i = 0; i < schedule.ops.size();) {
     std::size_t end = i;
-    std::map<int, double> leaving, entering;
     for (; end < schedule.ops.size() && schedule.ops[end].step == schedule.ops[i].step; ++end) {
       const PlacedOp& op = schedule.ops[end];
       if (!meshir::moves_between_regions(op.kernel)) continue;
-      leaving[op.region] += costs[end].link_cycles;
-      entering[op.to_region] += costs[end].link_cycles;
+      if (!in_range(op.region) || !in_range(op.to_region)) {
+        throw InternalError("op '" + op.name + "' moves data between invalid regions");
+      }
+      leaving[static_cast<std::size_t>(op.region)] += costs[end].link_cycles;
+      entering[static_cast<std::size_t>(op.to_region)] += costs[end].link_cycles;
     }
     for (std::size_t k = i; k < end; ++k) {
       const PlacedOp& op = schedule.ops[k];
       if (!meshir::moves_between_regions(op.kernel)) continue;
-      const double shared = std::max(leaving[op.region], entering[op.to_region]);
+      const double shared =
+          std::max(leaving[static_cast<std::size_t>(op.region)], entering[static_cast<std::size_t>(op.to_region)]);
       costs[k].total_cycles += shared - costs[k].link_cycles;
       costs[k].link_cycles = shared;
+    }
+    for (std::size_t k = i; k < end; ++k) {
+      const PlacedOp& op = schedule.ops[k];
+      if (!meshir::moves_between_regions(op.kernel)) continue;
+      leaving[static_cast<std::size_t>(op.region)] = 0.0;
+      entering[static_cast<std::size_t>(op.to_region)] = 0.0;
     }
     i = end;
   }
@@ -313,13 +325,17 @@ OpCost op_cost(const meshir::Schedule& schedule, const PlacedOp& op, const wafer
 
 std::vector<double> route_switch_cycles(const meshir::Schedule& schedule, const CostParams& params) {
   std::vector<double> out(schedule.ops.size(), 0.0);
-  std::map<int, Axis> last_axis;
+  constexpr int kNone = -1;
+  std::vector<int> last_axis(schedule.regions.size(), kNone);  // per region
   for (std::size_t i = 0; i < schedule.ops.size(); ++i) {
     const PlacedOp& op = schedule.ops[i];
     if (op.kernel != Kernel::meshgemv) continue;
-    const auto it = last_axis.find(op.region);
-    if (it != last_axis.end() && it->second != op.reduce_axis) out[i] = params.route_switch_cycles;
-    last_axis[op.region] = op.reduce_axis;
+    if (op.region < 0 || static_cast<std::size_t>(op.region) >= last_axis.size()) {
+      throw InternalError("op '" + op.name + "' runs on an invalid region");
+    }
+    int& last = last_axis[static_cast<std::size_t>(op.region)];
+    if (last != kNone && last != static_cast<int>(op.reduce_axis)) out[i] = params.route_switch_cycles;
+    last = static_cast<int>(op.reduce_axis);
   }
   return out;
 }
@@ -330,14 +346,21 @@ Composition compose(const meshir::Schedule& schedule, const std::vector<double>&
   // Steps run one after another; ops of a step overlap. Stages are timed the same way on their own ops.
   // A layer subset multiplies the decoder layers' steps by layer_scale; embedding and head run once.
   const double scale = static_cast<double>(std::max<std::int64_t>(1, schedule.layer_scale));
-  std::map<int, double> stage_cycles;
-  std::map<std::int64_t, double> link_max;  // per sending wafer
+  // Dense per stage and per sending wafer (the search composes a block per call). A stage with no
+  // op in a step adds 0, which changes no sum.
+  int stages = 0;
+  for (const auto& op : schedule.ops) {
+    if (op.stage < 0) throw InternalError("op '" + op.name + "' has a negative stage");
+    stages = std::max(stages, op.stage + 1);
+  }
+  std::vector<double> stage_cycles(static_cast<std::size_t>(stages), 0.0), stage_max(stage_cycles.size(), 0.0);
+  std::vector<double> link_max(static_cast<std::size_t>(std::max<std::int64_t>(1, schedule.wafers)), 0.0);
   double pass = 0.0;
   for (std::size_t i = 0; i < schedule.ops.size();) {
     const int step = schedule.ops[i].step;
     double step_max = 0.0;
     bool repeated = false;
-    std::map<int, double> stage_max;
+    std::fill(stage_max.begin(), stage_max.end(), 0.0);
     for (; i < schedule.ops.size() && schedule.ops[i].step == step; ++i) {
       step_max = std::max(step_max, op_total_cycles[i]);
       repeated = repeated || !schedule.ops[i].once;
@@ -346,21 +369,25 @@ Composition compose(const meshir::Schedule& schedule, const std::vector<double>&
       if (meshir::crosses_wafers(schedule, schedule.ops[i])) {
         // The link between two systems is a pipeline element of its own: it carries one
         // micro-batch while the wafers compute others.
-        double& l = link_max[meshir::wafer_of(schedule, schedule.ops[i].region)];
+        const std::int64_t from = meshir::wafer_of(schedule, schedule.ops[i].region);
+        if (from < 0 || static_cast<std::size_t>(from) >= link_max.size()) {
+          throw InternalError("op '" + schedule.ops[i].name + "' leaves an invalid wafer");
+        }
+        double& l = link_max[static_cast<std::size_t>(from)];
         l = std::max(l, op_total_cycles[i]);
         continue;
       }
       if (between_stages(schedule, schedule.ops[i])) continue;
-      double& s = stage_max[schedule.ops[i].stage];
+      double& s = stage_max[static_cast<std::size_t>(schedule.ops[i].stage)];
       s = std::max(s, op_total_cycles[i]);
     }
     const double times = repeated ? scale : 1.0;
     pass += step_max * times;
-    for (const auto& [stage, cycles] : stage_max) stage_cycles[stage] += cycles * times;
+    for (std::size_t st = 0; st < stage_max.size(); ++st) stage_cycles[st] += stage_max[st] * times;
   }
   double bottleneck = 0.0;
-  for (const auto& [stage, cycles] : stage_cycles) bottleneck = std::max(bottleneck, cycles);
-  for (const auto& [from_wafer, cycles] : link_max) bottleneck = std::max(bottleneck, cycles);
+  for (const double cycles : stage_cycles) bottleneck = std::max(bottleneck, cycles);
+  for (const double cycles : link_max) bottleneck = std::max(bottleneck, cycles);
   return pipeline(pass, bottleneck, schedule.microbatches, schedule.concurrent_requests, clock_hz, decode, prompt_tokens);
 }
 
@@ -391,21 +418,40 @@ Composition pipeline(double pass_cycles, double bottleneck_stage_cycles, std::in
   return out;
 }
 
-ScheduleCost evaluate(const meshir::Schedule& schedule, const wafer::WaferParams& wafer, const CostParams& params,
-                      bool decode, std::int64_t prompt_tokens) {
-  ScheduleCost out;
-  out.ops.reserve(schedule.ops.size());
+namespace {
+
+// Every op's cost with its route switch and its share of the movers' contention, and their totals.
+std::vector<OpCost> timed_ops(const meshir::Schedule& schedule, const wafer::WaferParams& wafer,
+                              const CostParams& params, std::vector<double>& totals) {
+  std::vector<OpCost> ops;
+  ops.reserve(schedule.ops.size());
   const std::vector<double> switches = route_switch_cycles(schedule, params);
-  std::vector<double> totals;
-  totals.reserve(schedule.ops.size());
   for (std::size_t i = 0; i < schedule.ops.size(); ++i) {
     OpCost c = op_cost(schedule, schedule.ops[i], wafer, params);
     c.overhead_cycles += switches[i];
     c.total_cycles += switches[i];
-    out.ops.push_back(c);
+    ops.push_back(c);
   }
-  add_mover_contention(schedule, out.ops);
-  for (const OpCost& c : out.ops) totals.push_back(c.total_cycles);
+  add_mover_contention(schedule, ops);
+  totals.clear();
+  totals.reserve(ops.size());
+  for (const OpCost& c : ops) totals.push_back(c.total_cycles);
+  return ops;
+}
+
+}  // namespace
+
+double pass_cycles(const meshir::Schedule& schedule, const wafer::WaferParams& wafer, const CostParams& params) {
+  std::vector<double> totals;
+  timed_ops(schedule, wafer, params, totals);
+  return compose(schedule, totals, wafer.clock_hz, true, 1).pass_cycles;
+}
+
+ScheduleCost evaluate(const meshir::Schedule& schedule, const wafer::WaferParams& wafer, const CostParams& params,
+                      bool decode, std::int64_t prompt_tokens) {
+  ScheduleCost out;
+  std::vector<double> totals;
+  out.ops = timed_ops(schedule, wafer, params, totals);
   const Composition c = compose(schedule, totals, wafer.clock_hz, decode, prompt_tokens);
   out.pass_cycles = c.pass_cycles;
   out.bottleneck_stage_cycles = c.bottleneck_stage_cycles;

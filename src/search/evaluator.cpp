@@ -192,10 +192,9 @@ BlockCost PlanEvaluator::Impl::compute(int type, std::int64_t w, std::int64_t h,
   placer.place(block, 0, rect, 0, t);
   s.microbatches = 1;  // the block's own time, not a pipeline round
   s.concurrent_requests = 1;
-  const auto c = cost::evaluate(s, wafer, params, decode, prompt_tokens);  // scales a decoder block's steps
   const auto sram = meshir::region_sram_per_pe(s, 0);
   BlockCost b;
-  b.cycles = c.pass_cycles;
+  b.cycles = cost::pass_cycles(s, wafer, params);  // scales a decoder block's steps
   b.resident = sram.resident_bytes;
   b.buffers = sram.buffer_bytes;
   for (const auto& op : s.ops) {

@@ -73,6 +73,10 @@ OpCost op_cost(const meshir::Schedule& schedule, const meshir::PlacedOp& op, con
 ScheduleCost evaluate(const meshir::Schedule& schedule, const wafer::WaferParams& wafer, const CostParams& params,
                       bool decode, std::int64_t prompt_tokens);
 
+/// evaluate()'s pass_cycles alone: one pass of one request group through all steps (scaled),
+/// without the SRAM and PE figures (the search's per-block costs, which take the SRAM apart).
+double pass_cycles(const meshir::Schedule& schedule, const wafer::WaferParams& wafer, const CostParams& params);
+
 /// Cost of moving `bytes` from rectangle `from` to rectangle `to` (transfers, MoE dispatch and
 /// combine: the mover's used rectangle and the destination region's meshir::used_part): alpha x
 /// centre-to-centre hops + bytes over as many links as the narrowest side of either rectangle + launch.
