@@ -2,6 +2,7 @@
 // counts): the open-addressing table, the cache's budget, and that a shared cost is the cost.
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <cstdint>
 #include <memory>
 #include <set>
@@ -20,61 +21,73 @@
 using namespace wavel;
 using search::detail::BlockCost;
 using search::detail::BlockCostCache;
-using search::detail::cost_key;
 using search::detail::CostTable;
 
 TEST_CASE("the cost table finds every entry it holds, and only those, across growth") {
-  CostTable t;
-  CHECK(t.find(cost_key(1, 1, 0)) == nullptr);
+  CostTable t(8);
+  CHECK(t.find(1, 1, 0) == nullptr);
   for (std::int64_t w = 1; w <= 300; ++w) {
     for (std::int64_t h = 1; h <= 40; h += 3) {
       BlockCost c;
       c.cycles = static_cast<double>(w * 1000 + h);
-      t.emplace(cost_key(w, h, static_cast<int>(w % 7)), c);
+      t.emplace(w, h, static_cast<int>(w % 7), c);
     }
   }
   CHECK(t.size() == 300 * 14);
+  CHECK(t.cost_slots() == 300 * 14 * 8);  // a row of every TUNE per size
   for (std::int64_t w = 1; w <= 300; ++w) {
     for (std::int64_t h = 1; h <= 40; ++h) {
-      const BlockCost* c = t.find(cost_key(w, h, static_cast<int>(w % 7)));
+      const BlockCost* c = t.find(w, h, static_cast<int>(w % 7));
       if (h % 3 == 1) {
         REQUIRE(c != nullptr);
         CHECK(c->cycles == static_cast<double>(w * 1000 + h));
       } else {
         CHECK(c == nullptr);
       }
-      CHECK(t.find(cost_key(w, h, static_cast<int>(w % 7) + 1)) == nullptr);  // another TUNE
+      CHECK(t.find(w, h, static_cast<int>(w % 7) + 1) == nullptr);  // another TUNE of the row
     }
   }
-  // An existing key keeps its entry.
+  // An existing key keeps its entry; a second TUNE fills its own place in the row.
   BlockCost other;
   other.cycles = -1;
-  t.emplace(cost_key(5, 1, 5), other);
+  t.emplace(5, 1, 5, other);
   CHECK(t.size() == 300 * 14);
-  CHECK(t.find(cost_key(5, 1, 5))->cycles == 5001.0);
-  CHECK_THROWS(t.emplace(0, other));
+  CHECK(t.find(5, 1, 5)->cycles == 5001.0);
+  t.emplace(5, 1, 6, other);
+  CHECK(t.size() == 300 * 14 + 1);
+  CHECK(t.find(5, 1, 6)->cycles == -1.0);
+  CHECK(t.find(5, 1, 5)->cycles == 5001.0);
+  CHECK(t.find(5, 1, 8) == nullptr);   // past the TUNEs
+  CHECK(t.find(5, 1, -1) == nullptr);
+  CHECK_THROWS(t.emplace(0, 1, 0, other));
+  CHECK_THROWS(t.emplace(1, 1, 8, other));
+  BlockCost nan;
+  nan.cycles = std::nan("");
+  CHECK_THROWS(t.emplace(1, 1, 0, nan));  // NaN marks an absent cost
+  CHECK_THROWS(CostTable(0));
 }
 
 TEST_CASE("the cache hands out one table per content and drops unheld ones, oldest first, past its budget") {
   BlockCostCache cache(10);
-  auto a = cache.table("a");
-  CHECK(cache.table("a") == a);
-  CHECK(cache.table("b") != a);
-  for (int i = 1; i <= 8; ++i) a->emplace(cost_key(i, 1, 0), BlockCost{});
+  auto a = cache.table("a", 1);
+  CHECK(cache.table("a", 1) == a);
+  CHECK_THROWS(cache.table("a", 2));  // one content, one TUNE list
+  CHECK(cache.table("b", 1) != a);
+  for (int i = 1; i <= 8; ++i) a->emplace(i, 1, 0, BlockCost{});
   {
-    auto b = cache.table("b");
-    for (int i = 1; i <= 8; ++i) b->emplace(cost_key(i, 1, 0), BlockCost{});
+    auto b = cache.table("b", 1);
+    for (int i = 1; i <= 8; ++i) b->emplace(i, 1, 0, BlockCost{});
   }
-  auto c = cache.table("c");  // most recent: c, b, a
-  for (int i = 1; i <= 8; ++i) c->emplace(cost_key(i, 1, 0), BlockCost{});
+  auto c = cache.table("c", 1);  // most recent: c, b, a
+  for (int i = 1; i <= 8; ++i) c->emplace(i, 1, 0, BlockCost{});
   a.reset();
   cache.trim();  // 24 entries: a (oldest, unheld) goes, then b; c is held
   CHECK(cache.tables() == 1);
-  CHECK(cache.table("c") == c);
-  CHECK(cache.table("a")->size() == 0);  // a new, empty table
+  CHECK(cache.table("c", 1) == c);
+  CHECK(cache.table("a", 1)->size() == 0);  // a new, empty table
   c.reset();
   cache.trim();  // 8 entries: within budget
-  CHECK(cache.table("c")->size() == 8);
+  CHECK(cache.table("c", 1)->size() == 8);
 }
 
 TEST_CASE("a pipeline's parts share their decoder blocks' costs, and a shared cost equals a private one") {

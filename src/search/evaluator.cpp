@@ -72,44 +72,55 @@ std::int64_t sram_family_members(int family, std::int64_t w, std::int64_t h, std
   return (side + step_pes - 1) / step_pes;
 }
 
-std::uint64_t cost_key(std::int64_t w, std::int64_t h, int tune) {
-  return (static_cast<std::uint64_t>(w) << 40) | (static_cast<std::uint64_t>(h) << 20) | static_cast<std::uint64_t>(tune);
-}
-
-void CostTable::emplace(std::uint64_t key, const BlockCost& cost) {
-  if (key == 0) throw InternalError("cost table key 0");
-  if ((size_ + 1) * 8 > slots_.size() * 5) {  // above 5/8 full: double
+void CostTable::emplace(std::int64_t w, std::int64_t h, int tune, const BlockCost& cost) {
+  constexpr std::int64_t kMaxSide = std::int64_t{1} << 31;
+  if (w < 1 || h < 1 || w >= kMaxSide || h >= kMaxSide || tune < 0 || tune >= tunes_ || std::isnan(cost.cycles)) {
+    throw InternalError("cost table entry " + std::to_string(w) + "x" + std::to_string(h) + " TUNE " +
+                        std::to_string(tune) + " out of range");
+  }
+  if ((rows_ + 1) * 8 > slots_.size() * 5) {  // above 5/8 full: double
     std::vector<Slot> old(std::max<std::size_t>(64, slots_.size() * 2));
     old.swap(slots_);
-    size_ = 0;
     for (const auto& s : old) {
-      if (s.key != 0) emplace(s.key, s.cost);
+      if (s.key == 0) continue;
+      std::size_t i = slot_of(s.key);
+      while (slots_[i].key != 0) i = (i + 1) & (slots_.size() - 1);
+      slots_[i] = s;
     }
   }
+  const std::uint64_t key = row_key(w, h);
   std::size_t i = slot_of(key);
   while (slots_[i].key != 0 && slots_[i].key != key) i = (i + 1) & (slots_.size() - 1);
-  if (slots_[i].key == key) return;
-  slots_[i] = Slot{key, cost};
+  if (slots_[i].key == 0) {
+    BlockCost absent;
+    absent.cycles = std::numeric_limits<double>::quiet_NaN();
+    slots_[i] = Slot{key, rows_++};
+    costs_.resize(costs_.size() + static_cast<std::size_t>(tunes_), absent);
+  }
+  BlockCost& c = costs_[slots_[i].row * static_cast<std::size_t>(tunes_) + static_cast<std::size_t>(tune)];
+  if (!std::isnan(c.cycles)) return;
+  c = cost;
   ++size_;
 }
 
-std::shared_ptr<CostTable> BlockCostCache::table(const std::string& content) {
+std::shared_ptr<CostTable> BlockCostCache::table(const std::string& content, int tunes) {
   if (const auto it = index_.find(content); it != index_.end()) {
+    if (it->second->second->tunes() != tunes) throw InternalError("a shared cost table's TUNE count differs");
     order_.splice(order_.begin(), order_, it->second);
     return it->second->second;
   }
-  order_.emplace_front(content, std::make_shared<CostTable>());
+  order_.emplace_front(content, std::make_shared<CostTable>(tunes));
   index_.emplace(content, order_.begin());
   return order_.front().second;
 }
 
 void BlockCostCache::trim() {
   std::size_t entries = 0;
-  for (const auto& e : order_) entries += e.second->size();
+  for (const auto& e : order_) entries += e.second->cost_slots();
   for (auto it = order_.end(); it != order_.begin() && entries > max_entries_;) {
     --it;
     if (it->second.use_count() > 1) continue;  // an evaluator still fills or reads it
-    entries -= it->second->size();
+    entries -= it->second->cost_slots();
     index_.erase(it->first);
     it = order_.erase(it);
   }
@@ -134,8 +145,10 @@ PlanEvaluator::Impl::Impl(const workload::Workload& w, const wafer::WaferParams&
     block_scale.push_back(blocks[i].ops.decoder ? static_cast<double>(std::max<std::int64_t>(1, layer_scale)) : 1.0);
   }
   for (const auto& b : blocks) block_type.push_back(b.type);
-  for (std::size_t t = 0; t < representative.size(); ++t) tables.push_back(std::make_shared<detail::CostTable>());
   tunes = detail::tune_choices(decode, group_scales, w.model.moe ? w.model.moe->num_experts : 0, expert_groups);
+  for (std::size_t t = 0; t < representative.size(); ++t) {
+    tables.push_back(std::make_shared<detail::CostTable>(static_cast<int>(tunes.size())));
+  }
 }
 
 void PlanEvaluator::Impl::share_tables(detail::BlockCostCache& cache) {
@@ -161,7 +174,8 @@ void PlanEvaluator::Impl::share_tables(detail::BlockCostCache& cache) {
   context << " | ";
   const std::string prefix = context.str();
   for (std::size_t t = 0; t < representative.size(); ++t) {
-    tables[t] = cache.table(prefix + block_fingerprint(blocks[static_cast<std::size_t>(representative[t])].ops));
+    tables[t] = cache.table(prefix + block_fingerprint(blocks[static_cast<std::size_t>(representative[t])].ops),
+                            static_cast<int>(tunes.size()));
   }
 }
 
@@ -226,17 +240,17 @@ void PlanEvaluator::Impl::ensure(std::vector<detail::TableKey> wanted) {
   });
   for (std::size_t i = 0; i < missing.size(); ++i) {
     const auto& [type, w, h, tune] = missing[i];
-    tables[static_cast<std::size_t>(type)]->emplace(detail::cost_key(w, h, tune), out[i]);
+    tables[static_cast<std::size_t>(type)]->emplace(w, h, tune, out[i]);
   }
   computed += static_cast<std::int64_t>(missing.size());
 }
 
 bool PlanEvaluator::Impl::has(int type, std::int64_t w, std::int64_t h, int tune) const {
-  return tables[static_cast<std::size_t>(type)]->find(detail::cost_key(w, h, tune)) != nullptr;
+  return tables[static_cast<std::size_t>(type)]->find(w, h, tune) != nullptr;
 }
 
 const BlockCost& PlanEvaluator::Impl::get(int type, std::int64_t w, std::int64_t h, int tune) const {
-  const BlockCost* c = tables[static_cast<std::size_t>(type)]->find(detail::cost_key(w, h, tune));
+  const BlockCost* c = tables[static_cast<std::size_t>(type)]->find(w, h, tune);
   if (c == nullptr) throw InternalError("block cost used before it was computed");
   return *c;
 }

@@ -174,8 +174,8 @@ CostId Solver::best_tune(int a, int b, std::int64_t w, std::int64_t h, const std
   const int tunes = static_cast<int>(ev_.tunes.size());
   const std::size_t ntypes = ev_.representative.size();
   by_tune_.assign(static_cast<std::size_t>(tunes) * ntypes, nullptr);  // types outside [a, b) stay null
-  for (int t = 0; t < tunes; ++t) {
-    for (int type : types) by_tune_[static_cast<std::size_t>(t) * ntypes + static_cast<std::size_t>(type)] = &ev_.get(type, w, h, t);
+  for (int type : types) {  // a type's TUNEs lie side by side (detail::CostTable)
+    for (int t = 0; t < tunes; ++t) by_tune_[static_cast<std::size_t>(t) * ntypes + static_cast<std::size_t>(type)] = &ev_.get(type, w, h, t);
   }
   CostId best{kInf, INT_MAX};
   const PlanEvaluator::Impl& ev = ev_;
@@ -228,8 +228,8 @@ std::vector<Point> Solver::leaf_points(const Rect& rect, int a, int b) {
     placements.push_back(holds(w, h) ? anchors(rect, w, h) : std::vector<std::pair<std::int64_t, std::int64_t>>{});
     if (placements.back().empty()) continue;
     if (!opt_.exhaustive && known(w, h)) continue;  // its choice is memoized: no costs needed
-    for (int t = 0; t < tunes; ++t) {
-      for (int type : types) {
+    for (int type : types) {  // a type's TUNEs lie side by side (detail::CostTable)
+      for (int t = 0; t < tunes; ++t) {
         if (!ev_.has(type, w, h, t)) wanted.emplace_back(type, w, h, t);
       }
     }

@@ -5,6 +5,7 @@
 
 #include <Kokkos_Core.hpp>
 #include <climits>
+#include <cmath>
 #include <cstdint>
 #include <limits>
 #include <list>
@@ -14,6 +15,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "wavel/common/error.hpp"
 #include "wavel/search/blocks.hpp"
 #include "wavel/search/search.hpp"
 
@@ -89,29 +91,42 @@ struct BlockCost {
 /// A table entry: (block type, used width, used height, TUNE index).
 using TableKey = std::tuple<int, std::int64_t, std::int64_t, int>;
 
-/// (used width, used height, TUNE index) as one nonzero key (widths are at least 1).
-std::uint64_t cost_key(std::int64_t w, std::int64_t h, int tune);
-
-/// One block's costs by cost_key: open addressing in one array, so millions of entries neither
-/// cost a heap node each nor scatter the heap the search's short-lived allocations share.
+/// One block's costs by (used width, used height, TUNE). Each used size is a row of every TUNE's
+/// cost side by side, found by open addressing in one array: the search reads a size's TUNEs
+/// together, so a row costs one cache miss instead of one per TUNE, and millions of entries
+/// neither cost a heap node each nor scatter the heap the search's short-lived allocations share.
 class CostTable {
  public:
-  [[nodiscard]] const BlockCost* find(std::uint64_t key) const {
-    if (slots_.empty()) return nullptr;
+  explicit CostTable(int tunes) : tunes_(tunes) {
+    if (tunes < 1) throw InternalError("cost table with " + std::to_string(tunes) + " TUNE choices");
+  }
+  [[nodiscard]] int tunes() const { return tunes_; }
+  /// The cost, or null when it was never emplaced.
+  [[nodiscard]] const BlockCost* find(std::int64_t w, std::int64_t h, int tune) const {
+    if (tune < 0 || tune >= tunes_ || slots_.empty()) return nullptr;
+    const std::uint64_t key = row_key(w, h);
     for (std::size_t i = slot_of(key);; i = (i + 1) & (slots_.size() - 1)) {
-      if (slots_[i].key == key) return &slots_[i].cost;
+      if (slots_[i].key == key) {
+        const BlockCost& c = costs_[slots_[i].row * static_cast<std::size_t>(tunes_) + static_cast<std::size_t>(tune)];
+        return std::isnan(c.cycles) ? nullptr : &c;
+      }
       if (slots_[i].key == 0) return nullptr;
     }
   }
-  /// Keeps an existing entry (equal keys have equal costs).
-  void emplace(std::uint64_t key, const BlockCost& cost);
-  [[nodiscard]] std::size_t size() const { return size_; }
+  /// Keeps an existing entry (equal keys have equal costs). Throws on a NaN cost, a size below 1
+  /// or past 2^31, or a TUNE out of range.
+  void emplace(std::int64_t w, std::int64_t h, int tune, const BlockCost& cost);
+  [[nodiscard]] std::size_t size() const { return size_; }             ///< costs held
+  [[nodiscard]] std::size_t cost_slots() const { return costs_.size(); }  ///< costs held or reserved in rows
 
  private:
   struct Slot {
     std::uint64_t key = 0;  ///< 0: empty
-    BlockCost cost;
+    std::size_t row = 0;
   };
+  static std::uint64_t row_key(std::int64_t w, std::int64_t h) {
+    return (static_cast<std::uint64_t>(w) << 32) | static_cast<std::uint64_t>(h);  // nonzero: w >= 1
+  }
   [[nodiscard]] std::size_t slot_of(std::uint64_t key) const {
     key ^= key >> 33;  // MurmurHash3's finaliser: every key bit reaches the low bits
     key *= 0xff51afd7ed558ccdULL;
@@ -120,7 +135,10 @@ class CostTable {
     key ^= key >> 33;
     return static_cast<std::size_t>(key) & (slots_.size() - 1);
   }
+  int tunes_;
   std::vector<Slot> slots_;
+  std::vector<BlockCost> costs_;  ///< rows of tunes_ costs; NaN cycles: not computed
+  std::size_t rows_ = 0;
   std::size_t size_ = 0;
 };
 
@@ -131,13 +149,15 @@ class CostTable {
 class BlockCostCache {
  public:
   explicit BlockCostCache(std::size_t max_entries = kDefaultMaxEntries) : max_entries_(max_entries) {}
-  /// The table for this content, new and empty the first time; marks it most recently used.
-  std::shared_ptr<CostTable> table(const std::string& content);
-  /// Drops unheld tables, least recently used first, while all tables hold more than the budget.
+  /// The table for this content (whose TUNE list has `tunes` choices), new and empty the first
+  /// time; marks it most recently used.
+  std::shared_ptr<CostTable> table(const std::string& content, int tunes);
+  /// Drops unheld tables, least recently used first, while all tables' cost slots exceed the budget.
   void trim();
   [[nodiscard]] std::size_t tables() const { return order_.size(); }
 
-  /// 40-byte slots, 5/16 to 5/8 full: at most about 270 MB of unheld tables.
+  /// 32-byte costs (their vectors up to twice that) and a 16-byte index slot per row: at most
+  /// about 140 MB of unheld tables.
   static constexpr std::size_t kDefaultMaxEntries = std::size_t{2} << 20;
 
  private:
