@@ -303,12 +303,11 @@ void Placer::place(const workload::Layer& block, int region, const Rect& used, i
         continue;
       }
     }
-    std::vector<int> inputs;
-    inputs.reserve(op.inputs.size());
+    inputs_.clear();  // a member: the search's block table places millions of ops
     for (int in : op.inputs) {
-      if (const int r = resolve(in); r >= 0) inputs.push_back(r);
+      if (const int r = resolve(in); r >= 0) inputs_.push_back(r);
     }
-    placed[i] = place_op(op, named_ ? block.name + "." + op.name : std::string(), region, used, stage, tune, inputs, false);
+    placed[i] = place_op(op, named_ ? block.name + "." + op.name : std::string(), region, used, stage, tune, inputs_, false);
   }
   if (!block.ops.empty()) block_input_ = placed.back();
   // Embedding and head run once per pass; a layer subset scales only the decoder layers.

@@ -62,6 +62,7 @@ class Placer {
   bool named_ = true;
   int next_step_ = 0;
   int block_input_ = -1;
+  std::vector<int> inputs_;  ///< place()'s scratch for an op's resolved inputs
 };
 
 }  // namespace wavel::meshir
