@@ -8,7 +8,8 @@
 #
 # Environment: WAVEL_JOBS=N build jobs (default nproc); WAVEL_FUZZ_TARGETS="config meshir ..." a subset;
 # WAVEL_FUZZ_DIR=DIR where corpora, logs and crash files go (default build-fuzz/run); WAVEL_FUZZ_RUNS=N
-# also stops each target after N executions (not results_h5_reader, which runs in fork mode).
+# also stops each target after N executions (not results_h5_reader, which runs in fork mode, N jobs
+# at once with WAVEL_FUZZ_FORK=N, default 1).
 #
 # results_h5_reader is the results.h5 reader in-process, with coverage. libhdf5 1.10 crashes on some
 # forged files, so it runs in fork mode and goes on after a crash; each crash is then sorted by its
@@ -57,8 +58,10 @@ for t in $targets; do
   if [ -n "${WAVEL_FUZZ_RUNS:-}" ]; then limits+=(-runs="$WAVEL_FUZZ_RUNS"); fi
   if [ "$t" = results_h5_reader ]; then
     seeds="$root/fuzz/corpus/results_h5"
-    # -timeout=2: libhdf5's hangs are the sandbox's to stop (2 s of CPU there); here they cost time.
-    limits=(-rss_limit_mb=2048 -malloc_limit_mb=1024 -fork=1 -ignore_crashes=1 -ignore_ooms=1 -ignore_timeouts=1 -timeout=2)
+    # -timeout=1: libhdf5's hangs are the sandbox's to stop (2 s of CPU there); here they cost time
+    # (a hung job is killed and restarted). WAVEL_FUZZ_FORK=N runs N jobs at once in the one run.
+    limits=(-rss_limit_mb=2048 -malloc_limit_mb=1024 -fork="${WAVEL_FUZZ_FORK:-1}" -ignore_crashes=1 -ignore_ooms=1
+            -ignore_timeouts=1 -timeout=1)
   fi
   asan=$ASAN_OPTIONS
   # results.h5 is read in a sandboxed child (src/io/sandboxed_read.cpp) whose address space is
