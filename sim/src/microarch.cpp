@@ -20,13 +20,18 @@ double MicroArch::vector_loop_cycles(std::int64_t vectors, std::int64_t length) 
 }
 
 MicroArch microarch_for(const wafer::WaferParams& wafer) {
+  if (wafer.simd_fp16_lanes < 1 || wafer.link_bytes_per_cycle < 1 || wafer.sram_read_bytes_per_cycle < 1 ||
+      wafer.sram_write_bytes_per_cycle < 1 || !(wafer.alpha_cycles_per_hop > 0) || wafer.routable_colours < 1) {
+    throw std::invalid_argument("sim: the wafer description leaves a SIMD width, SRAM port, link, hop latency or "
+                                "colour count unset");
+  }
   MicroArch m;
-  if (wafer.simd_fp16_lanes > 0) m.fmac_lanes = wafer.simd_fp16_lanes;
-  if (wafer.link_bytes_per_cycle > 0) m.link_bytes_per_cycle = wafer.link_bytes_per_cycle;
-  if (wafer.sram_read_bytes_per_cycle > 0) m.sram_read_bytes_per_cycle = wafer.sram_read_bytes_per_cycle;
-  if (wafer.sram_write_bytes_per_cycle > 0) m.sram_write_bytes_per_cycle = wafer.sram_write_bytes_per_cycle;
-  if (wafer.alpha_cycles_per_hop > 0) m.hop_cycles = wafer.alpha_cycles_per_hop;
-  if (wafer.routable_colours > 0) m.routable_colours = wafer.routable_colours;
+  m.fmac_lanes = wafer.simd_fp16_lanes;
+  m.link_bytes_per_cycle = wafer.link_bytes_per_cycle;
+  m.sram_read_bytes_per_cycle = wafer.sram_read_bytes_per_cycle;
+  m.sram_write_bytes_per_cycle = wafer.sram_write_bytes_per_cycle;
+  m.hop_cycles = wafer.alpha_cycles_per_hop;
+  m.routable_colours = wafer.routable_colours;
   return m;
 }
 

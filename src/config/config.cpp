@@ -11,6 +11,7 @@
 #include <set>
 
 #include "wavel/cost/draws.hpp"
+#include "wavel/config/hardware.hpp"
 #include "wavel/config/schema.hpp"
 #include "wavel/config/source_tree.hpp"
 
@@ -56,7 +57,8 @@ void read_wafer(Validator& v, const Node& node, wafer::WaferParams& w) {
   v.check_map(node, path,
               {"preset", "fabric_w_pes", "fabric_h_pes", "io_border_cols", "io_border_rows", "grid_w_pes",
                "grid_h_pes", "sram_per_pe_bytes", "clock_hz", "simd_fp16_lanes", "link_bytes_per_cycle",
-               "sram_read_bytes_per_cycle", "sram_write_bytes_per_cycle", "alpha_cycles_per_hop", "beta_cycles_per_stage", "routable_colours", "defective_pes"});
+               "sram_read_bytes_per_cycle", "sram_write_bytes_per_cycle", "alpha_cycles_per_hop", "beta_cycles_per_stage", "routable_colours", "defective_pes",
+               "defect_rate", "defect_seed", "sweep", "sweep_mode"});
   std::string preset = "wse3";
   if (present(node, "preset")) {
     if (auto p = v.choice(child_or_null(node, "preset"), "wafer.preset", wafer::wafer_preset_names())) preset = *p;
@@ -127,6 +129,14 @@ void read_wafer(Validator& v, const Node& node, wafer::WaferParams& w) {
       }
     }
   }
+}
+
+// Published figures; see EnergyConfig and README "Energy".
+void read_energy(Validator& v, const Node& node, EnergyConfig& e) {
+  const std::string path = "energy";
+  v.check_map(node, path, {"system_power_w", "off_wafer_pj_per_bit"});
+  read_double(v, node, path, "system_power_w", e.system_power_w, cost::kMinSystemPowerW, cost::kMaxSystemPowerW);
+  read_double(v, node, path, "off_wafer_pj_per_bit", e.off_wafer_pj_per_bit, 0.0, 1000.0);
 }
 
 // Paths in the file are relative to the file; paths from --set to the working directory.
@@ -469,8 +479,10 @@ Config parse_config(const std::string& text, const std::string& file, const std:
     v.error(root.where, "", root.kind == Node::Kind::null ? "the config is empty" : "the config must be a map");
     v.throw_if_errors();
   }
-  v.check_map(root, "", {"wafer", "workloads", "cost", "baselines", "cluster", "search", "sim", "output"});
+  v.check_map(root, "", {"wafer", "workloads", "cost", "baselines", "cluster", "search", "sim", "output", "energy"});
   read_wafer(v, child_or_null(root, "wafer"), config.wafer);
+  read_wafer_sweep(v, child_or_null(root, "wafer"), config.wafer, config.wafer_sweep);
+  read_energy(v, child_or_null(root, "energy"), config.energy);
   read_cost(v, child_or_null(root, "cost"), config.wafer, config.cost, file);
   read_baselines(v, child_or_null(root, "baselines"), config.wafer, config.baselines);
   read_cluster(v, child_or_null(root, "cluster"), config.wafer, config.cluster);
@@ -493,14 +505,37 @@ Config parse_config(const std::string& text, const std::string& file, const std:
   const auto& a = config.workloads;
   const double lengths = a.lengths.empty() ? static_cast<double>(a.input_tokens.size()) * a.output_tokens.size()
                                            : static_cast<double>(a.lengths.size());
+  std::size_t hardware_points_count = 1;
+  if (v.diagnostics().empty()) {
+    // The base wafer carries its random defects; each hardware point its own.
+    WaferSweep no_axes = config.wafer_sweep;
+    no_axes.axes.clear();
+    config.wafer = hardware_points(config.wafer, config.cost.params, no_axes).front().wafer;
+    config.hardware = hardware_points(config.wafer, config.cost.params, config.wafer_sweep);
+    hardware_points_count = config.hardware.size();
+  }
   const double settings = static_cast<double>(a.models.size()) * a.phases.size() * a.concurrent_requests.size() * lengths *
-                          static_cast<double>(config.cluster.wafers.size());
+                          static_cast<double>(config.cluster.wafers.size()) * static_cast<double>(hardware_points_count);
   if (settings > kMaxSettings) {
     v.error(child_or_null(root, "workloads").where, "workloads",
             "the sweep has " + format_double(settings) + " settings; the limit is " +
                 std::to_string(static_cast<std::int64_t>(kMaxSettings)) + " (split it into several configs)");
   }
   v.throw_if_errors();
+  if (!config.wafer_sweep.axes.empty()) {
+    std::vector<Config> variants;
+    for (const auto& point : config.hardware) {
+      Config c = config;
+      c.wafer = point.wafer;
+      c.cost.params = point.params;
+      for (const auto& [key, value] : point.values) {
+        // A hardware latency swept is not the fitted value any more: it leaves the draws.
+        if (key == "alpha_cycles_per_hop") c.cost.uncertainty = cost::pin(c.cost.uncertainty, {key});
+      }
+      variants.push_back(std::move(c));
+    }
+    config.at_hardware = std::move(variants);
+  }
   return config;
 }
 

@@ -46,8 +46,22 @@ std::string to_yaml(const Config& c, bool absolute_paths) {
   out << YAML::Key << "beta_cycles_per_stage" << YAML::Value << num(w.beta_cycles_per_stage);
   out << YAML::Key << "routable_colours" << YAML::Value << w.routable_colours;
   out << YAML::Key << "defective_pes" << YAML::Value << YAML::Flow << YAML::BeginSeq;
-  for (const auto& pe : w.defective_pes) out << YAML::Flow << YAML::BeginSeq << pe.x << pe.y << YAML::EndSeq;
+  for (const auto& pe : c.wafer_sweep.listed_defects) out << YAML::Flow << YAML::BeginSeq << pe.x << pe.y << YAML::EndSeq;
   out << YAML::EndSeq;
+  out << YAML::Key << "defect_rate" << YAML::Value << num(c.wafer_sweep.defect_rate);
+  out << YAML::Key << "defect_seed" << YAML::Value << c.wafer_sweep.defect_seed;
+  out << YAML::Key << "sweep_mode" << YAML::Value << (c.wafer_sweep.one_at_a_time ? "one_at_a_time" : "product");
+  out << YAML::Key << "sweep" << YAML::Value << YAML::BeginMap;
+  for (const auto& [key, values] : c.wafer_sweep.axes) {
+    out << YAML::Key << key << YAML::Value << YAML::Flow << YAML::BeginSeq;
+    for (double x : values) out << num(x);
+    out << YAML::EndSeq;
+  }
+  out << YAML::EndMap;
+  out << YAML::EndMap;
+  out << YAML::Key << "energy" << YAML::Value << YAML::BeginMap;
+  out << YAML::Key << "system_power_w" << YAML::Value << num(c.energy.system_power_w);
+  out << YAML::Key << "off_wafer_pj_per_bit" << YAML::Value << num(c.energy.off_wafer_pj_per_bit);
   out << YAML::EndMap;
 
   const auto& a = c.workloads;

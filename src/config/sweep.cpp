@@ -26,19 +26,23 @@ std::vector<Setting> expand_sweep(const Config& config) {
     }
   }
   settings.reserve(a.models.size() * a.phases.size() * a.concurrent_requests.size() * lengths.size());
+  const std::size_t points = std::max<std::size_t>(1, config.hardware.size());
   for (std::size_t m = 0; m < a.models.size(); ++m) {
-    for (const std::int64_t wafers : config.cluster.wafers) {
-      // cluster.max_wafers searches each model up to one decoder layer per wafer.
-      if (config.cluster.max_wafers > 0 && wafers > a.models[m].spec.num_layers) continue;
-      for (auto phase : a.phases) {
-        for (auto requests : a.concurrent_requests) {
-          for (const auto& [input, output] : phase == workload::Phase::prefill ? prefill_lengths : lengths) {
-            Setting s;
-            s.id = static_cast<std::int64_t>(settings.size());
-            s.model_index = m;
-            s.shape = workload::WorkloadShape{phase, requests, input, output};
-            s.wafers = wafers;
-            settings.push_back(s);
+    for (std::size_t hw = 0; hw < points; ++hw) {
+      for (const std::int64_t wafers : config.cluster.wafers) {
+        // cluster.max_wafers searches each model up to one decoder layer per wafer.
+        if (config.cluster.max_wafers > 0 && wafers > a.models[m].spec.num_layers) continue;
+        for (auto phase : a.phases) {
+          for (auto requests : a.concurrent_requests) {
+            for (const auto& [input, output] : phase == workload::Phase::prefill ? prefill_lengths : lengths) {
+              Setting s;
+              s.id = static_cast<std::int64_t>(settings.size());
+              s.model_index = m;
+              s.shape = workload::WorkloadShape{phase, requests, input, output};
+              s.wafers = wafers;
+              s.hardware = hw;
+              settings.push_back(s);
+            }
           }
         }
       }
@@ -58,7 +62,8 @@ std::vector<Setting> sweep_slice(const std::vector<Setting>& settings, std::int6
 std::string setting_label(const Config& config, const Setting& s) {
   return config.workloads.models.at(s.model_index).spec.name + " " + std::string(workload::to_string(s.shape.phase)) +
          " r" + std::to_string(s.shape.concurrent_requests) + " in" + std::to_string(s.shape.input_tokens) + " out" +
-         std::to_string(s.shape.output_tokens) + (s.wafers > 1 ? " w" + std::to_string(s.wafers) : "");
+         std::to_string(s.shape.output_tokens) + (s.wafers > 1 ? " w" + std::to_string(s.wafers) : "") +
+         (config.hardware.size() > 1 ? " [" + config.hardware.at(s.hardware).label + "]" : "");
 }
 
 }  // namespace wavel::config

@@ -16,7 +16,7 @@ namespace wavel::driver {
 namespace {
 
 bool same_problem(const config::Setting& a, const config::Setting& b) {
-  return a.model_index == b.model_index && a.wafers == b.wafers && a.shape.phase == b.shape.phase &&
+  return a.model_index == b.model_index && a.hardware == b.hardware && a.wafers == b.wafers && a.shape.phase == b.shape.phase &&
          a.shape.input_tokens == b.shape.input_tokens && a.shape.output_tokens == b.shape.output_tokens;
 }
 
@@ -74,7 +74,7 @@ void regroup(const config::Config& config, const std::vector<config::Setting>& s
       r.front.empty() ? std::string() : meshir_text(r.front.front().meshir, r.front.front().meshir_ref, texts);
   if (!best_text.empty()) {
     const auto best = meshir::parse(best_text, "wavel");
-    r.intervals = prediction_intervals(config, setting.shape, &best, r.schedules, texts);
+    r.intervals = prediction_intervals(config::for_hardware(config, setting.hardware), setting.shape, &best, r.schedules, texts);
   }
 }
 
@@ -90,7 +90,7 @@ void apply_request_grouping(const config::Config& config, const std::vector<conf
   std::iota(order.begin(), order.end(), 0);
   const auto key = [&](std::size_t i) {
     const auto& s = settings[i];
-    return std::make_tuple(s.model_index, s.wafers, s.shape.phase, s.shape.input_tokens, s.shape.output_tokens,
+    return std::make_tuple(s.model_index, s.hardware, s.wafers, s.shape.phase, s.shape.input_tokens, s.shape.output_tokens,
                            s.shape.concurrent_requests);
   };
   std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return key(a) < key(b); });

@@ -10,6 +10,7 @@
 #include "wavel/common/error.hpp"
 #include "wavel/driver/distribute.hpp"
 #include "wavel/driver/format.hpp"
+#include "wavel/driver/whatif.hpp"
 #include "wavel/driver/run.hpp"
 #include "wavel/workload/workload.hpp"
 
@@ -108,14 +109,27 @@ io::Table settings_table(const config::Config& config, const std::vector<config:
                    {"roofline_step_s", "s", roofline_s},
                    {"roofline_tokens_per_s", "tokens/s", roofline_tps}}};
   const double nan = std::numeric_limits<double>::quiet_NaN();
+  if (config.hardware.size() > 1) {
+    // The hardware point each setting ran on (the `hardware` table holds its every figure).
+    I hw;
+    S label;
+    for (std::size_t i = 0; i < results.size(); ++i) {
+      hw.push_back(static_cast<std::int64_t>(settings.at(i).hardware));
+      label.push_back(config.hardware.at(settings.at(i).hardware).label);
+    }
+    table.columns.insert(table.columns.begin() + 1, {"hardware", "1", hw});
+    table.columns.insert(table.columns.begin() + 2, {"hardware_label", "", label});
+  }
   for (std::size_t k = 0; k < std::size(kScheduleNames); ++k) {
     const std::string n = kScheduleNames[k];
-    D tps, latency, tpr, headroom;
+    D tps, latency, tpr, headroom, joules;
     I pes, side, regions, mb, layers, groups, placed;
     S reason;
-    for (const auto& r : results) {
+    for (std::size_t i = 0; i < results.size(); ++i) {
+      const auto& r = results[i];
       if (k >= r.schedules.size()) continue;
       const auto& s = r.schedules[k];
+      joules.push_back(s.placed ? setting_energy(config, settings.at(i), s.tokens_per_s).j_per_token : nan);
       placed.push_back(s.placed ? 1 : 0);
       tps.push_back(s.placed ? s.tokens_per_s : nan);
       latency.push_back(s.placed ? s.latency_s : nan);
@@ -134,6 +148,7 @@ io::Table settings_table(const config::Config& config, const std::vector<config:
     table.columns.push_back({n + "_tokens_per_s", "tokens/s", tps});
     table.columns.push_back({n + "_latency_s", "s", latency});
     table.columns.push_back({n + "_tpr_tokens_per_s", "tokens/s", tpr});
+    table.columns.push_back({n + "_j_per_token", "J/token", joules});
     table.columns.push_back({n + "_pes_used", "PEs", pes});
     table.columns.push_back({n + "_sram_headroom", "1", headroom});
     table.columns.push_back({n + "_region_side_pes", "PEs", side});
@@ -165,12 +180,18 @@ io::Table settings_table(const config::Config& config, const std::vector<config:
     table.columns.push_back({"weight_streaming_sram_required_bytes", "bytes", need});
     table.columns.push_back({"weight_streaming_na_reason", "", reason});
   }
-  D tps, tps_per_wafer, latency, headroom, vs_waferllm, vs_fullchip, hv;
+  D tps, tps_per_wafer, latency, headroom, vs_waferllm, vs_fullchip, hv, joules, link_joules, per_kw, power;
   I pes, mb, stages, front_size, wavel_groups, wavel_wafers;
   S source;
   const FrontEntry nothing{"none", nan, nan, 0, 0, 0, nan, "", {}};
-  for (const auto& r : results) {
+  for (std::size_t i = 0; i < results.size(); ++i) {
+    const auto& r = results[i];
     const auto& best = r.front.empty() ? nothing : r.front.front();
+    const auto energy = setting_energy(config, settings.at(i), best.tokens_per_s);
+    joules.push_back(energy.j_per_token);
+    link_joules.push_back(energy.link_j_per_token);
+    per_kw.push_back(energy.tokens_per_s_per_kw);
+    power.push_back(energy.power_w);
     tps.push_back(best.tokens_per_s);
     tps_per_wafer.push_back(best.tokens_per_s / static_cast<double>(std::max<std::int64_t>(1, r.wafers)));
     wavel_wafers.push_back(r.wafers);
@@ -190,6 +211,10 @@ io::Table settings_table(const config::Config& config, const std::vector<config:
     hv.push_back(r.hypervolume);
   }
   table.columns.push_back({"wavel_tokens_per_s", "tokens/s", tps});
+  table.columns.push_back({"wavel_j_per_token", "J/token", joules});
+  table.columns.push_back({"wavel_link_j_per_token", "J/token", link_joules});
+  table.columns.push_back({"wavel_tokens_per_s_per_kw", "tokens/s/kW", per_kw});
+  table.columns.push_back({"system_power_w", "W", power});
   table.columns.push_back({"wavel_wafers", "systems", wavel_wafers});
   table.columns.push_back({"tokens_per_s_per_wafer", "tokens/s", tps_per_wafer});
   table.columns.push_back({"wavel_latency_s", "s", latency});
@@ -294,13 +319,16 @@ io::Table sim_op_pairs_table(const std::vector<SettingResult>& results) {
                     {"sim_cycles", "cycles", simulated}}};
 }
 
-io::Table front_table(const std::vector<SettingResult>& results) {
+io::Table front_table(const config::Config& config, const std::vector<config::Setting>& settings,
+                      const std::vector<SettingResult>& results) {
   std::vector<std::int64_t> id, point, pes, mb, stages, wafers;
-  std::vector<double> tps, latency, headroom;
+  std::vector<double> tps, latency, headroom, joules;
   std::vector<std::string> source;
-  for (const auto& r : results) {
+  for (std::size_t s = 0; s < results.size(); ++s) {
+    const auto& r = results[s];
     for (std::size_t i = 0; i < r.front.size(); ++i) {
       const auto& f = r.front[i];
+      joules.push_back(setting_energy(config, settings.at(s), f.tokens_per_s).j_per_token);
       id.push_back(r.setting_id);
       wafers.push_back(r.wafers);
       point.push_back(static_cast<std::int64_t>(i));
@@ -319,6 +347,7 @@ io::Table front_table(const std::vector<SettingResult>& results) {
                     {"source", "", source},
                     {"tokens_per_s", "tokens/s", tps},
                     {"latency_s", "s", latency},
+                    {"j_per_token", "J/token", joules},
                     {"pes_used", "PEs", pes},
                     {"wafers", "systems", wafers},
                     {"microbatches", "1", mb},
@@ -433,13 +462,15 @@ void print_settings(std::ostream& out, const config::Config& config, const std::
     for (const char* n : kScheduleNames) {
       for (const char* c : {" tok/s", " TPOT|TTFT"}) header.push_back(std::string(n) + c);
     }
-    for (const char* c : {"wavel tok/s", "wavel TPOT|TTFT", "wavel PEs", "vs waferllm", "vs fullchip", "front"}) {
+    for (const char* c : {"wavel tok/s", "wavel TPOT|TTFT", "wavel PEs", "wavel J/tok", "vs waferllm", "vs fullchip", "front"}) {
       header.push_back(c);
     }
   } else {
     header.insert(header.end(), {"FLOP/step", "params", "KV cache", "roofline bound"});
     if (!estimates.empty()) header.insert(header.end(), {"search pieces", "search size", "vs default"});
   }
+  const bool hardware = config.hardware.size() > 1;  // a column naming each setting's hardware point
+  if (hardware) header.insert(header.begin() + 2, "hw");
   std::vector<std::vector<std::string>> rows{header};
   for (std::size_t i = 0; i < results.size(); ++i) {
     const auto& st = settings.at(i);
@@ -463,7 +494,7 @@ void print_settings(std::ostream& out, const config::Config& config, const std::
         row.insert(row.end(), {human(s.tokens_per_s, "tok/s"), human(s.latency_s, "s")});
       }
       if (r.front.empty()) {
-        row.insert(row.end(), {"no fit", "-", "-", "-", "-", "0"});
+        row.insert(row.end(), {"no fit", "-", "-", "-", "-", "-", "0"});
       } else {
         const auto& best = r.front.front();
         // The ratio with its 90 % interval over the parameter draws, e.g. "1.32x [1.25, 1.41]".
@@ -478,7 +509,9 @@ void print_settings(std::ostream& out, const config::Config& config, const std::
           return text.str();
         };
         row.insert(row.end(), {human(best.tokens_per_s, "tok/s"), human(best.latency_s, "s"),
-                               std::to_string(best.pes_used), ratio(1), ratio(0), std::to_string(r.front.size())});
+                               std::to_string(best.pes_used),
+                               human(setting_energy(config, st, best.tokens_per_s).j_per_token, "J"), ratio(1), ratio(0),
+                               std::to_string(r.front.size())});
       }
     } else {
       row.insert(row.end(), {human(static_cast<double>(r.flops_per_step), "FLOP"),
@@ -494,6 +527,7 @@ void print_settings(std::ostream& out, const config::Config& config, const std::
                                ratio.str()});
       }
     }
+    if (hardware) row.insert(row.begin() + 2, "#" + std::to_string(st.hardware));
     rows.push_back(row);
   }
   std::vector<std::size_t> width(rows[0].size(), 0);
@@ -511,6 +545,15 @@ void print_settings(std::ostream& out, const config::Config& config, const std::
   out << "wafer " << w.preset << ": " << w.grid_w_pes << " x " << w.grid_h_pes << " PEs (" << w.usable_pes()
       << " usable), " << human(static_cast<double>(w.total_sram_bytes()), "B") << " SRAM, peak "
       << human(w.peak_flops_per_s(), "FLOP/s") << " FP16\n";
+  if (hardware) {
+    out << "hardware points (hw):";
+    for (std::size_t h = 0; h < config.hardware.size(); ++h) {
+      const auto& p = config.hardware[h];
+      out << (h % 4 == 0 ? "\n  " : "   ") << '#' << h << ' ' << p.label << (p.base && p.label != "base" ? " (base)" : "")
+          << " [" << p.wafer.defective_pes.size() << " defects]";
+    }
+    out << '\n';
+  }
   if (with_schedules) {
     const bool any_subset = std::any_of(results.begin(), results.end(), [](const SettingResult& r) { return r.layer_subset_layers > 0; });
     if (any_subset) {

@@ -25,6 +25,7 @@
 #include "wavel/driver/pack.hpp"
 #include "wavel/driver/setting_tasks.hpp"
 #include "wavel/driver/wafer_counts.hpp"
+#include "wavel/driver/whatif.hpp"
 #include "wavel/cost/model.hpp"
 #include "wavel/meshir/text.hpp"
 #include "wavel/search/search.hpp"
@@ -93,14 +94,15 @@ std::pair<std::vector<SettingResult>, std::vector<search::SearchSizeEstimate>> d
   try {
     for (const auto& setting : settings) {
       if (setting.id % context.ranks != context.rank) continue;
-      pack_setting(describe_setting(config, setting, choose_layer_subset(config, setting)), mine);
+      const config::Config& at = config::for_hardware(config, setting.hardware);
+      pack_setting(describe_setting(at, setting, choose_layer_subset(at, setting)), mine);
       search::SearchSizeEstimate e;
       e.pieces = -1;  // not estimated
       if (static_cast<std::size_t>(&setting - settings.data()) < kEstimatedSettings) {
         // A pipeline searches each of its distinct parts: their sizes add up.
         e = search::SearchSizeEstimate{0, 0, 0, false};
-        for (const auto& part : setting_parts(config, setting)) {
-          const auto p = search::estimate_search_size(part, config.wafer, config.cost.params, options, defaults);
+        for (const auto& part : setting_parts(at, setting)) {
+          const auto p = search::estimate_search_size(part, at.wafer, at.cost.params, options, defaults);
           e.pieces += p.pieces;
           e.top_cut_options += p.top_cut_options;
           e.default_top_cut_options += p.default_top_cut_options;
@@ -194,6 +196,9 @@ void run(const config::Config& config, const RunContext& context, std::ostream& 
   const bool wafer_counts = config.cluster.wafers.size() > 1;
   std::vector<fs::path> outputs{dir / "results.h5", dir / "summary.csv"};
   if (wafer_counts) outputs.push_back(dir / "wafer_counts.csv");
+  // With a hardware sweep, each setting against its base hardware point (whatif.hpp).
+  const bool hardware_sweep = config.hardware.size() > 1;
+  if (hardware_sweep) outputs.push_back(dir / "sensitivity.csv");
   const std::string config_hash = to_hex(fnv1a64(results_identity(config)));
   // --resume with no usable checkpoint stops before anything in the directory is touched.
   const fs::path spool_path = dir / "settings.spool";
@@ -232,6 +237,7 @@ void run(const config::Config& config, const RunContext& context, std::ostream& 
   auto outcome = evaluate_distributed(config, settings, context, options);
   std::vector<SettingResult> results = std::move(outcome.results);  // rank 0 only
   std::vector<WaferCountRow> counts;
+  std::vector<SensitivityRow> sensitivity;
   {
     // results.h5 and summary.csv appear together or not at all; rank 0 writes them.
     io::ResultFiles files;
@@ -239,15 +245,22 @@ void run(const config::Config& config, const RunContext& context, std::ostream& 
     io::Table table = context.rank == 0 ? settings_table(config, settings, results) : io::Table{};
     if (context.rank == 0 && wafer_counts) counts = wafer_count_rows(settings, results, config.cluster);
     io::Table counts_table = context.rank == 0 && wafer_counts ? wafer_counts_table(config, settings, counts) : io::Table{};
+    if (context.rank == 0 && hardware_sweep) sensitivity = sensitivity_rows(config, settings, results);
     if (context.rank == 0 && config.output.csv) {
       files.text_files.push_back({(dir / "summary.csv").string(), io::csv_text(table)});
+      if (hardware_sweep) files.text_files.push_back({(dir / "sensitivity.csv").string(), io::csv_text(sensitivity_table(sensitivity))});
       if (wafer_counts) files.text_files.push_back({(dir / "wafer_counts.csv").string(), io::csv_text(counts_table)});
     }
     if (context.rank == 0 && config.output.hdf5) {
       files.h5_path = (dir / "results.h5").string();
       files.attributes = provenance(config, context, resolved);
       files.h5_tables.push_back(std::move(table));  // large for large sweeps: moved, not copied
-      files.h5_tables.push_back(front_table(results));
+      files.h5_tables.push_back(front_table(config, settings, results));
+      if (hardware_sweep) {
+        files.h5_tables.push_back(hardware_table(config));
+        files.h5_tables.push_back(sensitivity_table(sensitivity));
+        files.h5_tables.push_back(hardware_front_table(config, settings, results));
+      }
       files.h5_tables.push_back(schedules_table(results, outcome.texts));
       files.h5_tables.push_back(sim_pairs_table(results));
       files.h5_tables.push_back(sim_op_pairs_table(results));
@@ -264,6 +277,7 @@ void run(const config::Config& config, const RunContext& context, std::ostream& 
     for (const auto& path : outputs) fs::remove(path.string() + ".stale", ignored);
     print_settings(out, config, settings, results);
     if (wafer_counts) print_wafer_counts(out, config, settings, counts);
+    print_sensitivity(out, config, settings, sensitivity);
     std::int64_t grouped = 0;
     for (const auto& r : results) {
       for (const auto& s : r.schedules) grouped += s.request_groups > 1 ? 1 : 0;
@@ -284,7 +298,10 @@ void run(const config::Config& config, const RunContext& context, std::ostream& 
     std::cerr << "search: " << nodes << " partial schedules in " << std::setprecision(3) << wall << " s of search time ("
         << human(wall > 0 ? static_cast<double>(nodes) / wall : 0.0, "schedules/s") << ")\n";
     std::cerr << "results: " << dir.string() << "/" << (config.output.hdf5 ? "results.h5 " : "")
-        << (config.output.csv ? std::string("summary.csv") + (wafer_counts ? " wafer_counts.csv" : "") : "") << '\n';
+        << (config.output.csv ? std::string("summary.csv") + (wafer_counts ? " wafer_counts.csv" : "") +
+                                    (hardware_sweep ? " sensitivity.csv" : "")
+                              : "")
+        << '\n';
   }
   // A sweep of which nothing could be placed is not a success, though its results say why.
   on_root_agreed(context.comm, 0, [&] {

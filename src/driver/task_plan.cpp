@@ -20,14 +20,16 @@ Plan make_plan(const config::Config& config, const std::vector<config::Setting>&
   Plan plan;
   const auto options = search::options_from(config.search);
   std::ostringstream text;
-  std::map<std::tuple<std::size_t, int, std::int64_t, std::int64_t>, std::size_t> family_ids;
+  std::map<std::tuple<std::size_t, std::size_t, int, std::int64_t, std::int64_t>, std::size_t> family_ids;
   const auto family = [&](const config::Setting& s, std::int64_t mb) {
-    const auto key = std::make_tuple(s.model_index, static_cast<int>(s.shape.phase), s.shape.concurrent_requests, mb);
+    const auto key =
+        std::make_tuple(s.model_index, s.hardware, static_cast<int>(s.shape.phase), s.shape.concurrent_requests, mb);
     return family_ids.emplace(key, family_ids.size()).first->second;
   };
   for (std::size_t s = 0; s < settings.size(); ++s) {
     const std::size_t first = plan.tasks.size();
-    const auto parts = setting_parts(config, settings[s]);
+    const config::Config& at = config::for_hardware(config, settings[s].hardware);
+    const auto parts = setting_parts(at, settings[s]);
     // A pipeline's finish picks each part's best candidate per micro-batch count, so a part's pieces
     // may only be pruned by schedules of their own count: one incumbent set per (part, count), and
     // the part's seeds (whose counts vary) in a set of their own. One wafer: one set per setting.
@@ -37,7 +39,7 @@ Plan make_plan(const config::Config& config, const std::vector<config::Setting>&
       plan.tasks.push_back(Task{Kind::baselines, s, part, slot, {}, plan.groups++, 0});
       plan.group_family.push_back(family(settings[s], 0));
       std::int64_t last_mb = -1;
-      for (const auto& piece : search::search_pieces(parts[part], config.wafer, options)) {
+      for (const auto& piece : search::search_pieces(parts[part], at.wafer, options)) {
         if (piece.microbatches != last_mb) {
           ++plan.groups;
           plan.group_family.push_back(family(settings[s], piece.microbatches));

@@ -15,10 +15,10 @@ namespace wavel::driver {
 
 namespace {
 
-using Key = std::tuple<std::size_t, int, std::int64_t, std::int64_t, std::int64_t>;
+using Key = std::tuple<std::size_t, std::size_t, int, std::int64_t, std::int64_t, std::int64_t>;
 
 Key problem_of(const config::Setting& s) {
-  return {s.model_index, static_cast<int>(s.shape.phase), s.shape.concurrent_requests, s.shape.input_tokens,
+  return {s.model_index, s.hardware, static_cast<int>(s.shape.phase), s.shape.concurrent_requests, s.shape.input_tokens,
           s.shape.output_tokens};
 }
 

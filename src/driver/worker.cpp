@@ -25,8 +25,9 @@ Worker::Worker(const config::Config& config, const Plan& plan, const std::vector
 std::string Worker::run(std::size_t t, const std::string& input, TaskCounters& counters) {
   const Task& task = plan_.tasks[t];
   const config::Setting& setting = settings_[task.setting];
+  const config::Config& config = config::for_hardware(config_, setting.hardware);
   if (parts_.empty() || parts_setting_ != task.setting) {
-    parts_ = setting_parts(config_, setting);
+    parts_ = setting_parts(config, setting);
     parts_setting_ = task.setting;
   }
   if (task.part >= parts_.size()) throw InternalError("task of a part the setting does not have");
@@ -34,9 +35,9 @@ std::string Worker::run(std::size_t t, const std::string& input, TaskCounters& c
   Unpacker u(input);
   switch (task.kind) {
     case Kind::baselines:
-      return run_baselines(config_, setting, w, task.part, counters);
+      return run_baselines(config, setting, w, task.part, counters);
     case Kind::piece:
-      return run_piece(config_, setting, w, task.piece, unpack_objectives(u), workspace_, counters, stop_);
+      return run_piece(config, setting, w, task.piece, unpack_objectives(u), workspace_, counters, stop_);
     case Kind::finish: {
       // The inputs are each part's baselines then its pieces, parts in order (make_plan).
       const auto& from = plan_.inputs[t];
@@ -54,7 +55,7 @@ std::string Worker::run(std::size_t t, const std::string& input, TaskCounters& c
           u.get(r.pieces.back());
         }
       }
-      return run_finish(config_, setting, parts_, results, counters);
+      return run_finish(config, setting, parts_, results, counters);
     }
   }
   throw InternalError("unknown task kind");

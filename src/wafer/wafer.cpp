@@ -2,6 +2,9 @@
 #include "wavel/wafer/wafer.hpp"
 
 #include <set>
+#include <stdexcept>
+#include <string>
+#include <unordered_set>
 #include <utility>
 
 namespace wavel::wafer {
@@ -68,6 +71,35 @@ double WaferParams::peak_flops_per_s() const {
 }
 
 std::int64_t WaferParams::total_sram_bytes() const { return usable_pes() * sram_per_pe_bytes; }
+
+std::vector<PeCoord> random_defects(std::int64_t grid_w, std::int64_t grid_h, std::int64_t count, std::uint64_t seed,
+                                    const std::vector<PeCoord>& taken) {
+  const std::int64_t pes = grid_w * grid_h;
+  std::unordered_set<std::int64_t> used;
+  for (const auto& pe : taken) {
+    if (pe.x >= 0 && pe.x < grid_w && pe.y >= 0 && pe.y < grid_h) used.insert(pe.y * grid_w + pe.x);
+  }
+  if (count < 0 || grid_w < 1 || grid_h < 1 || count > pes - static_cast<std::int64_t>(used.size())) {
+    throw std::invalid_argument("random_defects: " + std::to_string(count) + " defects do not fit a " +
+                                std::to_string(grid_w) + " x " + std::to_string(grid_h) + " grid");
+  }
+  // splitmix64: a fixed, portable sequence (std:: distributions differ between libraries).
+  std::uint64_t state = seed;
+  const auto next = [&state] {
+    std::uint64_t z = (state += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+  };
+  std::vector<PeCoord> out;
+  out.reserve(static_cast<std::size_t>(count));
+  while (static_cast<std::int64_t>(out.size()) < count) {
+    const auto index = static_cast<std::int64_t>(next() % static_cast<std::uint64_t>(pes));  // bias < pes / 2^64
+    if (!used.insert(index).second) continue;
+    out.push_back(PeCoord{index % grid_w, index / grid_w});
+  }
+  return out;
+}
 
 std::vector<std::string> wafer_preset_names() { return {"wse2", "wse3"}; }
 

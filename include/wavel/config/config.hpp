@@ -3,8 +3,10 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "wavel/cost/energy.hpp"
 #include "wavel/cost/params.hpp"
 #include "wavel/deploy/deployment.hpp"
 #include "wavel/wafer/wafer.hpp"
@@ -91,6 +93,27 @@ struct SimConfig {
   bool model_ramps = true;         ///< PE-router ramps have occupancy
 };
 
+/// Hardware what-if axes (section `wafer`, keys `sweep`, `sweep_mode`, `defect_rate`, `defect_seed`).
+struct WaferSweep {
+  std::vector<std::pair<std::string, std::vector<double>>> axes;  ///< wafer key -> values, hardware_axes() order
+  bool one_at_a_time = false;        ///< each value varied alone from the base; else the product of the axes
+  double defect_rate = 0;            ///< fraction of grid PEs lost, drawn at random on top of defective_pes
+  std::int64_t defect_seed = 1;      ///< seeds the random defect map
+  std::vector<wafer::PeCoord> listed_defects;  ///< wafer.defective_pes as written
+};
+
+/// One point of the hardware sweep: the wafer and the cost parameters its settings run with.
+struct HardwarePoint {
+  std::string label;                                   ///< "base" or "key=value,key=value"
+  std::vector<std::pair<std::string, double>> values;  ///< the swept keys' values at this point
+  wafer::WaferParams wafer;                            ///< random defects included
+  cost::CostParams params;                             ///< software constants kept; hardware ones from the wafer
+  bool base = false;                                   ///< every swept key at the base wafer's value
+};
+
+/// System power and link energy (section `energy`); see cost/energy.hpp.
+using EnergyConfig = cost::EnergyParams;
+
 /// A fully validated configuration.
 struct Config {
   std::string file;             ///< path as given, used in messages
@@ -104,7 +127,17 @@ struct Config {
   SearchConfig search;
   SimConfig sim;
   OutputConfig output;
+  WaferSweep wafer_sweep;
+  EnergyConfig energy;
+  std::vector<HardwarePoint> hardware;  ///< at least one; [0] is the base wafer when nothing is swept
+  /// One configuration per hardware point (wafer and cost parameters replaced), empty without a
+  /// hardware sweep: settings run under for_hardware(config, setting.hardware).
+  std::vector<Config> at_hardware;
 };
+
+/// The configuration of hardware point `index`: `config` itself when nothing is swept or when
+/// `config` already is one point's.
+const Config& for_hardware(const Config& config, std::size_t index);
 
 /// Validates config text (read from `file`) with `overrides` applied on top. Relative model paths
 /// are resolved against the directory of `file`. Throws wavel::ConfigError listing every problem.

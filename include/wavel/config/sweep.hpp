@@ -15,10 +15,11 @@ struct Setting {
   std::size_t model_index = 0;    ///< into Config::workloads.models
   workload::WorkloadShape shape;
   std::int64_t wafers = 1;        ///< systems the model is deployed over (cluster.wafers)
+  std::size_t hardware = 0;       ///< into Config::hardware (the wafer.sweep point it runs on)
 };
 
 /// Cartesian product of the axes, numbered with the last axis varying fastest:
-/// models, cluster.wafers, phases, concurrent_requests, then input_tokens x output_tokens (or the
+/// models, hardware points (wafer.sweep), cluster.wafers, phases, concurrent_requests, then input_tokens x output_tokens (or the
 /// `lengths` pairs).
 /// Prefill does not depend on the output length: its settings take each distinct input length once,
 /// with output_tokens 0.
@@ -29,7 +30,8 @@ std::vector<Setting> expand_sweep(const Config& config);
 /// Throws wavel::UsageError when index is not in [0, count).
 std::vector<Setting> sweep_slice(const std::vector<Setting>& settings, std::int64_t index, std::int64_t count);
 
-/// Human-readable label, e.g. "llama3-8b decode r4 in2048 out128" (" w4" added on 4 wafers).
+/// Human-readable label, e.g. "llama3-8b decode r4 in2048 out128" (" w4" added on 4 wafers, and
+/// " [sram_per_pe_bytes=98304]" on a hardware point other than the base).
 std::string setting_label(const Config& config, const Setting& setting);
 
 }  // namespace wavel::config

@@ -136,8 +136,9 @@ struct SettingResult {
 io::Table settings_table(const config::Config& config, const std::vector<config::Setting>& settings,
                          const std::vector<SettingResult>& results);
 
-/// The `front` table: every front point of every setting.
-io::Table front_table(const std::vector<SettingResult>& results);
+/// The `front` table: every front point of every setting (joules per token on its hardware point).
+io::Table front_table(const config::Config& config, const std::vector<config::Setting>& settings,
+                      const std::vector<SettingResult>& results);
 
 /// The `sim_pairs` and `sim_op_pairs` tables: model against simulation per schedule and per op.
 io::Table sim_pairs_table(const std::vector<SettingResult>& results);

@@ -46,6 +46,12 @@ struct WaferParams {
   [[nodiscard]] std::int64_t total_sram_bytes() const;
 };
 
+/// `count` distinct PEs of a grid_w x grid_h grid, none in `taken`, drawn by a generator seeded
+/// with `seed`: the same arguments always give the same PEs in the same order (the random defect
+/// maps of wafer.defect_rate). Throws std::invalid_argument when fewer PEs than that are free.
+std::vector<PeCoord> random_defects(std::int64_t grid_w, std::int64_t grid_h, std::int64_t count, std::uint64_t seed,
+                                    const std::vector<PeCoord>& taken);
+
 /// Names of the presets, in a stable order.
 std::vector<std::string> wafer_preset_names();
 

@@ -9,13 +9,15 @@
 
 namespace wavel::sim {
 
-/// Timing of one PE and its router, in cycles of the wafer clock.
+/// Timing of one PE and its router, in cycles of the wafer clock. The fields named after a wafer
+/// key have no default of their own: microarch_for takes them from the wafer description, so a
+/// hardware what-if reaches the simulator whole.
 struct MicroArch {
-  std::int64_t fmac_lanes = 8;             ///< FP16 FMACs per SIMD issue (wafer simd_fp16_lanes)
+  std::int64_t fmac_lanes = 0;             ///< FP16 FMACs per SIMD issue (wafer simd_fp16_lanes)
   double simd_op_cycles = 1.0;             ///< one SIMD issue of fmac_lanes lanes
   double vector_op_setup_cycles = 3.0;     ///< per vector (DSD) instruction: descriptor load and loop branch
-  std::int64_t sram_read_bytes_per_cycle = 16;  ///< two 64-bit reads per cycle (wafer sram_read_bytes_per_cycle)
-  std::int64_t sram_write_bytes_per_cycle = 8;  ///< one 64-bit write per cycle (wafer sram_write_bytes_per_cycle)
+  std::int64_t sram_read_bytes_per_cycle = 0;   ///< wafer sram_read_bytes_per_cycle
+  std::int64_t sram_write_bytes_per_cycle = 0;  ///< wafer sram_write_bytes_per_cycle
   double scalar_op_cycles = 1.0;           ///< one scalar instruction (an address or offset update, a DSR load)
   std::int64_t k_iteration_scalar_ops = 6; ///< MeshGEMM k-iteration: a DSD base set, 3 DSR loads, 2 offset increments
   double task_launch_cycles = 16.0;        ///< activating one task on a PE (a step, a relay)
@@ -23,9 +25,9 @@ struct MicroArch {
   double colour_switch_cycles = 32.0;      ///< router re-configuration when an op's routes change axis
   double fabric_add_cycles_per_wavelet = 1.0;  ///< adding one received wavelet into a partial (FP32 fadd from fabric)
   double stream_latency_cycles = 3.0;      ///< a wavelet's way down the ramp, through the add and back up
-  double hop_cycles = 1.0;                 ///< head latency per link on a pre-configured route (wafer alpha)
-  std::int64_t link_bytes_per_cycle = 4;   ///< one 32-bit wavelet per cycle per link and per ramp
-  std::int64_t routable_colours = 24;      ///< colours a router can carry; more are relayed in software
+  double hop_cycles = 0;                   ///< head latency per link on a pre-configured route (wafer alpha)
+  std::int64_t link_bytes_per_cycle = 0;   ///< per link and per ramp (wafer link_bytes_per_cycle)
+  std::int64_t routable_colours = 0;       ///< colours a router can carry; more are relayed in software (wafer)
 
   /// A MeshGEMM k-iteration's own instructions, before its FMACs.
   [[nodiscard]] double k_iteration_cycles() const {
@@ -43,6 +45,8 @@ struct MicroArch {
 };
 
 /// The constants for `wafer`: lanes, links, hop latency and colours from the wafer; the rest as above.
+/// The simulator's PE for `wafer`: its SIMD width, SRAM ports, links, hop latency and colours.
+/// Throws std::invalid_argument when the wafer leaves one of them non-positive.
 MicroArch microarch_for(const wafer::WaferParams& wafer);
 
 /// Throws the std::domain_error of checked_mul or checked_add (kept out of line: the checks are inline).

@@ -1,0 +1,195 @@
+// Hardware what-if axes of the wafer section and their expansion into hardware points.
+#include "wavel/config/hardware.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "wavel/common/error.hpp"
+#include "wavel/cost/draws.hpp"
+
+namespace wavel::config {
+
+namespace {
+
+const Node& child_or_null(const Node& map, const std::string& key) {
+  static const Node null_node;
+  const Node* found = map.kind == Node::Kind::map ? map.find(key) : nullptr;
+  return found != nullptr ? *found : null_node;
+}
+
+// A point's wafer with one swept key set (defect_rate is applied when the map is drawn).
+void set_key(wafer::WaferParams& w, const std::string& key, double value) {
+  const auto i = static_cast<std::int64_t>(value);
+  if (key == "grid_w_pes") w.grid_w_pes = i;
+  else if (key == "grid_h_pes") w.grid_h_pes = i;
+  else if (key == "sram_per_pe_bytes") w.sram_per_pe_bytes = i;
+  else if (key == "simd_fp16_lanes") w.simd_fp16_lanes = i;
+  else if (key == "clock_hz") w.clock_hz = value;
+  else if (key == "link_bytes_per_cycle") w.link_bytes_per_cycle = i;
+  else if (key == "sram_read_bytes_per_cycle") w.sram_read_bytes_per_cycle = i;
+  else if (key == "sram_write_bytes_per_cycle") w.sram_write_bytes_per_cycle = i;
+  else if (key == "alpha_cycles_per_hop") w.alpha_cycles_per_hop = value;
+  else if (key == "routable_colours") w.routable_colours = i;
+  else if (key != "defect_rate") throw InternalError("unknown hardware axis '" + key + "'");
+}
+
+double base_value(const wafer::WaferParams& w, const WaferSweep& sweep, const std::string& key) {
+  if (key == "grid_w_pes") return static_cast<double>(w.grid_w_pes);
+  if (key == "grid_h_pes") return static_cast<double>(w.grid_h_pes);
+  if (key == "sram_per_pe_bytes") return static_cast<double>(w.sram_per_pe_bytes);
+  if (key == "simd_fp16_lanes") return static_cast<double>(w.simd_fp16_lanes);
+  if (key == "clock_hz") return w.clock_hz;
+  if (key == "link_bytes_per_cycle") return static_cast<double>(w.link_bytes_per_cycle);
+  if (key == "sram_read_bytes_per_cycle") return static_cast<double>(w.sram_read_bytes_per_cycle);
+  if (key == "sram_write_bytes_per_cycle") return static_cast<double>(w.sram_write_bytes_per_cycle);
+  if (key == "alpha_cycles_per_hop") return w.alpha_cycles_per_hop;
+  if (key == "routable_colours") return static_cast<double>(w.routable_colours);
+  if (key == "defect_rate") return sweep.defect_rate;
+  throw InternalError("unknown hardware axis '" + key + "'");
+}
+
+constexpr double kMaxHardwarePoints = 1000;
+
+}  // namespace
+
+const std::vector<HardwareAxis>& hardware_axes() {
+  static const std::vector<HardwareAxis> axes{
+      {"grid_w_pes", "PEs", true, 1, 0, false},
+      {"grid_h_pes", "PEs", true, 1, 0, false},
+      {"sram_per_pe_bytes", "bytes", true, 1024, double(std::int64_t{1} << 30), false},
+      {"simd_fp16_lanes", "FMAC/cycle", true, 1, 1024, false},
+      {"clock_hz", "Hz", false, 1e6, 1e12, false},
+      {"link_bytes_per_cycle", "bytes/cycle", true, 1, 1024, false},
+      {"sram_read_bytes_per_cycle", "bytes/cycle", true, 1, 1024, false},
+      {"sram_write_bytes_per_cycle", "bytes/cycle", true, 1, 1024, false},
+      {"alpha_cycles_per_hop", "cycles/hop", false, 0.1, 100, true},
+      {"routable_colours", "colours", true, 1, 1024, false},
+      {"defect_rate", "1", false, 0, kMaxDefectRate, false},
+  };
+  return axes;
+}
+
+std::int64_t defect_count(double rate, std::int64_t grid_w, std::int64_t grid_h) {
+  return static_cast<std::int64_t>(std::llround(rate * static_cast<double>(grid_w) * static_cast<double>(grid_h)));
+}
+
+void read_wafer_sweep(Validator& v, const Node& node, const wafer::WaferParams& base, WaferSweep& sweep) {
+  const std::string path = "wafer";
+  sweep.listed_defects = base.defective_pes;
+  if (const Node* n = node.kind == Node::Kind::map ? node.find("defect_rate") : nullptr) {
+    if (auto r = v.number(*n, "wafer.defect_rate", 0.0, kMaxDefectRate)) sweep.defect_rate = *r;
+  }
+  if (const Node* n = node.kind == Node::Kind::map ? node.find("defect_seed") : nullptr) {
+    if (auto s = v.integer(*n, "wafer.defect_seed", 0, std::numeric_limits<std::int64_t>::max())) sweep.defect_seed = *s;
+  }
+  if (const Node* n = node.kind == Node::Kind::map ? node.find("sweep_mode") : nullptr) {
+    if (auto m = v.choice(*n, "wafer.sweep_mode", {"product", "one_at_a_time"})) sweep.one_at_a_time = *m == "one_at_a_time";
+  }
+  const Node& axes_node = child_or_null(node, "sweep");
+  std::vector<std::string> keys;
+  for (const auto& a : hardware_axes()) keys.push_back(a.key);
+  if (!v.check_map(axes_node, "wafer.sweep", keys)) return;
+  double points = 1;
+  for (const auto& a : hardware_axes()) {
+    const Node* n = axes_node.find(a.key);
+    if (n == nullptr) continue;
+    const std::string key_path = "wafer.sweep." + a.key;
+    double max = a.max_value;
+    if (a.key == "grid_w_pes") max = static_cast<double>(base.max_grid_w_pes());
+    if (a.key == "grid_h_pes") max = static_cast<double>(base.max_grid_h_pes());
+    auto values = v.axis(*n, key_path, [&](const Node& item, const std::string& p) -> std::optional<double> {
+      if (a.integer) {
+        auto i = v.integer(item, p, static_cast<std::int64_t>(a.min_value), static_cast<std::int64_t>(max));
+        return i ? std::optional<double>(static_cast<double>(*i)) : std::nullopt;
+      }
+      return v.number(item, p, a.min_value, max);
+    });
+    std::vector<double> distinct;
+    for (double x : values) {
+      if (std::find(distinct.begin(), distinct.end(), x) != distinct.end()) {
+        v.error(n->where, key_path, "value " + format_double(x) + " listed twice");
+      } else {
+        distinct.push_back(x);
+      }
+    }
+    // A listed defect must lie inside every grid the sweep builds.
+    if (a.key == "grid_w_pes" || a.key == "grid_h_pes") {
+      for (double side : distinct) {
+        for (const auto& pe : sweep.listed_defects) {
+          if ((a.key == "grid_w_pes" ? pe.x : pe.y) >= static_cast<std::int64_t>(side)) {
+            v.error(n->where, key_path,
+                    "the " + format_double(side) + "-PE grid leaves out the defective PE [" + std::to_string(pe.x) +
+                        ", " + std::to_string(pe.y) + "] listed in wafer.defective_pes");
+            break;
+          }
+        }
+      }
+    }
+    points = sweep.one_at_a_time ? points + static_cast<double>(distinct.size()) : points * static_cast<double>(distinct.size());
+    if (!distinct.empty()) sweep.axes.emplace_back(a.key, distinct);
+  }
+  if (points > kMaxHardwarePoints) {
+    v.error(axes_node.where, "wafer.sweep",
+            "the hardware sweep has " + format_double(points) + " points; the limit is " +
+                format_double(kMaxHardwarePoints));
+  }
+}
+
+std::vector<HardwarePoint> hardware_points(const wafer::WaferParams& base, const cost::CostParams& params,
+                                           const WaferSweep& sweep) {
+  std::vector<std::vector<std::pair<std::string, double>>> combos;
+  if (sweep.axes.empty()) {
+    combos.emplace_back();
+  } else if (sweep.one_at_a_time) {
+    combos.emplace_back();  // the base
+    for (const auto& [key, values] : sweep.axes) {
+      for (double x : values) {
+        if (x != base_value(base, sweep, key)) combos.push_back({{key, x}});
+      }
+    }
+  } else {
+    combos.emplace_back();
+    for (const auto& [key, values] : sweep.axes) {
+      std::vector<std::vector<std::pair<std::string, double>>> next;
+      for (const auto& c : combos) {
+        for (double x : values) {
+          next.push_back(c);
+          next.back().emplace_back(key, x);
+        }
+      }
+      combos = std::move(next);
+    }
+  }
+  std::vector<HardwarePoint> points;
+  for (const auto& values : combos) {
+    HardwarePoint p;
+    p.values = values;
+    p.wafer = base;
+    p.wafer.defective_pes = sweep.listed_defects;
+    p.params = params;
+    double rate = sweep.defect_rate;
+    p.base = true;
+    for (const auto& [key, x] : values) {
+      set_key(p.wafer, key, x);
+      if (key == "defect_rate") rate = x;
+      if (key == "alpha_cycles_per_hop") p.params.alpha_cycles_per_hop = x;  // hardware: follows the wafer
+      p.base = p.base && x == base_value(base, sweep, key);
+      p.label += (p.label.empty() ? "" : ",") + key + "=" + format_double(x);
+    }
+    if (values.empty()) p.label = "base";
+    const auto extra = wafer::random_defects(p.wafer.grid_w_pes, p.wafer.grid_h_pes,
+                                             defect_count(rate, p.wafer.grid_w_pes, p.wafer.grid_h_pes),
+                                             static_cast<std::uint64_t>(sweep.defect_seed), p.wafer.defective_pes);
+    p.wafer.defective_pes.insert(p.wafer.defective_pes.end(), extra.begin(), extra.end());
+    points.push_back(std::move(p));
+  }
+  return points;
+}
+
+const Config& for_hardware(const Config& config, std::size_t index) {
+  if (config.at_hardware.empty()) return config;  // no sweep, or already a point's configuration
+  return config.at_hardware.at(index);
+}
+
+}  // namespace wavel::config
