@@ -5,9 +5,11 @@
 #include <cmath>
 #include <set>
 #include <stdexcept>
+#include <tuple>
 
 #include "cost_fixtures.hpp"
 #include "meshir_fixtures.hpp"
+#include "wavel/baselines/baselines.hpp"
 #include "wavel/common/error.hpp"
 #include "wavel/config/config.hpp"
 #include "wavel/config/hardware.hpp"
@@ -16,6 +18,8 @@
 #include "wavel/cost/model.hpp"
 #include "wavel/driver/whatif.hpp"
 #include "wavel/sim/microarch.hpp"
+#include "wavel/workload/model.hpp"
+#include "wavel/workload/workload.hpp"
 
 using namespace wavel;
 
@@ -265,4 +269,45 @@ TEST_CASE("sensitivity rows: each setting one key from its base, elasticity as a
   CHECK(rows[1].base_setting_id == 1);  // requests 4 against requests 4
   const auto table = driver::sensitivity_table(rows);
   CHECK(table.rows() == 8);
+}
+
+TEST_CASE("defect index and the largest clean rectangle against brute force") {
+  auto wafer = test::wse3();
+  wafer.grid_w_pes = 23;
+  wafer.grid_h_pes = 17;
+  for (std::uint64_t seed = 1; seed <= 6; ++seed) {
+    const auto drawn = wafer::random_defects(23, 17, static_cast<std::int64_t>(seed * 5), seed, {});
+    wafer.defective_pes.assign(drawn.begin(), drawn.end());
+    const wafer::DefectIndex index(wafer);
+    const auto brute_count = [&](const meshir::Rect& r) {
+      std::int64_t n = 0;
+      for (const auto& pe : wafer.defective_pes) n += r.contains(pe.x, pe.y) ? 1 : 0;
+      return n;
+    };
+    // Every rectangle of the grid: the index counts as a scan of the list does.
+    meshir::Rect best{0, 0, 0, 0};
+    for (std::int64_t x = 0; x < 23; ++x) {
+      for (std::int64_t y = 0; y < 17; ++y) {
+        for (std::int64_t w = 1; x + w <= 23; ++w) {
+          for (std::int64_t h = 1; y + h <= 17; ++h) {
+            const meshir::Rect r{x, y, w, h};
+            const auto n = brute_count(r);
+            REQUIRE(index.count(x, y, w, h) == n);
+            // Largest clean, ties to the smallest left edge, then right edge, then top.
+            if (n == 0 && (r.pes() > best.pes() ||
+                           (r.pes() == best.pes() && std::make_tuple(r.x, r.x + r.w, r.y) <
+                                                         std::make_tuple(best.x, best.x + best.w, best.y)))) {
+              best = r;
+            }
+          }
+        }
+      }
+    }
+    // Full-Chip's region is that rectangle.
+    const auto w = workload::build_workload(*workload::find_model_preset("llama3-8b"),
+                                            {workload::Phase::decode, 1, 128, 16});
+    const auto full = baselines::build_fullchip(w, wafer);
+    REQUIRE(full.regions.size() == 1);
+    CHECK(full.regions[0] == best);
+  }
 }

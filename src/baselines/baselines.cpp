@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <tuple>
+#include <vector>
 
 #include "wavel/common/error.hpp"
 #include "wavel/cost/model.hpp"
@@ -45,32 +47,39 @@ meshir::RegionSram layer_sram_per_pe(const workload::Layer& layer, std::int64_t 
   return fill;
 }
 
-// The largest rectangle of the grid that holds no defective PE (the whole grid without defects):
-// its sides can only start or end at the grid's edges or next to a defect.
+// The largest rectangle of the grid that holds no defective PE (the whole grid without defects);
+// ties go to the smallest left edge, then right edge, then top. Row by row, each column's run of
+// clean PEs ending at that row is a bar of a histogram, and a stack of rising bars yields every
+// maximal rectangle: O(grid PEs) whatever the number of defects.
 Rect largest_clean_rect(const wafer::WaferParams& wafer) {
   const Rect grid{0, 0, wafer.grid_w_pes, wafer.grid_h_pes};
   if (wafer.defective_pes.empty()) return grid;
-  std::vector<std::int64_t> xs{0, grid.w}, ys{0, grid.h};
-  for (const auto& pe : wafer.defective_pes) {
-    xs.insert(xs.end(), {pe.x, pe.x + 1});
-    ys.insert(ys.end(), {pe.y, pe.y + 1});
-  }
-  std::sort(xs.begin(), xs.end());
-  xs.erase(std::unique(xs.begin(), xs.end()), xs.end());
-  std::sort(ys.begin(), ys.end());
-  ys.erase(std::unique(ys.begin(), ys.end()), ys.end());
+  const wafer::DefectIndex defects(wafer);
+  const std::int64_t w = grid.w;
+  std::vector<std::int64_t> height(static_cast<std::size_t>(w), 0);
+  std::vector<std::int64_t> stack;
   Rect best{0, 0, 0, 0};
-  for (std::size_t x0 = 0; x0 < xs.size(); ++x0) {
-    for (std::size_t x1 = x0 + 1; x1 < xs.size(); ++x1) {
-      for (std::size_t y0 = 0; y0 < ys.size(); ++y0) {
-        for (std::size_t y1 = y0 + 1; y1 < ys.size(); ++y1) {
-          const Rect r{xs[x0], ys[y0], xs[x1] - xs[x0], ys[y1] - ys[y0]};
-          if (r.pes() <= best.pes()) continue;
-          bool clean = true;
-          for (const auto& pe : wafer.defective_pes) clean = clean && !r.contains(pe.x, pe.y);
-          if (clean) best = r;
-        }
+  const auto consider = [&](const Rect& r) {
+    if (r.pes() > best.pes() ||
+        (r.pes() == best.pes() && std::make_tuple(r.x, r.x + r.w, r.y) < std::make_tuple(best.x, best.x + best.w, best.y))) {
+      best = r;
+    }
+  };
+  for (std::int64_t y = 0; y < grid.h; ++y) {
+    for (std::int64_t x = 0; x < w; ++x) {
+      auto& bar = height[static_cast<std::size_t>(x)];
+      bar = defects.at(x, y) ? 0 : bar + 1;
+    }
+    stack.clear();
+    for (std::int64_t x = 0; x <= w; ++x) {
+      const std::int64_t h = x < w ? height[static_cast<std::size_t>(x)] : 0;
+      while (!stack.empty() && height[static_cast<std::size_t>(stack.back())] >= h) {
+        const std::int64_t top = height[static_cast<std::size_t>(stack.back())];
+        stack.pop_back();
+        const std::int64_t left = stack.empty() ? 0 : stack.back() + 1;
+        if (top > 0) consider(Rect{left, y + 1 - top, x - left, top});
       }
+      stack.push_back(x);
     }
   }
   return best;
@@ -92,15 +101,14 @@ double fitting_tokens_per_s(const Schedule& s, const workload::Workload& w, cons
 std::vector<Rect> square_slots(const wafer::WaferParams& wafer, std::int64_t side) {
   std::vector<Rect> slots;
   if (side < 1) return slots;
+  const wafer::DefectIndex defects(wafer);
   const std::int64_t cols = wafer.grid_w_pes / side;
   const std::int64_t rows = wafer.grid_h_pes / side;
   for (std::int64_t r = 0; r < rows; ++r) {
     for (std::int64_t c = 0; c < cols; ++c) {
       const std::int64_t col = (r % 2 == 0) ? c : cols - 1 - c;
       const Rect rect{col * side, r * side, side, side};
-      bool clean = true;
-      for (const auto& pe : wafer.defective_pes) clean = clean && !rect.contains(pe.x, pe.y);
-      if (clean) slots.push_back(rect);
+      if (defects.count(rect.x, rect.y, rect.w, rect.h) == 0) slots.push_back(rect);
     }
   }
   return slots;

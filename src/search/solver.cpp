@@ -48,6 +48,7 @@ Solver::Solver(PlanEvaluator::Impl& ev, const SearchOptions& options) : ev_(ev),
     resident_prefix_[i + 1] = resident_prefix_[i] + blocks[i].resident_bytes;
   }
   has_defects_ = !ev_.wafer.defective_pes.empty();
+  if (has_defects_) defects_ = wafer::DefectIndex(ev_.wafer);
 }
 
 void Solver::begin(SearchStats* stats, std::chrono::steady_clock::time_point start) {
@@ -161,11 +162,7 @@ void Solver::check_stop() const {
 }
 
 bool Solver::contains_defect(const Rect& r) const {
-  if (!has_defects_) return false;
-  for (const auto& pe : ev_.wafer.defective_pes) {
-    if (r.contains(pe.x, pe.y)) return true;
-  }
-  return false;
+  return has_defects_ && defects_.count(r.x, r.y, r.w, r.h) > 0;
 }
 
 // The fastest TUNE that fits blocks [a, b) on a w x h used rectangle, ties to the lower index: a

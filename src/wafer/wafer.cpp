@@ -1,6 +1,7 @@
 // WSE-2/WSE-3 presets from domain.md §2 and the figures derived from them.
 #include "wavel/wafer/wafer.hpp"
 
+#include <algorithm>
 #include <set>
 #include <stdexcept>
 #include <string>
@@ -71,6 +72,33 @@ double WaferParams::peak_flops_per_s() const {
 }
 
 std::int64_t WaferParams::total_sram_bytes() const { return usable_pes() * sram_per_pe_bytes; }
+
+DefectIndex::DefectIndex(const WaferParams& wafer) : w_(wafer.grid_w_pes), h_(wafer.grid_h_pes) {
+  if (wafer.defective_pes.empty() || w_ < 1 || h_ < 1) return;
+  const std::int64_t stride = w_ + 1;
+  sums_.assign(static_cast<std::size_t>(stride * (h_ + 1)), 0);
+  for (const auto& pe : wafer.defective_pes) {
+    if (pe.x < 0 || pe.x >= w_ || pe.y < 0 || pe.y >= h_) continue;
+    auto& cell = sums_[static_cast<std::size_t>((pe.y + 1) * stride + pe.x + 1)];
+    if (cell == 0) ++defects_;
+    cell = 1;  // listed twice counts once
+  }
+  for (std::int64_t y = 1; y <= h_; ++y) {
+    for (std::int64_t x = 1; x <= w_; ++x) {
+      const auto i = static_cast<std::size_t>(y * stride + x);
+      sums_[i] += sums_[i - 1] + sums_[i - static_cast<std::size_t>(stride)] - sums_[i - static_cast<std::size_t>(stride) - 1];
+    }
+  }
+}
+
+std::int64_t DefectIndex::count(std::int64_t x, std::int64_t y, std::int64_t w, std::int64_t h) const {
+  if (defects_ == 0) return 0;
+  const std::int64_t x0 = std::clamp<std::int64_t>(x, 0, w_), y0 = std::clamp<std::int64_t>(y, 0, h_);
+  const std::int64_t x1 = std::clamp<std::int64_t>(x + w, x0, w_), y1 = std::clamp<std::int64_t>(y + h, y0, h_);
+  const std::int64_t stride = w_ + 1;
+  const auto s = [&](std::int64_t cx, std::int64_t cy) { return sums_[static_cast<std::size_t>(cy * stride + cx)]; };
+  return s(x1, y1) - s(x0, y1) - s(x1, y0) + s(x0, y0);
+}
 
 std::vector<PeCoord> random_defects(std::int64_t grid_w, std::int64_t grid_h, std::int64_t count, std::uint64_t seed,
                                     const std::vector<PeCoord>& taken) {

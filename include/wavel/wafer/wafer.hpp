@@ -46,6 +46,23 @@ struct WaferParams {
   [[nodiscard]] std::int64_t total_sram_bytes() const;
 };
 
+/// Defective PEs of a wafer's grid, counted in any rectangle in constant time (a 2D prefix sum), so
+/// that a map of thousands of defects costs the search no more than a handful.
+class DefectIndex {
+ public:
+  DefectIndex() = default;
+  explicit DefectIndex(const WaferParams& wafer);
+  [[nodiscard]] bool empty() const { return defects_ == 0; }
+  /// Distinct defective PEs inside [x, x + w) x [y, y + h), clipped to the grid.
+  [[nodiscard]] std::int64_t count(std::int64_t x, std::int64_t y, std::int64_t w, std::int64_t h) const;
+  /// Whether PE (x, y) is defective.
+  [[nodiscard]] bool at(std::int64_t x, std::int64_t y) const { return count(x, y, 1, 1) > 0; }
+
+ private:
+  std::int64_t w_ = 0, h_ = 0, defects_ = 0;
+  std::vector<std::int32_t> sums_;  ///< (w_ + 1) x (h_ + 1): defects in [0, x) x [0, y)
+};
+
 /// `count` distinct PEs of a grid_w x grid_h grid, none in `taken`, drawn by a generator seeded
 /// with `seed`: the same arguments always give the same PEs in the same order (the random defect
 /// maps of wafer.defect_rate). Throws std::invalid_argument when fewer PEs than that are free.

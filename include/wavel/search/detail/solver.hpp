@@ -118,6 +118,7 @@ class Solver {
   std::chrono::steady_clock::time_point start_;
   std::vector<std::int64_t> resident_prefix_;
   bool has_defects_ = false;
+  wafer::DefectIndex defects_;
   std::map<std::tuple<std::int64_t, std::int64_t, int, int, int, std::int64_t, std::int64_t>, std::vector<Point>> memo_;
   std::map<std::tuple<std::int64_t, std::int64_t, int, int, int>, std::pair<double, double>> tree_memo_;
   std::map<std::tuple<int, std::int64_t, std::int64_t, int>, double> min_block_memo_;
