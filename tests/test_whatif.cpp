@@ -311,3 +311,40 @@ TEST_CASE("defect index and the largest clean rectangle against brute force") {
     CHECK(full.regions[0] == best);
   }
 }
+
+TEST_CASE("workloads.cases list settings one by one, on every hardware point") {
+  const std::string text =
+      "wafer:\n  sweep:\n    link_bytes_per_cycle: [8]\n  sweep_mode: one_at_a_time\n"
+      "workloads:\n  cases:\n"
+      "    - {model: llama3-8b, phase: decode, concurrent_requests: 16, output_tokens: 64}\n"
+      "    - {model: qwen2-72b, phase: prefill, concurrent_requests: 2, input_tokens: 1024, wafers: 4}\n"
+      "    - {model: llama3-8b, phase: prefill}\n";
+  const auto c = config::parse_config(text, "c.yaml", {});
+  REQUIRE(c.workloads.models.size() == 2);
+  const auto settings = config::expand_sweep(c);
+  REQUIRE(settings.size() == 6);  // 2 hardware points x 3 cases
+  CHECK(settings[0].shape.concurrent_requests == 16);
+  CHECK(settings[0].shape.output_tokens == 64);
+  CHECK(settings[0].wafers == 1);
+  CHECK(settings[1].model_index == 1);
+  CHECK(settings[1].wafers == 4);
+  CHECK(settings[1].shape.output_tokens == 0);  // prefill
+  CHECK(settings[2].model_index == 0);
+  CHECK(settings[2].shape.input_tokens == 2048);
+  CHECK(settings[5].hardware == 1);
+  CHECK(settings[5].shape.phase == workload::Phase::prefill);
+  // The resolved YAML reads back to the same settings.
+  const auto again = config::parse_config(config::to_yaml(c), "again.yaml", {});
+  const auto again_settings = config::expand_sweep(again);
+  REQUIRE(again_settings.size() == settings.size());
+  for (std::size_t i = 0; i < settings.size(); ++i) {
+    CHECK(config::setting_label(again, again_settings[i]) == config::setting_label(c, settings[i]));
+  }
+  // Errors name the case.
+  const std::string both = config_error("workloads:\n  models: [llama3-8b]\n  cases:\n    - {model: llama3-8b, phase: decode}\n");
+  CHECK(both.find("not both") != std::string::npos);
+  const std::string deep = config_error("workloads:\n  cases:\n    - {model: llama3-8b, phase: decode, wafers: 64}\n");
+  CHECK(deep.find("workloads.cases[0].wafers") != std::string::npos);
+  const std::string bare = config_error("workloads:\n  cases:\n    - {model: llama3-8b}\n");
+  CHECK(bare.find("workloads.cases[0]") != std::string::npos);
+}

@@ -186,6 +186,54 @@ std::optional<ModelChoice> read_model(Validator& v, const Node& node, const std:
   return std::nullopt;
 }
 
+// workloads.cases: settings one by one; their models become the models list, in order of first use.
+void read_cases(Validator& v, const Node& node, WorkloadAxes& axes, const std::string& file) {
+  for (const char* key : {"models", "phases", "concurrent_requests", "input_tokens", "output_tokens", "lengths"}) {
+    if (present(node, key)) {
+      v.error(child_or_null(node, key).where, join_key("workloads", key),
+              "give either workloads.cases (settings one by one) or the sweep axes, not both");
+    }
+  }
+  const Node& list = child_or_null(node, "cases");
+  if (list.kind != Node::Kind::sequence || list.items.empty()) {
+    v.error(list.where, "workloads.cases", "expected a list of settings, each a map with model and phase");
+    return;
+  }
+  for (std::size_t i = 0; i < list.items.size(); ++i) {
+    const Node& item = list.items[i];
+    const std::string p = "workloads.cases[" + std::to_string(i) + "]";
+    if (!v.check_map(item, p, {"model", "phase", "concurrent_requests", "input_tokens", "output_tokens", "wafers"})) continue;
+    if (!present(item, "model") || !present(item, "phase")) {
+      v.error(item.where, p, "a case needs a model and a phase");
+      continue;
+    }
+    auto model = read_model(v, child_or_null(item, "model"), p + ".model", file);
+    auto phase = v.choice(child_or_null(item, "phase"), p + ".phase", {"prefill", "decode"});
+    WorkloadCase c;
+    c.shape.concurrent_requests = 1;
+    c.shape.input_tokens = 2048;
+    c.shape.output_tokens = 128;
+    read_int(v, item, p, "concurrent_requests", c.shape.concurrent_requests, 1, 1 << 20);
+    read_int(v, item, p, "input_tokens", c.shape.input_tokens, 1, 1 << 24);
+    read_int(v, item, p, "output_tokens", c.shape.output_tokens, 1, 1 << 24);
+    read_int(v, item, p, "wafers", c.wafers, 1, deploy::kMaxWafers);
+    if (!model || !phase) continue;
+    c.shape.phase = *phase == "prefill" ? workload::Phase::prefill : workload::Phase::decode;
+    if (c.shape.phase == workload::Phase::prefill) c.shape.output_tokens = 0;  // prefill never reads it
+    if (c.wafers > model->spec.num_layers) {
+      v.error(item.where, p + ".wafers",
+              "model '" + model->spec.name + "' has " + std::to_string(model->spec.num_layers) +
+                  " decoder layers: it cannot be split over " + std::to_string(c.wafers) + " wafers");
+      continue;
+    }
+    const auto same = std::find_if(axes.models.begin(), axes.models.end(),
+                                   [&](const ModelChoice& m) { return m.given == model->given; });
+    c.model_index = static_cast<std::size_t>(same - axes.models.begin());
+    if (same == axes.models.end()) axes.models.push_back(*model);
+    axes.cases.push_back(c);
+  }
+}
+
 void read_workloads(Validator& v, const Node& root, const Node& node, WorkloadAxes& axes, const std::string& file) {
   const std::string path = "workloads";
   if (!present(root, "workloads")) {
@@ -193,10 +241,12 @@ void read_workloads(Validator& v, const Node& root, const Node& node, WorkloadAx
     return;
   }
   if (!v.check_map(node, path, {"models", "phases", "concurrent_requests", "input_tokens", "output_tokens", "lengths",
-                                "moe_capacity_factor", "layer_subset", "layer_subset_max_fill"})) {
+                                "cases", "moe_capacity_factor", "layer_subset", "layer_subset_max_fill"})) {
     return;
   }
-  if (!present(node, "models")) {
+  if (present(node, "cases")) {
+    read_cases(v, node, axes, file);
+  } else if (!present(node, "models")) {
     v.error(node.where, "workloads.models", "missing required key (a preset name or a HF config.json path)");
   } else {
     axes.models = v.axis(child_or_null(node, "models"), "workloads.models",
@@ -490,10 +540,11 @@ Config parse_config(const std::string& text, const std::string& file, const std:
   read_search(v, child_or_null(root, "search"), config.search);
   read_sim(v, child_or_null(root, "sim"), config.sim);
   read_output(v, child_or_null(root, "output"), config.output, file);
-  // A pipeline gives each wafer at least one decoder layer.
+  // A pipeline gives each wafer at least one decoder layer (cases check their own).
   for (const auto& m : config.workloads.models) {
     for (const std::int64_t wafers : config.cluster.wafers) {
-      if (wafers > m.spec.num_layers && config.cluster.max_wafers == 0) {  // max_wafers: each model to its depth
+      // max_wafers: each model to its depth; cases carry their own wafer counts.
+      if (wafers > m.spec.num_layers && config.cluster.max_wafers == 0 && config.workloads.cases.empty()) {
         v.error(child_or_null(child_or_null(root, "cluster"), "wafers").where, "cluster.wafers",
                 "model '" + m.spec.name + "' has " + std::to_string(m.spec.num_layers) +
                     " decoder layers: it cannot be split over " + std::to_string(wafers) +
@@ -514,8 +565,11 @@ Config parse_config(const std::string& text, const std::string& file, const std:
     config.hardware = hardware_points(config.wafer, config.cost.params, config.wafer_sweep);
     hardware_points_count = config.hardware.size();
   }
-  const double settings = static_cast<double>(a.models.size()) * a.phases.size() * a.concurrent_requests.size() * lengths *
-                          static_cast<double>(config.cluster.wafers.size()) * static_cast<double>(hardware_points_count);
+  const double settings = (a.cases.empty() ? static_cast<double>(a.models.size()) * a.phases.size() *
+                                                  a.concurrent_requests.size() * lengths *
+                                                  static_cast<double>(config.cluster.wafers.size())
+                                            : static_cast<double>(a.cases.size())) *
+                          static_cast<double>(hardware_points_count);
   if (settings > kMaxSettings) {
     v.error(child_or_null(root, "workloads").where, "workloads",
             "the sweep has " + format_double(settings) + " settings; the limit is " +

@@ -66,20 +66,34 @@ std::string to_yaml(const Config& c, bool absolute_paths) {
 
   const auto& a = c.workloads;
   out << YAML::Key << "workloads" << YAML::Value << YAML::BeginMap;
-  out << YAML::Key << "models" << YAML::Value << YAML::Flow << YAML::BeginSeq;
-  for (const auto& m : a.models) out << path_text(m.given, m.spec.source);
-  out << YAML::EndSeq;
-  out << YAML::Key << "phases" << YAML::Value << YAML::Flow << YAML::BeginSeq;
-  for (auto p : a.phases) out << std::string(workload::to_string(p));
-  out << YAML::EndSeq;
-  out << YAML::Key << "concurrent_requests" << YAML::Value << YAML::Flow << a.concurrent_requests;
-  if (a.lengths.empty()) {
-    out << YAML::Key << "input_tokens" << YAML::Value << YAML::Flow << a.input_tokens;
-    out << YAML::Key << "output_tokens" << YAML::Value << YAML::Flow << a.output_tokens;
-  } else {
-    out << YAML::Key << "lengths" << YAML::Value << YAML::Flow << YAML::BeginSeq;
-    for (const auto& [in, o] : a.lengths) out << YAML::Flow << YAML::BeginSeq << in << o << YAML::EndSeq;
+  if (!a.cases.empty()) {
+    out << YAML::Key << "cases" << YAML::Value << YAML::BeginSeq;
+    for (const auto& k : a.cases) {
+      const auto& m = a.models.at(k.model_index);
+      out << YAML::Flow << YAML::BeginMap << YAML::Key << "model" << YAML::Value << path_text(m.given, m.spec.source)
+          << YAML::Key << "phase" << YAML::Value << std::string(workload::to_string(k.shape.phase)) << YAML::Key
+          << "concurrent_requests" << YAML::Value << k.shape.concurrent_requests << YAML::Key << "input_tokens"
+          << YAML::Value << k.shape.input_tokens;
+      if (k.shape.phase == workload::Phase::decode) out << YAML::Key << "output_tokens" << YAML::Value << k.shape.output_tokens;
+      out << YAML::Key << "wafers" << YAML::Value << k.wafers << YAML::EndMap;
+    }
     out << YAML::EndSeq;
+  } else {
+    out << YAML::Key << "models" << YAML::Value << YAML::Flow << YAML::BeginSeq;
+    for (const auto& m : a.models) out << path_text(m.given, m.spec.source);
+    out << YAML::EndSeq;
+    out << YAML::Key << "phases" << YAML::Value << YAML::Flow << YAML::BeginSeq;
+    for (auto p : a.phases) out << std::string(workload::to_string(p));
+    out << YAML::EndSeq;
+    out << YAML::Key << "concurrent_requests" << YAML::Value << YAML::Flow << a.concurrent_requests;
+    if (a.lengths.empty()) {
+      out << YAML::Key << "input_tokens" << YAML::Value << YAML::Flow << a.input_tokens;
+      out << YAML::Key << "output_tokens" << YAML::Value << YAML::Flow << a.output_tokens;
+    } else {
+      out << YAML::Key << "lengths" << YAML::Value << YAML::Flow << YAML::BeginSeq;
+      for (const auto& [in, o] : a.lengths) out << YAML::Flow << YAML::BeginSeq << in << o << YAML::EndSeq;
+      out << YAML::EndSeq;
+    }
   }
   out << YAML::Key << "moe_capacity_factor" << YAML::Value << num(a.moe_capacity_factor);
   out << YAML::Key << "layer_subset" << YAML::Value << a.layer_subset;

@@ -27,6 +27,21 @@ std::vector<Setting> expand_sweep(const Config& config) {
   }
   settings.reserve(a.models.size() * a.phases.size() * a.concurrent_requests.size() * lengths.size());
   const std::size_t points = std::max<std::size_t>(1, config.hardware.size());
+  if (!a.cases.empty()) {
+    // Listed settings, on every hardware point.
+    for (std::size_t hw = 0; hw < points; ++hw) {
+      for (const auto& c : a.cases) {
+        Setting s;
+        s.id = static_cast<std::int64_t>(settings.size());
+        s.model_index = c.model_index;
+        s.shape = c.shape;
+        s.wafers = c.wafers;
+        s.hardware = hw;
+        settings.push_back(s);
+      }
+    }
+    return settings;
+  }
   for (std::size_t m = 0; m < a.models.size(); ++m) {
     for (std::size_t hw = 0; hw < points; ++hw) {
       for (const std::int64_t wafers : config.cluster.wafers) {

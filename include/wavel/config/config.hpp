@@ -21,7 +21,14 @@ struct ModelChoice {
   workload::ModelSpec spec;
 };
 
-/// Sweep axes; the settings are their cartesian product (see sweep.hpp).
+/// One setting listed by hand (workloads.cases) instead of the product of the axes.
+struct WorkloadCase {
+  std::size_t model_index = 0;  ///< into WorkloadAxes::models
+  workload::WorkloadShape shape;
+  std::int64_t wafers = 1;
+};
+
+/// Sweep axes; the settings are their cartesian product (see sweep.hpp), or the listed cases.
 struct WorkloadAxes {
   std::vector<ModelChoice> models;
   std::vector<workload::Phase> phases;
@@ -30,6 +37,9 @@ struct WorkloadAxes {
   std::vector<std::int64_t> output_tokens;
   /// (input, output) pairs swept instead of the product of input_tokens and output_tokens.
   std::vector<std::pair<std::int64_t, std::int64_t>> lengths;
+  /// Settings listed one by one (model, phase, requests, lengths, wafers): when given, the sweep is
+  /// these (on every hardware point) and the axes above are not used.
+  std::vector<WorkloadCase> cases;
   double moe_capacity_factor = 1.25;  ///< an expert group serves at most this x its mean share of routed rows
   bool layer_subset = true;           ///< a setting that does not fit runs as a labelled subset of layers
   double layer_subset_max_fill = 0.9; ///< fraction of wafer SRAM above which the subset method applies
