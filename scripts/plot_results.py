@@ -10,6 +10,7 @@ Writes into DIR:
   the wafer grid: each region a rectangle coloured by the layers it holds (legend), the part its ops use,
   defective PEs, and arrows for the transfers between regions (solid) and for op-order region changes
   without a transfer op (dashed). `--schedule fullchip` etc. adds floorplan_<id>_<name>.png/.svg;
+- tornado_<id>.png/.svg and coexplore_<problem>.png/.svg for a hardware what-if sweep (plot_whatif.py);
 - calibration_scatter.png: predicted (cost model) against simulated, log-log with the y = x line: per op
   (/sim_op_pairs), per schedule (/sim_pairs), and per --calibration file: the sim_pairs.csv or results.h5
   of `wavel-dse calibrate CONFIG.yaml` (simulated cycles; the model before and after the fit), or the
@@ -38,6 +39,7 @@ try:
     from matplotlib.lines import Line2D
     from matplotlib.patches import FancyArrowPatch, Patch, Rectangle
     from matplotlib.ticker import FuncFormatter
+    import plot_whatif
     import wavel_results
     from meshir_text import parse_meshir, block_of, blocks_label
     from wavel_results import EX_CANTCREAT, EX_DATAERR, EX_NOINPUT, EX_USAGE, NotResults, UsageParser, to_text
@@ -470,6 +472,9 @@ def main(argv):
                 for name in ["wavel"] + [n for n in (args.schedule or []) if n != "wavel"]:
                     written += plot_floorplan(settings, schedules, index, name, args.out)
             written += plot_calibration(file, calibration, args.out)
+            whatif = (read_table(file, "sensitivity", False), front, read_table(file, "hardware", False),
+                      read_table(file, "hardware_front", False))
+            written += plot_whatif.plot_whatif(settings, whatif, args.out, save)
     except NotResults as error:
         print(f"{prog}: error: {args.results}: {error}", file=sys.stderr)
         return EX_DATAERR

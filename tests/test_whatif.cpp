@@ -346,5 +346,8 @@ TEST_CASE("workloads.cases list settings one by one, on every hardware point") {
   const std::string deep = config_error("workloads:\n  cases:\n    - {model: llama3-8b, phase: decode, wafers: 64}\n");
   CHECK(deep.find("workloads.cases[0].wafers") != std::string::npos);
   const std::string bare = config_error("workloads:\n  cases:\n    - {model: llama3-8b}\n");
+  const std::string axis = config_error(
+      "workloads:\n  cases:\n    - {model: llama3-8b, phase: decode}\ncluster:\n  wafers: [1, 2]\n");
+  CHECK(axis.find("cluster.wafers") != std::string::npos);
   CHECK(bare.find("workloads.cases[0]") != std::string::npos);
 }

@@ -552,6 +552,14 @@ Config parse_config(const std::string& text, const std::string& file, const std:
       }
     }
   }
+  if (!config.workloads.cases.empty()) {
+    for (const char* key : {"wafers", "max_wafers"}) {
+      if (present(child_or_null(root, "cluster"), key)) {
+        v.error(child_or_null(child_or_null(root, "cluster"), key).where, join_key("cluster", key),
+                "with workloads.cases each case gives its own wafers");
+      }
+    }
+  }
   // The sweep is the product of the axes: bound it before anything expands it.
   const auto& a = config.workloads;
   const double lengths = a.lengths.empty() ? static_cast<double>(a.input_tokens.size()) * a.output_tokens.size()

@@ -154,7 +154,7 @@ std::string to_yaml(const Config& c, bool absolute_paths) {
   out << YAML::Key << "preset" << YAML::Value << c.cluster.preset;
   if (c.cluster.max_wafers > 0) {
     out << YAML::Key << "max_wafers" << YAML::Value << c.cluster.max_wafers;
-  } else {
+  } else if (c.workloads.cases.empty()) {  // cases carry their own
     out << YAML::Key << "wafers" << YAML::Value << YAML::Flow << c.cluster.wafers;
   }
   if (c.cluster.target_tpr_tokens_per_s > 0) {

@@ -31,5 +31,30 @@ done
 grep -q "pipeline" "$tmp/pipe1/summary.csv" || { echo "FAIL: no pipeline deployment in summary.csv"; fail=1; }
 cmp -s "$tmp/pipe1/summary.csv" "$tmp/pipe3/summary.csv" || { echo "FAIL: pipeline summary.csv differs at 3 ranks"; fail=1; }
 cmp -s "$tmp/pipe1.dump" "$tmp/pipe3.dump" || { echo "FAIL: pipeline results differ at 3 ranks"; diff "$tmp/pipe1.dump" "$tmp/pipe3.dump" | head; fail=1; }
-[ $fail = 0 ] && echo "ok: identical results at 1, 2 and 4 ranks (pipelines: 1 and 3)"
+# A hardware what-if (one key at a time, a random defect map, a pipeline case): the same at 1 and 3 ranks.
+cat >"$tmp/whatif.yaml" <<EOF
+wafer:
+  preset: wse3
+  grid_w_pes: 16
+  grid_h_pes: 16
+  sweep_mode: one_at_a_time
+  sweep: {link_bytes_per_cycle: [8], sram_per_pe_bytes: [98304], simd_fp16_lanes: [16], defect_rate: [0.004]}
+workloads:
+  cases:
+    - {model: $src/configs/models/tiny-llama/config.json, phase: decode, concurrent_requests: 2, input_tokens: 128, output_tokens: 32}
+    - {model: $src/configs/models/tiny-llama/config.json, phase: prefill, concurrent_requests: 2, input_tokens: 128, wafers: 2}
+cost: {params_file: $src/configs/params/wse3.yaml}
+search: {cut_ratios: [0.5], strip_counts: [3], max_cut_depth: 2, group_scales: [1.0], used_fractions: [1.0, 0.5]}
+EOF
+for np in 1 3; do
+  OMP_NUM_THREADS=1 "$mpiexec" -n $np --oversubscribe --bind-to none "$exe" "$tmp/whatif.yaml" --output "$tmp/whatif$np" >"$tmp/whatif$np.log" 2>&1 \
+    || { echo "FAIL: what-if run at $np ranks"; cat "$tmp/whatif$np.log"; exit 1; }
+  for g in settings front hardware sensitivity hardware_front sim_pairs; do h5dump -g /$g "$tmp/whatif$np/results.h5"; done | grep -v '^HDF5 "' >"$tmp/whatif$np.dump"
+done
+grep -q "link_bytes_per_cycle" "$tmp/whatif1/sensitivity.csv" || { echo "FAIL: no sensitivity rows"; fail=1; }
+for f in summary.csv sensitivity.csv; do
+  cmp -s "$tmp/whatif1/$f" "$tmp/whatif3/$f" || { echo "FAIL: what-if $f differs at 3 ranks"; fail=1; }
+done
+cmp -s "$tmp/whatif1.dump" "$tmp/whatif3.dump" || { echo "FAIL: what-if results differ at 3 ranks"; diff "$tmp/whatif1.dump" "$tmp/whatif3.dump" | head; fail=1; }
+[ $fail = 0 ] && echo "ok: identical results at 1, 2 and 4 ranks (pipelines and a hardware what-if: 1 and 3)"
 exit $fail
