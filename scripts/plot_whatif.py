@@ -32,12 +32,12 @@ def plot_tornado(settings, sensitivity, out_dir, save):
         labels = [f"{sensitivity['key'][i]}: {_fmt(float(sensitivity['base_value'][i]))} -> "
                   f"{_fmt(float(sensitivity['value'][i]))}" for i in rows]
         order = np.argsort(np.abs(change))
-        fig, ax = plt.subplots(figsize=(8, 0.45 * len(rows) + 1.6))
+        fig, ax = plt.subplots(figsize=(8, 0.45 * len(rows) + 1.6), constrained_layout=True)
         ax.barh(range(len(rows)), change[order], color=["tab:green" if c >= 0 else "tab:red" for c in change[order]])
         ax.set_yticks(range(len(rows)))
         ax.set_yticklabels([labels[k] for k in order], fontsize=8)
         ax.axvline(0.0, color="k", lw=0.8)
-        ax.set_xlabel(f"change of the best schedule's tokens/s against the base hardware (%, {PREDICTED})")
+        ax.set_xlabel("change of the best schedule's tokens/s against the base hardware (%, predicted)")
         index = ids.index(base)
         ax.set_title(f"Which single hardware change helps: {_title(settings, index)}\n"
                      f"base {float(sensitivity['base_wavel_tokens_per_s'][rows[0]]):.4g} tokens/s", fontsize=9)
@@ -65,11 +65,11 @@ def plot_coexplore(settings, front, hardware, hardware_front, out_dir, save):
         tps = np.array([float(front["tokens_per_s"][i]) for i in points])
         joules = np.array([float(front["j_per_token"][i]) for i in points])
         hws = [hw_of[int(front["setting_id"][i])] for i in points]
-        fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.8))
+        fig, (left, right) = plt.subplots(1, 2, figsize=(13, 4.8), constrained_layout=True)
         sc = left.scatter([sram_kib[h] for h in hws], tps, c=[link[h] for h in hws], cmap="viridis", s=22)
         fig.colorbar(sc, ax=left, label="link bytes per cycle")
         left.set_xlabel("SRAM per PE (KiB)")
-        left.set_ylabel(f"tokens/s of each hardware point's front ({PREDICTED})")
+        left.set_ylabel("tokens/s, each point's front (predicted)")
         left.set_yscale("log")
         right.scatter(tps, joules, color="0.7", s=14, label="front points, every hardware point")
         f_tps = np.array([float(hardware_front["tokens_per_s"][i]) for i in on_front])
@@ -82,10 +82,10 @@ def plot_coexplore(settings, front, hardware, hardware_front, out_dir, save):
                            fontsize=7, xytext=(4, 4), textcoords="offset points")
         right.set_xscale("log")
         right.set_yscale("log")
-        right.set_xlabel(f"tokens/s ({PREDICTED})")
+        right.set_xlabel("tokens/s (predicted)")
         right.set_ylabel("joules per token (predicted)")
         right.legend(fontsize=8)
-        fig.suptitle(f"Hardware x schedule co-exploration: {_title(settings, ref)}", fontsize=10)
+        fig.suptitle(f"Hardware x schedule co-exploration ({PREDICTED}): {_title(settings, ref)}", fontsize=10)
         written += save(fig, f"{out_dir}/coexplore_{problem}", ["png", "svg"])
     return written
 
