@@ -32,6 +32,7 @@ sim::NetworkConfig mesh(std::int64_t w, std::int64_t h) {
   c.stream_latency_cycles = 3.0;
   c.relay_cycles = 19.0;
   c.link_bytes_per_cycle = 4;
+  c.routable_colours = 24;
   return c;
 }
 

@@ -22,6 +22,7 @@ sim::NetworkConfig lane_mesh(std::int64_t w, std::int64_t h) {
   c.hop_cycles = 1.0;
   c.relay_cycles = 19.0;
   c.link_bytes_per_cycle = 4;
+  c.routable_colours = 24;
   c.record_spans = true;
   return c;
 }

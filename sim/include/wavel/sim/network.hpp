@@ -70,11 +70,11 @@ std::string_view to_string(SpanKind kind);
 struct NetworkConfig {
   std::int64_t width_pes = 1;
   std::int64_t height_pes = 1;
-  double hop_cycles = 1.0;               ///< head latency per link on a pre-configured route
+  double hop_cycles = 0;                 ///< head latency per link on a pre-configured route (the wafer's)
   double stream_latency_cycles = 3.0;    ///< a streamed wavelet's way down a PE's ramp, through its add, and back up
   double relay_cycles = 19.0;            ///< extra latency of a software relay at a router out of colours
-  std::int64_t link_bytes_per_cycle = 4; ///< one 32-bit wavelet per cycle per link and per ramp
-  std::int64_t routable_colours = 24;    ///< distinct colours a router carries; a route past that is relayed
+  std::int64_t link_bytes_per_cycle = 0; ///< per link and per ramp (the wafer's; at least 1)
+  std::int64_t routable_colours = 0;     ///< distinct colours a router carries (the wafer's); a route past that is relayed
   Fidelity fidelity = Fidelity::message;
   std::int64_t packet_wavelets = 16;     ///< packet size at Fidelity::packet
   bool model_ramps = true;               ///< ramps are channels with occupancy (false: free and instant)
