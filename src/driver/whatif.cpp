@@ -246,9 +246,18 @@ void print_sensitivity(std::ostream& out, const config::Config& config, const st
       line << "    " << std::left << std::setw(28) << r->key << std::right << std::setw(12)
            << config::format_double(r->base_value) << " -> " << std::left << std::setw(12)
            << config::format_double(r->value) << std::right << std::showpos << std::fixed << std::setprecision(1)
-           << std::setw(8) << 100.0 * r->change << " %" << std::noshowpos << "  elasticity "
-           << std::setprecision(2) << r->elasticity << "  " << std::defaultfloat << std::setprecision(3)
-           << r->j_per_token << " J/token";
+           << std::setw(8) << 100.0 * r->change << " %" << std::noshowpos << "  elasticity ";
+      if (std::isnan(r->elasticity)) {
+        line << "-";
+      } else {
+        line << std::setprecision(2) << (std::abs(r->elasticity) < 0.005 ? 0.0 : r->elasticity);
+      }
+      line << "  " << std::defaultfloat << std::setprecision(3);
+      if (std::isnan(r->j_per_token)) {
+        line << "nothing placed";
+      } else {
+        line << r->j_per_token << " J/token";
+      }
       out << line.str() << '\n';
     }
   }
