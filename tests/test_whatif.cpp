@@ -66,6 +66,9 @@ TEST_CASE("one-at-a-time hardware points: the base, then each value that differs
   CHECK(c.hardware[4].params.gemm_k_cycles == c.cost.params.gemm_k_cycles);
   CHECK(c.hardware[1].params.alpha_cycles_per_hop == c.cost.params.alpha_cycles_per_hop);
   REQUIRE(c.at_hardware.size() == 5);
+  // A point's configuration does not copy the other points (1000 points with 8,900 random
+  // defects each would be 140 GB of copies).
+  for (const auto& at : c.at_hardware) CHECK(at.hardware.empty());
   CHECK(&config::for_hardware(c, 3).wafer != &c.wafer);
   CHECK(config::for_hardware(c, 3).wafer.link_bytes_per_cycle == 8);
   CHECK(config::for_hardware(config::for_hardware(c, 3), 3).wafer.link_bytes_per_cycle == 8);
@@ -107,6 +110,11 @@ TEST_CASE("hardware sweeps: bad axes are errors with their key and line") {
   const std::string twice =
       config_error("wafer:\n  sweep:\n    simd_fp16_lanes: [16, 16]\nworkloads:\n  models: [llama3-8b]\n");
   CHECK(twice.find("listed twice") != std::string::npos);
+  const std::string many = config_error(
+      "wafer:\n  sweep:\n    link_bytes_per_cycle: [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11]\n"
+      "    routable_colours: [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]\n    simd_fp16_lanes: [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]\n"
+      "workloads:\n  models: [llama3-8b]\n");
+  CHECK(many.find("the hardware sweep has 1100 points; the limit is 1000") != std::string::npos);
   const std::string rate = config_error("wafer:\n  defect_rate: 0.5\nworkloads:\n  models: [llama3-8b]\n");
   CHECK(rate.find("wafer.defect_rate") != std::string::npos);
   const std::string outside = config_error(

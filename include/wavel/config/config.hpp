@@ -140,8 +140,8 @@ struct Config {
   WaferSweep wafer_sweep;
   EnergyConfig energy;
   std::vector<HardwarePoint> hardware;  ///< at least one; [0] is the base wafer when nothing is swept
-  /// One configuration per hardware point (wafer and cost parameters replaced), empty without a
-  /// hardware sweep: settings run under for_hardware(config, setting.hardware).
+  /// One configuration per hardware point (wafer and cost parameters replaced; its own `hardware`
+  /// empty), empty without a hardware sweep: settings run under for_hardware(config, setting.hardware).
   std::vector<Config> at_hardware;
 };
 
