@@ -24,12 +24,6 @@ namespace {
 constexpr std::int64_t kMaxMeshSidePes = 100000;
 constexpr double kMaxSettings = 100000;  ///< settings in one sweep (README "Input limits")
 
-const Node& child_or_null(const Node& map, const std::string& key) {
-  static const Node null_node;
-  const Node* found = map.kind == Node::Kind::map ? map.find(key) : nullptr;
-  return found != nullptr ? *found : null_node;
-}
-
 bool present(const Node& map, const std::string& key) {
   return map.kind == Node::Kind::map && map.find(key) != nullptr;
 }

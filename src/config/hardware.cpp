@@ -12,12 +12,6 @@ namespace wavel::config {
 
 namespace {
 
-const Node& child_or_null(const Node& map, const std::string& key) {
-  static const Node null_node;
-  const Node* found = map.kind == Node::Kind::map ? map.find(key) : nullptr;
-  return found != nullptr ? *found : null_node;
-}
-
 // A point's wafer with one swept key set (defect_rate is applied when the map is drawn).
 void set_key(wafer::WaferParams& w, const std::string& key, double value) {
   const auto i = static_cast<std::int64_t>(value);
@@ -35,18 +29,7 @@ void set_key(wafer::WaferParams& w, const std::string& key, double value) {
 }
 
 double base_value(const wafer::WaferParams& w, const WaferSweep& sweep, const std::string& key) {
-  if (key == "grid_w_pes") return static_cast<double>(w.grid_w_pes);
-  if (key == "grid_h_pes") return static_cast<double>(w.grid_h_pes);
-  if (key == "sram_per_pe_bytes") return static_cast<double>(w.sram_per_pe_bytes);
-  if (key == "simd_fp16_lanes") return static_cast<double>(w.simd_fp16_lanes);
-  if (key == "clock_hz") return w.clock_hz;
-  if (key == "link_bytes_per_cycle") return static_cast<double>(w.link_bytes_per_cycle);
-  if (key == "sram_read_bytes_per_cycle") return static_cast<double>(w.sram_read_bytes_per_cycle);
-  if (key == "sram_write_bytes_per_cycle") return static_cast<double>(w.sram_write_bytes_per_cycle);
-  if (key == "alpha_cycles_per_hop") return w.alpha_cycles_per_hop;
-  if (key == "routable_colours") return static_cast<double>(w.routable_colours);
-  if (key == "defect_rate") return sweep.defect_rate;
-  throw InternalError("unknown hardware axis '" + key + "'");
+  return hardware_value(w, key, sweep.defect_rate);
 }
 
 constexpr double kMaxHardwarePoints = 1000;
@@ -68,6 +51,21 @@ const std::vector<HardwareAxis>& hardware_axes() {
       {"defect_rate", "1", false, 0, kMaxDefectRate, false},
   };
   return axes;
+}
+
+double hardware_value(const wafer::WaferParams& w, const std::string& key, double defect_rate) {
+  if (key == "grid_w_pes") return static_cast<double>(w.grid_w_pes);
+  if (key == "grid_h_pes") return static_cast<double>(w.grid_h_pes);
+  if (key == "sram_per_pe_bytes") return static_cast<double>(w.sram_per_pe_bytes);
+  if (key == "simd_fp16_lanes") return static_cast<double>(w.simd_fp16_lanes);
+  if (key == "clock_hz") return w.clock_hz;
+  if (key == "link_bytes_per_cycle") return static_cast<double>(w.link_bytes_per_cycle);
+  if (key == "sram_read_bytes_per_cycle") return static_cast<double>(w.sram_read_bytes_per_cycle);
+  if (key == "sram_write_bytes_per_cycle") return static_cast<double>(w.sram_write_bytes_per_cycle);
+  if (key == "alpha_cycles_per_hop") return w.alpha_cycles_per_hop;
+  if (key == "routable_colours") return static_cast<double>(w.routable_colours);
+  if (key == "defect_rate") return defect_rate;
+  throw InternalError("unknown hardware axis '" + key + "'");
 }
 
 std::int64_t defect_count(double rate, std::int64_t grid_w, std::int64_t grid_h) {

@@ -168,4 +168,10 @@ void apply_override(Node& root, const std::string& assignment, int index) {
   }
 }
 
+const Node& child_or_null(const Node& map, const std::string& key) {
+  static const Node null_node;
+  const Node* found = map.kind == Node::Kind::map ? map.find(key) : nullptr;
+  return found != nullptr ? *found : null_node;
+}
+
 }  // namespace wavel::config

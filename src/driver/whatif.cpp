@@ -27,21 +27,12 @@ Problem problem_of(const config::Setting& s) {
           s.shape.output_tokens};
 }
 
-double wafer_value(const wafer::WaferParams& w, const config::HardwarePoint& p, const std::string& key) {
+// A point's value of `key`: the swept one, else its wafer's (the defect rate: the config's own).
+double point_value(const config::Config& config, const config::HardwarePoint& p, const std::string& key) {
   for (const auto& [k, v] : p.values) {
     if (k == key) return v;
   }
-  if (key == "grid_w_pes") return static_cast<double>(w.grid_w_pes);
-  if (key == "grid_h_pes") return static_cast<double>(w.grid_h_pes);
-  if (key == "sram_per_pe_bytes") return static_cast<double>(w.sram_per_pe_bytes);
-  if (key == "simd_fp16_lanes") return static_cast<double>(w.simd_fp16_lanes);
-  if (key == "clock_hz") return w.clock_hz;
-  if (key == "link_bytes_per_cycle") return static_cast<double>(w.link_bytes_per_cycle);
-  if (key == "sram_read_bytes_per_cycle") return static_cast<double>(w.sram_read_bytes_per_cycle);
-  if (key == "sram_write_bytes_per_cycle") return static_cast<double>(w.sram_write_bytes_per_cycle);
-  if (key == "alpha_cycles_per_hop") return w.alpha_cycles_per_hop;
-  if (key == "routable_colours") return static_cast<double>(w.routable_colours);
-  return kNan;  // defect_rate off the sweep: the wafer's own
+  return config::hardware_value(p.wafer, key, config.wafer_sweep.defect_rate);
 }
 
 }  // namespace
@@ -67,11 +58,7 @@ io::Table hardware_table(const config::Config& config) {
     peak.push_back(p.wafer.peak_flops_per_s());
     sram.push_back(static_cast<double>(p.wafer.total_sram_bytes()));
     power.push_back(cost::system_power_w(p.wafer, config.energy));
-    for (const auto& a : config::hardware_axes()) {
-      double v = wafer_value(p.wafer, p, a.key);
-      if (a.key == "defect_rate" && std::isnan(v)) v = config.wafer_sweep.defect_rate;
-      values[a.key].push_back(v);
-    }
+    for (const auto& a : config::hardware_axes()) values[a.key].push_back(point_value(config, p, a.key));
   }
   io::Table t{"hardware",
               {{"hardware", "1", index}, {"label", "", label}, {"base", "bool", base}}};
@@ -111,13 +98,12 @@ std::vector<SensitivityRow> sensitivity_rows(const config::Config& config, const
     double value = 0, base_value = 0;
     for (std::size_t k = 0; k < point.values.size(); ++k) {
       const auto& [name, v] = point.values[k];
-      const double b = wafer_value(base_point->wafer, *base_point, name);
-      const double b_or_rate = std::isnan(b) ? config.wafer_sweep.defect_rate : b;
-      if (v != b_or_rate) {
+      const double b = point_value(config, *base_point, name);
+      if (v != b) {
         ++differing;
         key = name;
         value = v;
-        base_value = b_or_rate;
+        base_value = b;
       }
     }
     if (differing != 1) continue;

@@ -35,6 +35,10 @@ void read_wafer_sweep(Validator& v, const Node& node, const wafer::WaferParams& 
 std::vector<HardwarePoint> hardware_points(const wafer::WaferParams& base, const cost::CostParams& params,
                                            const WaferSweep& sweep);
 
+/// The value of hardware axis `key` on wafer `w`; `defect_rate` is the rate its defects were drawn at
+/// (a wafer holds the drawn PEs, not the rate). Throws InternalError for a key not in hardware_axes().
+double hardware_value(const wafer::WaferParams& w, const std::string& key, double defect_rate);
+
 /// The defect count a rate gives on a grid: round(rate x PEs).
 std::int64_t defect_count(double rate, std::int64_t grid_w, std::int64_t grid_h);
 

@@ -32,6 +32,9 @@ struct Node {
   [[nodiscard]] const Node* find(const std::string& key) const;
 };
 
+/// The entry `key` of a map node, or a null node (absent key, or `map` not a map).
+const Node& child_or_null(const Node& map, const std::string& key);
+
 /// Parses YAML text. Syntax errors throw wavel::ConfigError with the position.
 Node parse_yaml(const std::string& text, const std::string& file_label);
 
