@@ -101,14 +101,18 @@ double fitting_tokens_per_s(const Schedule& s, const workload::Workload& w, cons
 std::vector<Rect> square_slots(const wafer::WaferParams& wafer, std::int64_t side) {
   std::vector<Rect> slots;
   if (side < 1) return slots;
-  const wafer::DefectIndex defects(wafer);
   const std::int64_t cols = wafer.grid_w_pes / side;
   const std::int64_t rows = wafer.grid_h_pes / side;
+  // Slots tile the grid, so each defect dirties at most the one slot it falls in: O(defects + slots).
+  std::vector<bool> dirty(static_cast<std::size_t>(std::max<std::int64_t>(0, cols * rows)), false);
+  for (const auto& pe : wafer.defective_pes) {
+    const std::int64_t c = pe.x >= 0 ? pe.x / side : cols, r = pe.y >= 0 ? pe.y / side : rows;
+    if (c < cols && r < rows) dirty[static_cast<std::size_t>(r * cols + c)] = true;
+  }
   for (std::int64_t r = 0; r < rows; ++r) {
     for (std::int64_t c = 0; c < cols; ++c) {
       const std::int64_t col = (r % 2 == 0) ? c : cols - 1 - c;
-      const Rect rect{col * side, r * side, side, side};
-      if (defects.count(rect.x, rect.y, rect.w, rect.h) == 0) slots.push_back(rect);
+      if (!dirty[static_cast<std::size_t>(r * cols + col)]) slots.push_back(Rect{col * side, r * side, side, side});
     }
   }
   return slots;

@@ -27,18 +27,19 @@ std::vector<Setting> expand_sweep(const Config& config) {
   }
   settings.reserve(a.models.size() * a.phases.size() * a.concurrent_requests.size() * lengths.size());
   const std::size_t points = std::max<std::size_t>(1, config.hardware.size());
+  const auto add = [&](std::size_t model, const workload::WorkloadShape& shape, std::int64_t wafers, std::size_t hw) {
+    Setting s;
+    s.id = static_cast<std::int64_t>(settings.size());
+    s.model_index = model;
+    s.shape = shape;
+    s.wafers = wafers;
+    s.hardware = hw;
+    settings.push_back(s);
+  };
   if (!a.cases.empty()) {
     // Listed settings, on every hardware point.
     for (std::size_t hw = 0; hw < points; ++hw) {
-      for (const auto& c : a.cases) {
-        Setting s;
-        s.id = static_cast<std::int64_t>(settings.size());
-        s.model_index = c.model_index;
-        s.shape = c.shape;
-        s.wafers = c.wafers;
-        s.hardware = hw;
-        settings.push_back(s);
-      }
+      for (const auto& c : a.cases) add(c.model_index, c.shape, c.wafers, hw);
     }
     return settings;
   }
@@ -50,13 +51,7 @@ std::vector<Setting> expand_sweep(const Config& config) {
         for (auto phase : a.phases) {
           for (auto requests : a.concurrent_requests) {
             for (const auto& [input, output] : phase == workload::Phase::prefill ? prefill_lengths : lengths) {
-              Setting s;
-              s.id = static_cast<std::int64_t>(settings.size());
-              s.model_index = m;
-              s.shape = workload::WorkloadShape{phase, requests, input, output};
-              s.wafers = wafers;
-              s.hardware = hw;
-              settings.push_back(s);
+              add(m, workload::WorkloadShape{phase, requests, input, output}, wafers, hw);
             }
           }
         }

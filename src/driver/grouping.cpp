@@ -20,7 +20,6 @@ bool same_problem(const config::Setting& a, const config::Setting& b) {
          a.shape.input_tokens == b.shape.input_tokens && a.shape.output_tokens == b.shape.output_tokens;
 }
 
-double best_tokens_per_s(const SettingResult& r) { return r.front.empty() ? 0.0 : r.front.front().tokens_per_s; }
 
 search::Objectives objectives_of(const FrontEntry& f) { return {f.tokens_per_s, f.latency_s, f.pes_used, 0}; }
 
@@ -61,7 +60,7 @@ void regroup(const config::Config& config, const std::vector<config::Setting>& s
       own.request_groups = d.request_groups * groups;
       changed = true;
     }
-    if (!donor.front.empty() && best_tokens_per_s(donor) > best_tokens_per_s(r)) {
+    if (!donor.front.empty() && donor.best_tokens_per_s() > r.best_tokens_per_s()) {
       take_grouped_best(r, donor.front.front(), groups, donor_requests, objectives);
       changed = true;
     }

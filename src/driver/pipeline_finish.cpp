@@ -217,7 +217,7 @@ SettingResult finish_pipeline(const config::Config& config, const config::Settin
     simulate_sample(source.substr(5), schedule, config, setting.shape, s);
   }
   counters.front_size = static_cast<std::int64_t>(s.front.size());
-  counters.best_tokens_per_s = s.front.empty() ? 0.0 : s.front.front().tokens_per_s;
+  counters.best_tokens_per_s = s.best_tokens_per_s();
   return s;
 }
 

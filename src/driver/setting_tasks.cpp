@@ -565,7 +565,7 @@ std::string run_finish(const config::Config& config, const config::Setting& sett
     detail::simulate_sample(name, schedule, config, w.shape, s);
   }
   counters.front_size = static_cast<std::int64_t>(s.front.size());
-  counters.best_tokens_per_s = s.front.empty() ? 0.0 : s.front.front().tokens_per_s;
+  counters.best_tokens_per_s = s.best_tokens_per_s();
   Packer p;
   pack_setting(s, p);
   return p.take();

@@ -18,8 +18,6 @@ namespace {
 
 constexpr double kNan = std::numeric_limits<double>::quiet_NaN();
 
-double best_tokens_per_s(const SettingResult& r) { return r.front.empty() ? 0.0 : r.front.front().tokens_per_s; }
-
 // A problem: everything of a setting but its hardware point.
 using Problem = std::tuple<std::size_t, std::int64_t, int, std::int64_t, std::int64_t, std::int64_t>;
 Problem problem_of(const config::Setting& s) {
@@ -96,8 +94,7 @@ std::vector<SensitivityRow> sensitivity_rows(const config::Config& config, const
     std::string key;
     int differing = 0;
     double value = 0, base_value = 0;
-    for (std::size_t k = 0; k < point.values.size(); ++k) {
-      const auto& [name, v] = point.values[k];
+    for (const auto& [name, v] : point.values) {
       const double b = point_value(config, *base_point, name);
       if (v != b) {
         ++differing;
@@ -114,8 +111,8 @@ std::vector<SensitivityRow> sensitivity_rows(const config::Config& config, const
     r.key = key;
     r.value = value;
     r.base_value = base_value;
-    r.tokens_per_s = best_tokens_per_s(results[i]);
-    r.base_tokens_per_s = best_tokens_per_s(results[j]);
+    r.tokens_per_s = results[i].best_tokens_per_s();
+    r.base_tokens_per_s = results[j].best_tokens_per_s();
     r.change = r.base_tokens_per_s > 0 ? r.tokens_per_s / r.base_tokens_per_s - 1.0 : kNan;
     r.elasticity = r.tokens_per_s > 0 && r.base_tokens_per_s > 0 && value > 0 && base_value > 0
                        ? std::log(r.tokens_per_s / r.base_tokens_per_s) / std::log(value / base_value)

@@ -130,6 +130,9 @@ struct SettingResult {
   double search_wall_s = 0;                ///< timing only; kept out of the deterministic tables
   std::vector<SimPair> sim;                ///< sampled simulation (config sim.samples)
   std::vector<SimOpPair> sim_ops;
+
+  /// The best front point's tokens/s, 0 when nothing was placed.
+  [[nodiscard]] double best_tokens_per_s() const { return front.empty() ? 0.0 : front.front().tokens_per_s; }
 };
 
 /// The `settings` table: one row per setting, columns with units.
