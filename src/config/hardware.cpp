@@ -28,10 +28,6 @@ void set_key(wafer::WaferParams& w, const std::string& key, double value) {
   else if (key != "defect_rate") throw InternalError("unknown hardware axis '" + key + "'");
 }
 
-double base_value(const wafer::WaferParams& w, const WaferSweep& sweep, const std::string& key) {
-  return hardware_value(w, key, sweep.defect_rate);
-}
-
 constexpr double kMaxHardwarePoints = 1000;
 
 }  // namespace
@@ -143,7 +139,7 @@ std::vector<HardwarePoint> hardware_points(const wafer::WaferParams& base, const
     combos.emplace_back();  // the base
     for (const auto& [key, values] : sweep.axes) {
       for (double x : values) {
-        if (x != base_value(base, sweep, key)) combos.push_back({{key, x}});
+        if (x != hardware_value(base, key, sweep.defect_rate)) combos.push_back({{key, x}});
       }
     }
   } else {
@@ -172,7 +168,7 @@ std::vector<HardwarePoint> hardware_points(const wafer::WaferParams& base, const
       set_key(p.wafer, key, x);
       if (key == "defect_rate") rate = x;
       if (key == "alpha_cycles_per_hop") p.params.alpha_cycles_per_hop = x;  // hardware: follows the wafer
-      p.base = p.base && x == base_value(base, sweep, key);
+      p.base = p.base && x == hardware_value(base, key, sweep.defect_rate);
       p.label += (p.label.empty() ? "" : ",") + key + "=" + format_double(x);
     }
     if (values.empty()) p.label = "base";
