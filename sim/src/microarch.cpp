@@ -16,7 +16,7 @@ double MicroArch::vector_loop_cycles(std::int64_t vectors, std::int64_t length) 
                                                     std::max<std::int64_t>(1, sram_read_bytes_per_cycle)));
   const double writes = static_cast<double>(ceil_div(checked_mul(length, kWriteBytes, "vector bytes"),
                                                      std::max<std::int64_t>(1, sram_write_bytes_per_cycle)));
-  return static_cast<double>(vectors) * (vector_op_setup_cycles + std::max({issues, reads, writes}));
+  return static_cast<double>(vectors) * (timing.vector_op_setup_cycles + std::max({issues, reads, writes}));
 }
 
 MicroArch microarch_for(const wafer::WaferParams& wafer) {
@@ -32,6 +32,7 @@ MicroArch microarch_for(const wafer::WaferParams& wafer) {
   m.sram_write_bytes_per_cycle = wafer.sram_write_bytes_per_cycle;
   m.hop_cycles = wafer.alpha_cycles_per_hop;
   m.routable_colours = wafer.routable_colours;
+  m.timing = wafer.pe_timing;
   return m;
 }
 

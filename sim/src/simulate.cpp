@@ -115,7 +115,7 @@ void add_mover_contention(const meshir::Schedule& schedule, const wafer::WaferPa
         spec.bytes = l.bytes;
         // Every mover launches on its own PEs, so the launches overlap; only the links are shared.
         sent.push_back(net.send(spec));
-        net.release_at(sent.back(), micro.kernel_launch_cycles);
+        net.release_at(sent.back(), micro.timing.kernel_launch_cycles);
       }
       net.run();
       for (std::size_t k = 0; k < lanes.size(); ++k) {
@@ -136,7 +136,7 @@ NetworkConfig network_config(const KernelPlan& plan, const MicroArch& micro, con
   config.width_pes = plan.mesh_w_pes;
   config.height_pes = plan.mesh_h_pes;
   config.hop_cycles = micro.hop_cycles;
-  config.stream_latency_cycles = micro.stream_latency_cycles;
+  config.stream_latency_cycles = micro.timing.stream_latency_cycles;
   config.relay_cycles = micro.relay_cycles();
   config.link_bytes_per_cycle = micro.link_bytes_per_cycle;
   config.routable_colours = micro.routable_colours;
@@ -168,7 +168,7 @@ OpSimResult simulate_op(const meshir::Schedule& schedule, int op_index, const wa
   const double lines = static_cast<double>(std::max<std::size_t>(1, plan.lines.size()));
   const double per_round = lines * (4.0 * static_cast<double>(plan.line_pes) + 8.0) + static_cast<double>(plan.span_pes);
   const double estimate = static_cast<double>(plan.rounds) * per_round +
-                          static_cast<double>(plan.sample.steps_simulated + plan.skew_rounds) * 6.0 *
+                          static_cast<double>(plan.sample.steps_simulated + plan.skew_rounds_simulated) * 6.0 *
                               static_cast<double>(plan.mesh_w_pes * plan.mesh_h_pes);
   if (estimate > static_cast<double>(config.max_items)) {
     throw std::domain_error("sim: op '" + op.name + "' would need about " + std::to_string(estimate) +
@@ -273,7 +273,7 @@ SimResult simulate(const meshir::Schedule& schedule, const wafer::WaferParams& w
     const PlacedOp& op = schedule.ops[i];
     if (op.kernel != Kernel::meshgemv && op.kernel != Kernel::allreduce) continue;
     const auto it = last_axis.find(op.region);
-    if (it != last_axis.end() && it->second != op.reduce_axis) out.ops[i].colour_switch_cycles = micro.colour_switch_cycles;
+    if (it != last_axis.end() && it->second != op.reduce_axis) out.ops[i].colour_switch_cycles = micro.timing.colour_switch_cycles;
     last_axis[op.region] = op.reduce_axis;
   }
   add_mover_contention(schedule, wafer, options, out.ops);

@@ -179,9 +179,7 @@ std::vector<std::string> parameters_on_bounds(const CalibrationResult& result) {
   std::vector<std::string> out;
   for (const auto& p : cost::param_registry()) {
     if (std::find(result.fit_names.begin(), result.fit_names.end(), p.name) == result.fit_names.end()) continue;
-    const double v = result.fitted.*(p.field);
-    const auto near = [v](double bound) { return std::abs(v - bound) <= 1e-6 * std::max(1.0, std::abs(bound)); };
-    if (near(p.min_value) || near(p.max_value)) out.push_back(p.name);
+    if (on_bound(result.fitted.*(p.field), ParamBounds{p.min_value, p.max_value})) out.push_back(p.name);
   }
   return out;
 }

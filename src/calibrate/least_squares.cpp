@@ -24,16 +24,16 @@ bool predictable(double predicted) { return std::isfinite(predicted) && predicte
 
 // u = ln(p + shift) in [lo, hi], reached from an unbounded y through a logistic.
 struct Coordinate {
-  const cost::ParamInfo* info;
+  ParamBounds bounds;
   double shift;
   double lo;
   double hi;
 
-  explicit Coordinate(const cost::ParamInfo& p)
-      : info(&p),
-        shift(p.min_value > 0 ? 0.0 : 1.0 - p.min_value),
-        lo(std::log(p.min_value + shift)),
-        hi(std::log(p.max_value + shift)) {}
+  explicit Coordinate(const ParamBounds& b)
+      : bounds(b),
+        shift(b.min_value > 0 ? 0.0 : 1.0 - b.min_value),
+        lo(std::log(b.min_value + shift)),
+        hi(std::log(b.max_value + shift)) {}
   [[nodiscard]] double to_y(double value) const {
     // A start on a bound sits just inside it: the logistic reaches a bound only at infinity.
     const double t = std::clamp((std::log(value + shift) - lo) / (hi - lo), 1e-12, 1.0 - 1e-12);
@@ -41,7 +41,7 @@ struct Coordinate {
   }
   [[nodiscard]] double to_value(double y) const {
     const double u = lo + (hi - lo) / (1.0 + std::exp(-y));
-    return std::clamp(std::exp(u) - shift, info->min_value, info->max_value);
+    return std::clamp(std::exp(u) - shift, bounds.min_value, bounds.max_value);
   }
 };
 
@@ -52,36 +52,46 @@ struct Residuals {
   using ValueType = Eigen::VectorXd;
   using JacobianType = Eigen::MatrixXd;
 
-  const LogFitProblem* problem;
+  const std::vector<double>* measured;
+  const VectorPredictor* predict;
   const std::vector<Coordinate>* coords;
   std::vector<std::size_t> training;
-  cost::CostParams base;
   mutable int evaluations = 0;
 
   [[nodiscard]] int inputs() const { return static_cast<int>(coords->size()); }
   [[nodiscard]] int values() const { return static_cast<int>(training.size()); }
 
-  [[nodiscard]] cost::CostParams params_at(const Eigen::VectorXd& y) const {
-    cost::CostParams p = base;
-    for (std::size_t i = 0; i < coords->size(); ++i) {
-      p.*((*coords)[i].info->field) = (*coords)[i].to_value(y[static_cast<Eigen::Index>(i)]);
-    }
-    return p;
+  [[nodiscard]] std::vector<double> values_at(const Eigen::VectorXd& y) const {
+    std::vector<double> v(coords->size());
+    for (std::size_t i = 0; i < coords->size(); ++i) v[i] = (*coords)[i].to_value(y[static_cast<Eigen::Index>(i)]);
+    return v;
   }
 
   int operator()(const Eigen::VectorXd& y, Eigen::VectorXd& r) const {
     ++evaluations;
-    const cost::CostParams p = params_at(y);
+    const std::vector<double> v = values_at(y);
     for (std::size_t j = 0; j < training.size(); ++j) {
       const std::size_t i = training[j];
-      const double predicted = problem->predict(i, p);
-      r[static_cast<Eigen::Index>(j)] = predictable(predicted)
-                                            ? std::log(predicted) - std::log(problem->measured[i])
-                                            : kUnpredictableResidual;
+      const double predicted = (*predict)(i, v);
+      r[static_cast<Eigen::Index>(j)] = predictable(predicted) ? std::log(predicted) - std::log((*measured)[i])
+                                                               : kUnpredictableResidual;
     }
     return 0;
   }
 };
+
+double log_objective_of(const std::vector<double>& measured, const std::vector<bool>& held_out,
+                        const std::function<double(std::size_t)>& predict) {
+  double sum = 0;
+  for (std::size_t i = 0; i < measured.size(); ++i) {
+    if (held_out[i]) continue;
+    const double predicted = predict(i);
+    if (!predictable(predicted)) return std::numeric_limits<double>::infinity();
+    const double r = std::log(predicted) - std::log(measured[i]);
+    sum += r * r;
+  }
+  return sum;
+}
 
 std::string param_list() {
   std::string names;
@@ -91,44 +101,42 @@ std::string param_list() {
 
 }  // namespace
 
-double log_objective(const LogFitProblem& problem, const cost::CostParams& params) {
-  double sum = 0;
-  for (std::size_t i = 0; i < problem.measured.size(); ++i) {
-    if (problem.held_out[i]) continue;
-    const double predicted = problem.predict(i, params);
-    if (!predictable(predicted)) return std::numeric_limits<double>::infinity();
-    const double r = std::log(predicted) - std::log(problem.measured[i]);
-    sum += r * r;
-  }
-  return sum;
+bool on_bound(double value, const ParamBounds& bounds) {
+  const auto near = [value](double bound) { return std::abs(value - bound) <= 1e-6 * std::max(1.0, std::abs(bound)); };
+  return near(bounds.min_value) || near(bounds.max_value);
 }
 
-LeastSquaresOutcome fit_log_least_squares(const LogFitProblem& problem, const cost::CostParams& start,
-                                          const std::vector<const cost::ParamInfo*>& chosen,
-                                          const LeastSquaresOptions& options) {
-  if (problem.held_out.size() != problem.measured.size()) {
-    throw InternalError("fit_log_least_squares: one held-out flag per point needed");
+double log_objective(const LogFitProblem& problem, const cost::CostParams& params) {
+  return log_objective_of(problem.measured, problem.held_out,
+                          [&](std::size_t i) { return problem.predict(i, params); });
+}
+
+VectorFitOutcome fit_log_least_squares(const std::vector<double>& measured, const std::vector<bool>& held_out,
+                                       const VectorPredictor& predict, const std::vector<ParamBounds>& bounds,
+                                       const std::vector<double>& start, const LeastSquaresOptions& options) {
+  if (held_out.size() != measured.size() || start.size() != bounds.size()) {
+    throw InternalError("fit_log_least_squares: one held-out flag per point and one start per parameter needed");
   }
-  LeastSquaresOutcome out;
+  auto objective = [&](const std::vector<double>& v) {
+    return log_objective_of(measured, held_out, [&](std::size_t i) { return predict(i, v); });
+  };
+  VectorFitOutcome out;
   out.fitted = start;
-  out.objective_start = log_objective(problem, start);
+  out.objective_start = objective(start);
   out.objective_final = out.objective_start;
   out.converged = true;
-  if (chosen.empty()) return out;
+  if (bounds.empty()) return out;
 
-  std::vector<Coordinate> coords;
-  for (const auto* p : chosen) coords.emplace_back(*p);
-  Residuals residuals{&problem, &coords, {}, start};
-  for (std::size_t i = 0; i < problem.measured.size(); ++i) {
-    if (!problem.held_out[i]) residuals.training.push_back(i);
+  std::vector<Coordinate> coords(bounds.begin(), bounds.end());
+  Residuals residuals{&measured, &predict, &coords, {}};
+  for (std::size_t i = 0; i < measured.size(); ++i) {
+    if (!held_out[i]) residuals.training.push_back(i);
   }
   if (residuals.training.size() < coords.size()) {
     throw InternalError("fit_log_least_squares: fewer training points than parameters");
   }
   Eigen::VectorXd y(static_cast<Eigen::Index>(coords.size()));
-  for (std::size_t i = 0; i < coords.size(); ++i) {
-    y[static_cast<Eigen::Index>(i)] = coords[i].to_y(start.*(coords[i].info->field));
-  }
+  for (std::size_t i = 0; i < coords.size(); ++i) y[static_cast<Eigen::Index>(i)] = coords[i].to_y(start[i]);
   Eigen::NumericalDiff<Residuals> differentiated(residuals);
   Eigen::LevenbergMarquardt<Eigen::NumericalDiff<Residuals>> solver(differentiated);
   solver.parameters.maxfev = options.max_evaluations_per_parameter * static_cast<int>(coords.size() + 1);
@@ -139,12 +147,40 @@ LeastSquaresOutcome fit_log_least_squares(const LogFitProblem& problem, const co
   out.evaluations = differentiated.evaluations;
   out.converged = status != Eigen::LevenbergMarquardtSpace::TooManyFunctionEvaluation &&
                   status != Eigen::LevenbergMarquardtSpace::ImproperInputParameters;
-  const cost::CostParams candidate = residuals.params_at(y);
-  const double f = log_objective(problem, candidate);
+  const std::vector<double> candidate = residuals.values_at(y);
+  const double f = objective(candidate);
   if (f < out.objective_start) {
     out.fitted = candidate;
     out.objective_final = f;
   }
+  return out;
+}
+
+LeastSquaresOutcome fit_log_least_squares(const LogFitProblem& problem, const cost::CostParams& start,
+                                          const std::vector<const cost::ParamInfo*>& chosen,
+                                          const LeastSquaresOptions& options) {
+  std::vector<ParamBounds> bounds;
+  std::vector<double> values;
+  for (const auto* p : chosen) {
+    bounds.push_back(ParamBounds{p->min_value, p->max_value});
+    values.push_back(start.*(p->field));
+  }
+  auto params_of = [&](const std::vector<double>& v) {
+    cost::CostParams p = start;
+    for (std::size_t i = 0; i < chosen.size(); ++i) p.*(chosen[i]->field) = v[i];
+    return p;
+  };
+  const VectorPredictor predict = [&](std::size_t i, const std::vector<double>& v) {
+    return problem.predict(i, params_of(v));
+  };
+  const VectorFitOutcome fit = fit_log_least_squares(problem.measured, problem.held_out, predict, bounds, values, options);
+  LeastSquaresOutcome out;
+  out.fitted = fit.fitted == values ? start : params_of(fit.fitted);
+  out.objective_start = fit.objective_start;
+  out.objective_final = fit.objective_final;
+  out.iterations = fit.iterations;
+  out.evaluations = fit.evaluations;
+  out.converged = fit.converged;
   return out;
 }
 

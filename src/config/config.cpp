@@ -323,6 +323,7 @@ void read_cost(Validator& v, const Node& node, const wafer::WaferParams& wafer, 
         try {
           c.params = cost::load_params(resolved.string(), c.params);
           c.uncertainty = cost::load_uncertainty(resolved.string());
+          c.sim_timing = cost::load_pe_timing(resolved.string(), c.sim_timing);
         } catch (const DiagnosticError& e) {
           for (const auto& d : e.diagnostics()) v.error(Source{d.file, d.line, d.column}, d.key_path, d.message);
         } catch (const Error& e) {
@@ -528,6 +529,7 @@ Config parse_config(const std::string& text, const std::string& file, const std:
   read_wafer_sweep(v, child_or_null(root, "wafer"), config.wafer, config.wafer_sweep);
   read_energy(v, child_or_null(root, "energy"), config.energy);
   read_cost(v, child_or_null(root, "cost"), config.wafer, config.cost, file);
+  config.wafer.pe_timing = config.cost.sim_timing;  // the simulator's, from the same calibration
   read_baselines(v, child_or_null(root, "baselines"), config.wafer, config.baselines);
   read_cluster(v, child_or_null(root, "cluster"), config.wafer, config.cluster);
   read_workloads(v, root, child_or_null(root, "workloads"), config.workloads, file);

@@ -61,6 +61,7 @@ std::vector<std::string> registry_names() {
 std::vector<std::string> file_keys() {
   std::vector<std::string> keys = registry_names();
   keys.emplace_back("uncertainty");
+  keys.emplace_back("sim_timing");
   return keys;
 }
 
@@ -115,9 +116,55 @@ CostParams parse_params(const std::string& text, const std::string& file_label, 
     }
   }
   v.throw_if_errors();
-  // The uncertainty section is checked with the values, so every command refuses a bad one up front.
+  // The other sections are checked with the values, so every command refuses a bad one up front.
   if (root.kind == config::Node::Kind::map && root.find("uncertainty") != nullptr) parse_uncertainty(text, file_label);
+  if (root.kind == config::Node::Kind::map && root.find("sim_timing") != nullptr) parse_pe_timing(text, file_label, {});
   return params;
+}
+
+wafer::PeTiming load_pe_timing(const std::string& path, const wafer::PeTiming& base) {
+  return parse_pe_timing(read_params_file(path), path, base);
+}
+
+wafer::PeTiming parse_pe_timing(const std::string& text, const std::string& file_label, const wafer::PeTiming& base) {
+  const config::Node root = config::parse_yaml(text, file_label);
+  const config::Node* section = root.kind == config::Node::Kind::map ? root.find("sim_timing") : nullptr;
+  wafer::PeTiming timing = base;
+  if (section == nullptr) return timing;
+  config::Validator v;
+  std::vector<std::string> names;
+  for (const auto& info : wafer::pe_timing_registry()) names.push_back(info.name);
+  if (v.check_map(*section, "sim_timing", names)) {
+    for (const auto& info : wafer::pe_timing_registry()) {
+      const config::Node* node = section->find(info.name);
+      if (node == nullptr) continue;
+      if (auto value = v.number(*node, "sim_timing." + info.name, info.min_value, info.max_value)) {
+        timing.*info.field = *value;
+      }
+    }
+  }
+  v.throw_if_errors();
+  return timing;
+}
+
+std::string pe_timing_to_yaml(const wafer::PeTiming& timing, const std::string& header_comment) {
+  std::string out;
+  std::istringstream header(header_comment);
+  for (std::string line; std::getline(header, line);) out += line.empty() ? "#\n" : "# " + line + "\n";
+  out += "sim_timing:\n";
+  std::size_t width = 0;
+  std::vector<std::string> values;
+  for (const auto& info : wafer::pe_timing_registry()) {
+    values.push_back("  " + info.name + ": " + exact_double(timing.*info.field));
+    width = std::max(width, values.back().size());
+  }
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    const auto& info = wafer::pe_timing_registry()[i];
+    out += values[i] + std::string(width - values[i].size() + 2, ' ') + "# [" + info.units + "] " +
+           info.description + "; bounds " + exact_double(info.min_value) + " .. " + exact_double(info.max_value) +
+           "\n";
+  }
+  return out;
 }
 
 std::string params_to_yaml(const CostParams& params, const std::string& header_comment) {

@@ -16,7 +16,7 @@
 #include "wavel/driver/commands.hpp"
 #include "wavel/driver/reference_cv.hpp"
 #include "wavel/io/results.hpp"
-#include "wavel/sim/simulate.hpp"
+#include "wavel/driver/sim_timing_fit.hpp"
 #include "wavel/version_info.hpp"
 
 namespace wavel::driver {
@@ -27,54 +27,6 @@ namespace {
 
 using calibrate::KernelKind;
 using calibrate::KernelPoint;
-
-// The simulator's time for each point, from its own microarchitecture constants (nothing fitted):
-// one op on a P x P region, less the simulator's kernel launch (the timed span is inside one launch).
-// The shift kernel is L one-hop shifts one after another, each received whole and sent on by a
-// newly configured send (its task, colours and DSDs: the simulator's launch), so its time is L
-// simulated one-hop shifts of the PE's tile, launch included.
-std::vector<double> simulate_points(const std::vector<KernelPoint>& points, const wafer::WaferParams& wafer) {
-  const sim::SimOptions options;
-  const double launch = sim::microarch_for(wafer).kernel_launch_cycles;
-  std::vector<double> out;
-  out.reserve(points.size());
-  for (const auto& p : points) {
-    meshir::Schedule s;
-    s.grid_w_pes = s.grid_h_pes = p.side_pes;
-    s.sram_per_pe_bytes = wafer.sram_per_pe_bytes;
-    s.colours = wafer.routable_colours;
-    s.regions = {meshir::Rect{0, 0, p.side_pes, p.side_pes}};
-    meshir::PlacedOp op;
-    op.name = calibrate::to_string(p.kind);
-    op.used = s.regions[0];
-    op.reduce_axis = meshir::Axis::x;
-    double repeats = 1.0;
-    switch (p.kind) {
-      case KernelKind::meshgemm:
-        op.kernel = meshir::Kernel::meshgemm;
-        op.work.m = p.m;
-        op.work.k = p.k;
-        op.work.n = p.n;
-        break;
-      case KernelKind::meshgemv:
-        op.kernel = meshir::Kernel::meshgemv;
-        op.group = p.side_pes / std::max<std::int64_t>(1, p.groups);
-        op.work.m = 1;
-        op.work.k = p.m;
-        op.work.n = p.n;
-        break;
-      case KernelKind::shift:
-        op.kernel = meshir::Kernel::kv_shift;
-        op.work.output_bytes = 2 * p.m * p.n;  // FP16, the whole matrix over the P x P PEs
-        repeats = static_cast<double>(p.hops);
-        break;
-    }
-    s.ops = {op};
-    const double cycles = sim::simulate_op(s, 0, wafer, options).cycles;
-    out.push_back(p.kind == KernelKind::shift ? repeats * cycles : cycles - launch);
-  }
-  return out;
-}
 
 // MAPE and the worst point of the selected points; NaN where none is selected.
 struct Errors {
@@ -110,7 +62,7 @@ std::vector<double> predictions(const calibrate::ValidationReport& r) {
 
 io::Table kernel_table(const std::vector<KernelPoint>& points, const calibrate::ValidationReport& before,
                        const calibrate::ValidationReport& after, const calibrate::LeaveOneSideOut& cv,
-                       const std::vector<double>& simulated) {
+                       const std::vector<double>& nominal, const std::vector<double>& simulated) {
   std::vector<std::string> kernel;
   std::vector<std::int64_t> side, m, k, n, groups, hops, line, held;
   std::vector<double> measured, start, fitted, rel, cv_predicted, cv_rel;
@@ -148,6 +100,7 @@ io::Table kernel_table(const std::vector<KernelPoint>& points, const calibrate::
                     {"rel_error", "1", rel},
                     {"cv_predicted_cycles", "cycles", cv_predicted},
                     {"cv_rel_error", "1", cv_rel},
+                    {"sim_cycles_nominal", "cycles", nominal},
                     {"sim_cycles", "cycles", simulated}}};
 }
 
@@ -183,7 +136,15 @@ void calibrate_kernels_command(const std::vector<std::string>& kernel_paths, con
   const auto result = calibrate::calibrate(problem, source, start, names);
   const auto uncertainty = calibrate::estimate_uncertainty(problem, label, result);
   const auto cv = calibrate::leave_one_side_out(points, *wafer, start, names);
-  const auto simulated = simulate_points(points, *wafer);
+  // The simulator twice: at its nominal timing (nothing fitted: a check of its physics alone) and
+  // with its own timing fitted on the same training points.
+  wafer::WaferParams nominal_wafer = *wafer;
+  nominal_wafer.pe_timing = wafer::PeTiming{};
+  const auto nominal = simulate_kernel_points(points, nominal_wafer);
+  wafer::WaferParams start_wafer = *wafer;
+  if (!params_path.empty()) start_wafer.pe_timing = cost::load_pe_timing(params_path, start_wafer.pe_timing);
+  const SimTimingFit sim_fit = fit_sim_timing(points, held, start_wafer);
+  const auto& simulated = sim_fit.simulated;
   const std::string dir = output_dir.empty() ? default_dir("calibrate", kernel_paths.front()) : output_dir;
   const OutputDirLock lock = make_output_dir(dir, context.comm);
 
@@ -193,14 +154,16 @@ void calibrate_kernels_command(const std::vector<std::string>& kernel_paths, con
   const auto after = predictions(result.after);
   struct Row {
     std::string scope;
-    Errors start, train, test, cv, sim;
+    Errors start, train, test, cv, sim, sim_train, sim_test;
   };
   std::vector<Row> rows;
   auto row_for = [&](const std::string& scope, const std::function<bool(std::size_t)>& in) {
     rows.push_back(Row{scope, errors_of(before, measured, in),
                        errors_of(after, measured, [&](std::size_t i) { return in(i) && !held[i]; }),
                        errors_of(after, measured, [&](std::size_t i) { return in(i) && held[i]; }),
-                       errors_of(cv.predicted, measured, in), errors_of(simulated, measured, in)});
+                       errors_of(cv.predicted, measured, in), errors_of(nominal, measured, in),
+                       errors_of(simulated, measured, [&](std::size_t i) { return in(i) && !held[i]; }),
+                       errors_of(simulated, measured, [&](std::size_t i) { return in(i) && held[i]; })});
   };
   for (const auto& s : sets) {
     row_for(calibrate::to_string(s.kind), [&, kind = s.kind](std::size_t i) { return points[i].kind == kind; });
@@ -223,6 +186,17 @@ void calibrate_kernels_command(const std::vector<std::string>& kernel_paths, con
            << "; leave-one-P-out MAPE " << percent(r.cv.mape_pct) << ", worst " << percent(r.cv.max_pct)
            << "; simulator (unfitted) MAPE " << percent(r.sim.mape_pct);
   }
+  std::ostringstream sim_header;
+  sim_header << "The simulator's PE timing (only the simulator reads it), fitted on the same training points\n"
+             << "through the simulator's own loops (" << sim_fit.outcome.iterations << " iterations); fitted:";
+  for (const auto* info : sim_fit.fitted_names) sim_header << " " << info->name;
+  sim_header << "\nThe others keep their nominal values: no kernel measurement runs them.";
+  for (const auto& r : rows) {
+    sim_header << "\n  " << r.scope << ": MAPE unfitted " << percent(r.sim.mape_pct) << ", train "
+               << percent(r.sim_train.mape_pct) << ", held-out " << percent(r.sim_test.mape_pct) << " (worst "
+               << percent(r.sim_test.max_pct) << ")";
+  }
+  for (const auto& name : sim_fit.on_bounds) sim_header << "\nwarning: sim_timing." << name << " ended on its bound";
   header << "\nThe other parameters keep their start values; end-to-end calibration fits those (see README, Calibration).";
   const std::string warnings = bound_warnings(result);
   for (const auto& name : calibrate::parameters_on_bounds(result)) header << "\nwarning: " << name << " ended on its bound";
@@ -230,9 +204,10 @@ void calibrate_kernels_command(const std::vector<std::string>& kernel_paths, con
   if (!uncertainty.fixed.empty()) method += "; held at a bound:";
   for (const auto& name : uncertainty.fixed) method += " " + name;
   const std::string params_text = cost::params_to_yaml(result.fitted, header.str()) +
-                                  cost::uncertainty_to_yaml({uncertainty.names, uncertainty.ln_covariance, method});
+                                  cost::uncertainty_to_yaml({uncertainty.names, uncertainty.ln_covariance, method}) +
+                                  cost::pe_timing_to_yaml(sim_fit.fitted, sim_header.str());
 
-  const io::Table table = kernel_table(points, result.before, result.after, cv, simulated);
+  const io::Table table = kernel_table(points, result.before, result.after, cv, nominal, simulated);
   const io::Table fitted = calibrate::calibration_table(result);
   auto attrs = command_provenance("calibrate", label, params_path, context);
   attrs.push_back({"params_yaml", params_text});
@@ -245,6 +220,9 @@ void calibrate_kernels_command(const std::vector<std::string>& kernel_paths, con
     attrs.push_back({r.scope + "_cv_side_max_abs_error_pct", r.cv.max_pct});
     attrs.push_back({r.scope + "_sim_mape_pct", r.sim.mape_pct});
     attrs.push_back({r.scope + "_sim_max_abs_error_pct", r.sim.max_pct});
+    attrs.push_back({r.scope + "_sim_fitted_train_mape_pct", r.sim_train.mape_pct});
+    attrs.push_back({r.scope + "_sim_fitted_test_mape_pct", r.sim_test.mape_pct});
+    attrs.push_back({r.scope + "_sim_fitted_test_max_abs_error_pct", r.sim_test.max_pct});
   }
   io::write_result_files({(fs::path(dir) / "results.h5").string(), attrs, {table, fitted},
                           {{(fs::path(dir) / "params.yaml").string(), params_text},
@@ -254,6 +232,7 @@ void calibrate_kernels_command(const std::vector<std::string>& kernel_paths, con
   if (context.rank != 0) return;
   std::cerr << warnings;
   for (const auto& w : cv.bound_warnings) std::cerr << "warning: leave-one-P-out fold " << w << " ended on a bound\n";
+  for (const auto& name : sim_fit.on_bounds) std::cerr << "warning: sim_timing." << name << " ended on its bound\n";
   out << "Kernel calibration on " << points.size() << " " << wafer_preset << " hardware points";
   std::size_t skipped = 0;
   for (const auto& s : sets) skipped += s.skipped;
@@ -262,18 +241,28 @@ void calibrate_kernels_command(const std::vector<std::string>& kernel_paths, con
       << std::left << std::setw(10) << "kernel" << std::right << std::setw(8) << "points" << std::setw(14)
       << "MAPE start" << std::setw(13) << "MAPE train" << std::setw(15) << "MAPE held-out" << std::setw(14)
       << "LOPO MAPE" << std::setw(14) << "LOPO worst" << std::setw(12) << "sim MAPE" << std::setw(12) << "sim worst"
-      << '\n';
+      << std::setw(12) << "sim train" << std::setw(14) << "sim held-out" << '\n';
   for (const auto& r : rows) {
     out << std::left << std::setw(10) << r.scope << std::right << std::setw(8) << r.start.points << std::setw(14)
         << percent(r.start.mape_pct) << std::setw(13) << percent(r.train.mape_pct) << std::setw(15)
         << percent(r.test.mape_pct) << std::setw(14) << percent(r.cv.mape_pct) << std::setw(14) << percent(r.cv.max_pct)
-        << std::setw(12) << percent(r.sim.mape_pct) << std::setw(12) << percent(r.sim.max_pct) << '\n';
+        << std::setw(12) << percent(r.sim.mape_pct) << std::setw(12) << percent(r.sim.max_pct) << std::setw(12)
+        << percent(r.sim_train.mape_pct) << std::setw(14) << percent(r.sim_test.mape_pct) << '\n';
   }
   out << "(LOPO: leave-one-P-out, each grid side's points predicted by a fit that saw no point of that side; "
-      << cv.folds << " folds; sim: the mesh simulator from its own microarchitecture constants, nothing fitted)\n\n";
+      << cv.folds << " folds; sim MAPE/worst: the mesh simulator at its nominal PE timing, nothing fitted; sim train/"
+      << "held-out: with its own timing fitted on the training points)\n\n";
   print_fitted_parameters(out, result);
   out << "objective " << result.objective_start << " -> " << result.objective_final << " after " << result.iterations
       << " iterations" << (result.converged ? "" : " (evaluation cap reached)") << '\n';
+  out << "\nsimulator PE timing (sim_timing):\n";
+  for (const auto* info : sim_fit.fitted_names) {
+    out << "  " << std::left << std::setw(32) << info->name << std::right << std::setw(10) << sim_fit.start.*(info->field)
+        << " -> " << std::setw(12) << sim_fit.fitted.*(info->field) << " " << info->units << '\n';
+  }
+  out << "objective " << sim_fit.outcome.objective_start << " -> " << sim_fit.outcome.objective_final << " after "
+      << sim_fit.outcome.iterations << " iterations" << (sim_fit.outcome.converged ? "" : " (evaluation cap reached)")
+      << '\n';
   std::cerr << "written: " << dir << "/params.yaml (use with --params), kernel_validation.csv, calibration.csv, results.h5\n";
 }
 

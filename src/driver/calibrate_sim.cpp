@@ -348,7 +348,9 @@ void calibrate_against_sim_command(const std::string& config_path, const std::st
          << " %, Spearman " << rho_before << " -> " << rho_after;
   for (const auto& name : calibrate::parameters_on_bounds(result)) header << "\nwarning: " << name << " ended on its bound";
   header << "\nThese values make the model imitate the simulator; hardware predictions use configs/params/wse3.yaml.";
-  const std::string params_text = cost::params_to_yaml(result.fitted, header.str());
+  const std::string params_text =
+      cost::params_to_yaml(result.fitted, header.str()) +
+      cost::pe_timing_to_yaml(config.cost.sim_timing, "The simulator's PE timing these values were fitted against.");
   std::vector<io::Attribute> attrs{{"format_version", std::string("wavel-results/1")},
                                    {"tool_version", std::string(WAVEL_VERSION)},
                                    {"git_hash", std::string(WAVEL_GIT_HASH)},

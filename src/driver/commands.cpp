@@ -179,8 +179,14 @@ void calibrate_command(const std::string& reference_path, const std::string& par
   std::string method = uncertainty.method;
   if (!uncertainty.fixed.empty()) method += "; held at a bound:";
   for (const auto& name : uncertainty.fixed) method += " " + name;
-  const std::string params_text = cost::params_to_yaml(result.fitted, header.str()) +
-                                  cost::uncertainty_to_yaml({uncertainty.names, uncertainty.ln_covariance, method});
+  std::string params_text = cost::params_to_yaml(result.fitted, header.str()) +
+                            cost::uncertainty_to_yaml({uncertainty.names, uncertainty.ln_covariance, method});
+  if (!params_path.empty()) {
+    // End-to-end points do not fit the simulator: its timing goes on as the start file has it.
+    params_text += cost::pe_timing_to_yaml(cost::load_pe_timing(params_path, {}),
+                                           "The simulator's PE timing as in " + params_path +
+                                               " (nominal where it has none); end-to-end data does not fit it.");
+  }
 
   const auto validation = calibrate::validation_table(set, result.after);
   const auto fitted = calibrate::calibration_table(result);
@@ -279,6 +285,7 @@ CheckedSchedule load_checked_schedule(const std::string& meshir_path, const std:
   meshir::VerifyOptions options{meshir_path, parsed.lines, [](const meshir::PlacedOp& op) { return cost::colours_needed(op); }};
   meshir::verify_or_throw(s, options);
   c.params = params_for(c.wafer, params_path);
+  if (!params_path.empty()) c.wafer.pe_timing = cost::load_pe_timing(params_path, c.wafer.pe_timing);
   if (context.rank == 0) {  // stdout holds only the report; say which parameters on stderr
     std::cerr << "wavel-dse: cost-model parameters: "
               << (params_path.empty() ? std::string("built-in defaults for the " + wafer_preset + " preset")

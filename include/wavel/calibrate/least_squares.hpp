@@ -37,6 +37,34 @@ struct LeastSquaresOutcome {
   bool converged = false;       ///< false: the evaluation cap stopped it
 };
 
+/// The range a fitted value stays in.
+struct ParamBounds {
+  double min_value;
+  double max_value;
+};
+
+/// True if `value` is within 1e-6 (relative; absolute below 1) of either bound: the form, not the
+/// data, decided it.
+bool on_bound(double value, const ParamBounds& bounds);
+
+/// Prediction of observation i from the fitted values (in the order of their bounds).
+using VectorPredictor = std::function<double(std::size_t, const std::vector<double>&)>;
+
+/// Outcome of a solve over plain values.
+struct VectorFitOutcome {
+  std::vector<double> fitted;   ///< the start unless the solver really lowered the objective
+  double objective_start = 0;
+  double objective_final = 0;
+  int iterations = 0;
+  int evaluations = 0;
+  bool converged = false;
+};
+
+/// The solver below over plain values with their bounds: what the simulator's timing fit uses.
+VectorFitOutcome fit_log_least_squares(const std::vector<double>& measured, const std::vector<bool>& held_out,
+                                       const VectorPredictor& predict, const std::vector<ParamBounds>& bounds,
+                                       const std::vector<double>& start, const LeastSquaresOptions& options = {});
+
 /// Sum over the training points of (ln predicted - ln measured)^2; +inf if any prediction is not positive.
 double log_objective(const LogFitProblem& problem, const cost::CostParams& params);
 

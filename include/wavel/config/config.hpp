@@ -87,6 +87,7 @@ struct CostConfig {
   cost::ParamUncertaintySpec uncertainty;  ///< from the params file, pinned parameters conditioned out
   std::int64_t draws = 64;      ///< parameter draws per setting for the 90 % intervals (0: none)
   std::vector<std::string> pinned;  ///< held at their value in the draws (as listed; config values are pinned too)
+  wafer::PeTiming sim_timing;   ///< the params file's sim_timing section (the simulator's PE; nominal without)
 };
 
 /// How the baseline schedules are built.

@@ -66,6 +66,14 @@ struct ParamUncertaintySpec {
 /// The `uncertainty:` section (YAML text, appended after params_to_yaml's output).
 std::string uncertainty_to_yaml(const ParamUncertaintySpec& spec);
 
+/// The simulator's PE timing from a params file's `sim_timing` section over `base` (absent: base).
+/// The cost model never reads it; the file carries it so that a sweep's model and simulator come
+/// from one calibration. Errors name the file, line and key.
+wafer::PeTiming parse_pe_timing(const std::string& text, const std::string& file_label, const wafer::PeTiming& base);
+wafer::PeTiming load_pe_timing(const std::string& path, const wafer::PeTiming& base);
+/// The section as YAML: `sim_timing:` and a line per constant with its units, meaning and bounds.
+std::string pe_timing_to_yaml(const wafer::PeTiming& timing, const std::string& header_comment);
+
 /// Reads the `uncertainty` section of a params file's text; std::nullopt-like empty names when absent.
 /// ConfigError (file:line:col) for unknown names, a non-square or asymmetric matrix or a negative variance.
 ParamUncertaintySpec parse_uncertainty(const std::string& text, const std::string& file_label);

@@ -7,6 +7,8 @@
 #include <string_view>
 #include <vector>
 
+#include "wavel/wafer/pe_timing.hpp"
+
 namespace wavel::wafer {
 
 /// A processing element's coordinates in the kernel grid (0-based, x across, y down).
@@ -34,6 +36,7 @@ struct WaferParams {
   double beta_cycles_per_stage = 0;         ///< software routing stage (receive + re-send); fit it
   std::int64_t routable_colours = 0;        ///< virtual channels per router
   std::vector<PeCoord> defective_pes;       ///< PEs inside the grid that must not be used
+  PeTiming pe_timing;                       ///< the simulator's PE software timing (a params file's sim_timing)
 
   /// Largest kernel rectangle: the fabric less its I/O border.
   [[nodiscard]] std::int64_t max_grid_w_pes() const { return fabric_w_pes - io_border_cols; }

@@ -114,14 +114,20 @@ void build_cannon(Network& net, const KernelPlan& plan, KernelBuild& out) {
   };
   const Line all{0, 1, pes};
   const Lanes launch = tasks_on(net, all, plan.launch_cycles, SpanKind::launch);
-  // Initial skew of the activation tiles on the X rings, round after round.
+  // Initial skew of the activation tiles on the X rings, round after round; each alignment shift is
+  // a task of the kernel's own, woken when the previous round's tile has arrived.
   std::vector<ItemId> have = ids_of(launch);
-  for (std::int64_t round = 0; round < plan.skew_rounds; ++round) {
-    const std::vector<ItemId> got = shift(true, plan.skew_bytes, have);
-    for (std::size_t p = 0; p < got.size(); ++p) {
-      if (got[p] != kNoItem) have[p] = got[p];
-    }
+  for (std::int64_t round = 0; round < plan.skew_rounds_simulated; ++round) {
+    const Lanes wake = tasks_on(net, all, plan.task_cycles, SpanKind::overhead);
+    for (std::int64_t p = 0; p < pes; ++p) net.after(wake.at(p), have[static_cast<std::size_t>(p)]);
+    const std::vector<ItemId> woken = ids_of(wake);
+    const std::vector<ItemId> got = shift(true, plan.skew_bytes, woken);
+    for (std::size_t p = 0; p < got.size(); ++p) have[p] = got[p] != kNoItem ? got[p] : woken[p];
+    const ItemId round_done = net.join();
+    for (const ItemId id : have) net.after(round_done, id);
+    out.skew_done.push_back(round_done);
   }
+  out.skew_total = plan.skew_rounds;
   std::vector<ItemId> previous = have;
   std::vector<ItemId> from_x(static_cast<std::size_t>(pes), kNoItem), from_y(static_cast<std::size_t>(pes), kNoItem);
   for (std::int64_t step = 0; step < plan.sample.steps_simulated; ++step) {
@@ -226,15 +232,22 @@ KernelBuild build_kernel(Network& net, const KernelPlan& plan) {
   return out;
 }
 
+namespace {
+
+// (total - simulated) x the period of the last two joins of `done`, or 0 when nothing was left out.
+double extrapolated(const Network& net, const std::vector<ItemId>& done, std::int64_t total) {
+  const auto simulated = static_cast<std::int64_t>(done.size());
+  if (simulated < 2 || total <= simulated) return 0.0;
+  const double period = net.finish_cycles(done[static_cast<std::size_t>(simulated - 1)]) -
+                        net.finish_cycles(done[static_cast<std::size_t>(simulated - 2)]);
+  return static_cast<double>(total - simulated) * period;
+}
+
+}  // namespace
+
 double kernel_cycles(const Network& net, const KernelBuild& build) {
-  double cycles = net.finish_cycles(build.done);
-  const auto simulated = static_cast<std::int64_t>(build.step_done.size());
-  if (simulated >= 2 && build.steps_total > simulated) {
-    const double period = net.finish_cycles(build.step_done[static_cast<std::size_t>(simulated - 1)]) -
-                          net.finish_cycles(build.step_done[static_cast<std::size_t>(simulated - 2)]);
-    cycles += static_cast<double>(build.steps_total - simulated) * period;
-  }
-  return cycles;
+  return net.finish_cycles(build.done) + extrapolated(net, build.skew_done, build.skew_total) +
+         extrapolated(net, build.step_done, build.steps_total);
 }
 
 }  // namespace wavel::sim

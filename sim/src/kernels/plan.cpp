@@ -52,7 +52,7 @@ double elementwise_cycles(const PlacedOp& op, std::int64_t pes, const MicroArch&
                                                     micro.sram_read_bytes_per_cycle));
   const double writes = static_cast<double>(ceil_div(ceil_div(std::max<std::int64_t>(0, op.work.output_bytes), pes),
                                                      micro.sram_write_bytes_per_cycle));
-  return static_cast<double>(rows) * micro.vector_op_setup_cycles + std::max({simd, reads, writes});
+  return static_cast<double>(rows) * micro.timing.vector_op_setup_cycles + std::max({simd, reads, writes});
 }
 
 }  // namespace
@@ -113,8 +113,8 @@ KernelPlan plan_kernel(const meshir::Schedule& schedule, const PlacedOp& op, con
                        const PlanOptions& options) {
   KernelPlan plan;
   plan.kernel = op.kernel;
-  plan.launch_cycles = micro.kernel_launch_cycles;
-  plan.task_cycles = micro.task_launch_cycles;
+  plan.launch_cycles = micro.timing.kernel_launch_cycles;
+  plan.task_cycles = micro.timing.task_launch_cycles;
   const Rect& r = op.used;
   const std::int64_t w = at_least_1(r.w), h = at_least_1(r.h);
   const std::int64_t pes = mul(w, h);
@@ -286,6 +286,7 @@ KernelPlan plan_kernel(const meshir::Schedule& schedule, const PlacedOp& op, con
       plan.y_ring_pes = h;
       s.steps_total = plan.steps;
       s.steps_simulated = std::min(plan.steps, std::max<std::int64_t>(2, options.max_simulated_steps));
+      plan.skew_rounds_simulated = std::min(plan.skew_rounds, std::max<std::int64_t>(2, options.max_simulated_steps));
       const std::string steps_rule = s.steps_simulated < s.steps_total
                                          ? "; " + str(s.steps_simulated) + " of " + str(s.steps_total) +
                                                " steps simulated, the rest extrapolated at the last step's period"

@@ -115,6 +115,7 @@ struct KernelPlan {
   std::int64_t x_ring_pes = 1, y_ring_pes = 1;
   double step_compute_cycles = 0;
   std::int64_t x_bytes = 0, y_bytes = 0, skew_bytes = 0, skew_rounds = 0;
+  std::int64_t skew_rounds_simulated = 0;  ///< alignment rounds built; the rest extrapolated like steps
   std::int64_t steps = 1;
 };
 
@@ -137,13 +138,15 @@ struct KernelBuild {
   std::vector<ItemId> line_done;       ///< per simulated line (kNoItem where not tracked)
   std::vector<ItemId> step_done;       ///< MeshGEMM: one join per simulated step (all its computes)
   std::int64_t steps_total = 1;
+  std::vector<ItemId> skew_done;       ///< MeshGEMM: one join per simulated alignment round
+  std::int64_t skew_total = 0;
 };
 
 /// Appends the op's tasks and messages to `net`, whose mesh must be plan.mesh_w_pes x mesh_h_pes.
 KernelBuild build_kernel(Network& net, const KernelPlan& plan);
 
-/// The op's simulated time after net.run(): the finish of `done`, plus, when steps were left out,
-/// (steps_total - steps simulated) x the period of the last simulated step.
+/// The op's simulated time after net.run(): the finish of `done`, plus, when steps (alignment
+/// rounds) were left out, their number x the period of the last simulated step (round).
 double kernel_cycles(const Network& net, const KernelBuild& build);
 
 }  // namespace wavel::sim

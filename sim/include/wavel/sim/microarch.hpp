@@ -15,28 +15,22 @@ namespace wavel::sim {
 struct MicroArch {
   std::int64_t fmac_lanes = 0;             ///< FP16 FMACs per SIMD issue (wafer simd_fp16_lanes)
   double simd_op_cycles = 1.0;             ///< one SIMD issue of fmac_lanes lanes
-  double vector_op_setup_cycles = 3.0;     ///< per vector (DSD) instruction: descriptor load and loop branch
   std::int64_t sram_read_bytes_per_cycle = 0;   ///< wafer sram_read_bytes_per_cycle
   std::int64_t sram_write_bytes_per_cycle = 0;  ///< wafer sram_write_bytes_per_cycle
-  double scalar_op_cycles = 1.0;           ///< one scalar instruction (an address or offset update, a DSR load)
   std::int64_t k_iteration_scalar_ops = 6; ///< MeshGEMM k-iteration: a DSD base set, 3 DSR loads, 2 offset increments
-  double task_launch_cycles = 16.0;        ///< activating one task on a PE (a step, a relay)
-  double kernel_launch_cycles = 64.0;      ///< starting an op on a PE: its tasks, colours and DSDs
-  double colour_switch_cycles = 32.0;      ///< router re-configuration when an op's routes change axis
-  double fabric_add_cycles_per_wavelet = 1.0;  ///< adding one received wavelet into a partial (FP32 fadd from fabric)
-  double stream_latency_cycles = 3.0;      ///< a wavelet's way down the ramp, through the add and back up
   double hop_cycles = 0;                   ///< head latency per link on a pre-configured route (wafer alpha)
   std::int64_t link_bytes_per_cycle = 0;   ///< per link and per ramp (wafer link_bytes_per_cycle)
   std::int64_t routable_colours = 0;       ///< colours a router can carry; more are relayed in software (wafer)
+  wafer::PeTiming timing;                  ///< tasks and instructions (wafer pe_timing: measured, see calibrate)
 
   /// A MeshGEMM k-iteration's own instructions, before its FMACs.
   [[nodiscard]] double k_iteration_cycles() const {
-    return static_cast<double>(k_iteration_scalar_ops) * scalar_op_cycles;
+    return static_cast<double>(k_iteration_scalar_ops) * timing.scalar_op_cycles;
   }
 
   /// A software relay (a router out of colours): the PE wakes a task, takes the wavelets down its
   /// ramp and sends them on.
-  [[nodiscard]] double relay_cycles() const { return task_launch_cycles + stream_latency_cycles; }
+  [[nodiscard]] double relay_cycles() const { return timing.task_launch_cycles + timing.stream_latency_cycles; }
 
   /// Cycles of `vectors` vector instructions of `length` FP16 elements each: the setup, then the
   /// slower of the SIMD issues and the SRAM ports (an FMAC reads its operand and accumulator, 2 x 2
@@ -44,8 +38,7 @@ struct MicroArch {
   [[nodiscard]] double vector_loop_cycles(std::int64_t vectors, std::int64_t length) const;
 };
 
-/// The constants for `wafer`: lanes, links, hop latency and colours from the wafer; the rest as above.
-/// The simulator's PE for `wafer`: its SIMD width, SRAM ports, links, hop latency and colours.
+/// The simulator's PE for `wafer`: its SIMD width, SRAM ports, links, hop latency, colours and timing.
 /// Throws std::invalid_argument when the wafer leaves one of them non-positive.
 MicroArch microarch_for(const wafer::WaferParams& wafer);
 

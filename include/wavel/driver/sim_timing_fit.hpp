@@ -1,0 +1,36 @@
+// The simulator's PE timing fitted on hardware kernel measurements through the simulator's own loops.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "wavel/calibrate/kernels.hpp"
+#include "wavel/calibrate/least_squares.hpp"
+#include "wavel/wafer/wafer.hpp"
+
+namespace wavel::driver {
+
+/// The simulator's cycles for one repetition of each point on a P x P region of `wafer` (its
+/// pe_timing included): the op with its launch (routes are static, so every repetition enters the
+/// kernel's tasks anew); the shift is L one-hop shifts, each a launch and a send.
+std::vector<double> simulate_kernel_points(const std::vector<calibrate::KernelPoint>& points,
+                                           const wafer::WaferParams& wafer);
+
+/// The timing constants the points' kernels exercise, in registry order.
+std::vector<const wafer::PeTimingInfo*> sim_timing_fit_names(const std::vector<calibrate::KernelPoint>& points);
+
+/// A fit of the simulator's timing and where it lands.
+struct SimTimingFit {
+  wafer::PeTiming start;
+  wafer::PeTiming fitted;
+  std::vector<const wafer::PeTimingInfo*> fitted_names;
+  std::vector<std::string> on_bounds;  ///< fitted constants that ended on a registry bound
+  std::vector<double> simulated;       ///< every point at the fitted timing
+  calibrate::VectorFitOutcome outcome;
+};
+
+/// Least squares in log space (the solver of the cost model's fits) on the points not held out.
+SimTimingFit fit_sim_timing(const std::vector<calibrate::KernelPoint>& points, const std::vector<bool>& held_out,
+                            const wafer::WaferParams& wafer);
+
+}  // namespace wavel::driver

@@ -1,0 +1,119 @@
+// Fits the simulator's PE timing on kernel measurements (sim_timing_fit.hpp).
+#include "wavel/driver/sim_timing_fit.hpp"
+
+#include <algorithm>
+#include <set>
+
+#include "wavel/sim/simulate.hpp"
+
+namespace wavel::driver {
+
+using calibrate::KernelKind;
+using calibrate::KernelPoint;
+
+namespace {
+
+double simulate_kernel_point(const KernelPoint& p, const wafer::WaferParams& wafer) {
+  meshir::Schedule s;
+  s.grid_w_pes = s.grid_h_pes = p.side_pes;
+  s.sram_per_pe_bytes = wafer.sram_per_pe_bytes;
+  s.colours = wafer.routable_colours;
+  s.regions = {meshir::Rect{0, 0, p.side_pes, p.side_pes}};
+  meshir::PlacedOp op;
+  op.name = calibrate::to_string(p.kind);
+  op.used = s.regions[0];
+  op.reduce_axis = meshir::Axis::x;
+  double repeats = 1.0;
+  switch (p.kind) {
+    case KernelKind::meshgemm:
+      op.kernel = meshir::Kernel::meshgemm;
+      op.work.m = p.m;
+      op.work.k = p.k;
+      op.work.n = p.n;
+      break;
+    case KernelKind::meshgemv:
+      op.kernel = meshir::Kernel::meshgemv;
+      op.group = p.side_pes / std::max<std::int64_t>(1, p.groups);
+      op.work.m = 1;
+      op.work.k = p.m;
+      op.work.n = p.n;
+      break;
+    case KernelKind::shift:
+      op.kernel = meshir::Kernel::kv_shift;
+      op.work.output_bytes = 2 * p.m * p.n;  // FP16, the whole matrix over the P x P PEs
+      repeats = static_cast<double>(p.hops);
+      break;
+  }
+  s.ops = {op};
+  // A kernel point's steps and alignment rounds are all alike, so 4 of each reach the period: at
+  // most 0.16 % from 16 on the shared WSE-3 points, at a quarter of the time (the fit runs it ~60x).
+  sim::SimOptions options;
+  options.max_simulated_steps = 4;
+  const double cycles = sim::simulate_op(s, 0, wafer, options).cycles;
+  if (p.kind != KernelKind::shift) return cycles;
+  // One launch, then L store-and-forward hops: each a task woken by the tile's arrival that sends it
+  // on (the one-hop op's send without its launch).
+  const double launch = wafer.pe_timing.kernel_launch_cycles;
+  return launch + repeats * (cycles - launch + wafer.pe_timing.task_launch_cycles);
+}
+
+}  // namespace
+
+std::vector<double> simulate_kernel_points(const std::vector<KernelPoint>& points, const wafer::WaferParams& wafer) {
+  std::vector<double> out;
+  out.reserve(points.size());
+  for (const auto& p : points) out.push_back(simulate_kernel_point(p, wafer));
+  return out;
+}
+
+std::vector<const wafer::PeTimingInfo*> sim_timing_fit_names(const std::vector<KernelPoint>& points) {
+  std::set<KernelKind> kinds;
+  for (const auto& p : points) kinds.insert(p.kind);
+  // Which loop of which kernel runs each constant (sim/src/kernels): the k-iteration's scalars and
+  // the step and alignment tasks only in MeshGEMM, vector set-up in MeshGEMM and MeshGEMV, the
+  // reduce tree's stages in MeshGEMV, the op's entry in all three.
+  std::set<std::string> names;
+  if (!kinds.empty()) names.insert("kernel_launch_cycles");
+  if (kinds.count(KernelKind::meshgemm) != 0) {
+    names.insert({"scalar_op_cycles", "vector_op_setup_cycles", "task_launch_cycles"});
+  }
+  if (kinds.count(KernelKind::meshgemv) != 0) names.insert({"vector_op_setup_cycles", "stream_latency_cycles"});
+  std::vector<const wafer::PeTimingInfo*> out;
+  for (const auto& info : wafer::pe_timing_registry()) {
+    if (names.count(info.name) != 0) out.push_back(&info);
+  }
+  return out;
+}
+
+SimTimingFit fit_sim_timing(const std::vector<KernelPoint>& points, const std::vector<bool>& held_out,
+                            const wafer::WaferParams& wafer) {
+  SimTimingFit fit;
+  fit.start = wafer.pe_timing;
+  fit.fitted_names = sim_timing_fit_names(points);
+  std::vector<double> measured;
+  for (const auto& p : points) measured.push_back(p.mean_cycles);
+  std::vector<calibrate::ParamBounds> bounds;
+  std::vector<double> start;
+  for (const auto* info : fit.fitted_names) {
+    bounds.push_back({info->min_value, info->max_value});
+    start.push_back(fit.start.*(info->field));
+  }
+  auto wafer_at = [&](const std::vector<double>& v) {
+    wafer::WaferParams w = wafer;
+    for (std::size_t i = 0; i < v.size(); ++i) w.pe_timing.*(fit.fitted_names[i]->field) = v[i];
+    return w;
+  };
+  const calibrate::VectorPredictor predict = [&](std::size_t i, const std::vector<double>& v) {
+    return simulate_kernel_point(points[i], wafer_at(v));
+  };
+  fit.outcome = calibrate::fit_log_least_squares(measured, held_out, predict, bounds, start);
+  const wafer::WaferParams fitted = wafer_at(fit.outcome.fitted);
+  fit.fitted = fitted.pe_timing;
+  for (std::size_t i = 0; i < bounds.size(); ++i) {
+    if (calibrate::on_bound(fit.outcome.fitted[i], bounds[i])) fit.on_bounds.push_back(fit.fitted_names[i]->name);
+  }
+  fit.simulated = simulate_kernel_points(points, fitted);
+  return fit;
+}
+
+}  // namespace wavel::driver
