@@ -75,7 +75,7 @@ meshir::Schedule gemv_8x8() {
   op.group = 4;
   op.work.m = 1;
   op.work.k = 64;
-  op.work.n = 64;
+  op.work.n = 32;
   s.ops = {op};
   return s;
 }
@@ -109,8 +109,8 @@ TEST_CASE("sim: one message of B bytes over H hops takes H*hop + ceil(B/4) cycle
   }
   {
     // A MeshIR transfer between two 4x4 regions whose centres are 8 columns apart: the 4 rows both
-    // span carry it, 1000 bytes -> 250 bytes = 63 wavelets (62.5 rounded up) per lane.
-    // Launch 64, then 8 hops and 63 wavelets: 64 + 8 + 63 = 135.
+    // span carry it, 1000 bytes of FP16 = 500 elements, one per wavelet: 125 wavelets per lane.
+    // Launch 64, then 8 hops and 125 wavelets: 64 + 8 + 125 = 197.
     auto s = one_region(4, 4);
     s.regions.push_back(meshir::Rect{8, 0, 4, 4});
     auto op = op_on(s.regions[0], meshir::Kernel::transfer);
@@ -118,7 +118,7 @@ TEST_CASE("sim: one message of B bytes over H hops takes H*hop + ceil(B/4) cycle
     op.work.input_bytes = 1000;
     s.ops = {op};
     const auto r = sim::simulate_op(s, 0, wse3(), round_options());
-    CHECK(r.cycles == 135.0);
+    CHECK(r.cycles == 197.0);
     CHECK(r.sample.lines_total == 4);
     CHECK(r.sample.scale_factor == doctest::Approx(4.0 / static_cast<double>(r.sample.lines_sampled)));
   }
@@ -236,17 +236,17 @@ TEST_CASE("sim: N messages through one saturated link take N*ceil(B/4) after the
 }
 
 TEST_CASE("sim: an 8x8 MeshGEMV by hand: vector loops, then a streamed K-tree per row") {
-  // Each PE holds k/8 = 8 inputs and n/8 = 8 outputs: 8 vector FMACs over 8 outputs. One takes
-  // 3 setup + max(SIMD: ceil(8 / 8) = 1, SRAM reads: 8 x 4 bytes / 16 per cycle = 2, writes:
-  // 8 x 2 bytes / 8 per cycle = 2) = 5 cycles: 40. Launch 64: partials ready at 104. Partials are
-  // FP16: 8 x 2 = 16 bytes. Line of 8 in groups of 4 (centres 2 and 6; root 6), times after 120 as
-  // in the 16-line case:
+  // Each PE holds k/8 = 8 inputs and n/8 = 4 outputs: 8 vector FMACs over 4 outputs. One takes
+  // 3 setup + max(SIMD: ceil(4 / 8) = 1, SRAM reads: 4 x 4 bytes / 16 per cycle = 1, writes:
+  // 4 x 2 bytes / 8 per cycle = 1) = 4 cycles: 32. Launch 64: partials ready at 96. Partials are
+  // 4 FP16 elements, one per wavelet: 4 wavelets. Line of 8 in groups of 4 (centres 2 and 6; root
+  // 6), times after 96 as in the 16-line case:
   //  1->2 first 7, last 10; 3->2 and 7->6: 2, 5; 5->6: 7, 10; 2->6 (4 hops) starts 10: 15, 18.
   //  Multicast from 6 starts max(15, 7, 2) + 3 = 18: to 0 (6 hops) 18 + 6 + 4 = 28; to 7: 23.
-  //  Total 104 + 28 = 132.
+  //  Total 96 + 28 = 124.
   const auto s = gemv_8x8();
   const auto r = sim::simulate_op(s, 0, wse3(), round_options());
-  CHECK(r.cycles == 132.0);
+  CHECK(r.cycles == 124.0);
   CHECK(r.sample.lines_total == 8);
   CHECK(r.sample.lines_sampled == 3);
   CHECK(r.sample.scale_factor == doctest::Approx(8.0 / 3.0));
@@ -259,24 +259,26 @@ TEST_CASE("sim: an 8x8 MeshGEMV by hand: vector loops, then a streamed K-tree pe
   full.full_region_when_small = true;
   const auto f = sim::simulate_op(s, 0, wse3(), full);
   CHECK(f.sample.full_region);
-  CHECK(f.cycles == 132.0);
+  CHECK(f.cycles == 124.0);
   CHECK(f.messages == 72);
   CHECK(static_cast<double>(f.wavelet_hops) == doctest::Approx(r.represented_wavelet_hops));
   CHECK(f.colours_max == 3);
 }
 
 TEST_CASE("sim: kv shift and movers sharing a region's links, by hand") {
-  // kv_shift on 12x8: 96 x 64 bytes over 96 PEs = 64 bytes = 16 wavelets, one hop up; every PE
-  // sends once and receives once (separate ramp directions): 64 + 1 + 16 = 81.
+  // kv_shift on 12x8: 96 x 64 bytes over 96 PEs = 64 bytes = 32 FP16 elements = 32 wavelets, one
+  // hop up; every PE sends once and receives once (separate ramp directions), and the receiver's
+  // task (16) takes the tile in: 64 + 1 + 32 + 16 = 113.
   auto s = one_region(12, 8);
   auto kv = op_on(s.regions[0], meshir::Kernel::kv_shift);
   kv.work.output_bytes = 96 * 64;
   s.ops = {kv};
-  CHECK(sim::simulate_op(s, 0, wse3(), round_options()).cycles == 81.0);
+  CHECK(sim::simulate_op(s, 0, wse3(), round_options()).cycles == 113.0);
 
-  // Two transfers of one step leave region 0 to the right, to regions 8 and 16 columns away:
-  // alone 64 + 8 + 63 = 135 and 64 + 16 + 63 = 143. Together their lanes start at the same PE,
-  // whose ramp sends the first (lower op) and then the second: 64 + 63 = 127, + 16 + 63 = 206.
+  // Two transfers of one step leave region 0 to the right, to regions 8 and 16 columns away
+  // (125 wavelets a lane, as above): alone 64 + 8 + 125 = 197 and 64 + 16 + 125 = 205. Together
+  // their lanes start at the same PE, whose ramp sends the first (lower op) and then the second:
+  // 64 + 125 = 189, + 16 + 125 = 330.
   auto m = one_region(4, 4);
   m.regions.push_back(meshir::Rect{8, 0, 4, 4});
   m.regions.push_back(meshir::Rect{16, 0, 4, 4});
@@ -289,13 +291,13 @@ TEST_CASE("sim: kv shift and movers sharing a region's links, by hand") {
   b.to_region = 2;
   m.ops = {a, b};
   const auto r = sim::simulate(m, wse3(), true, 1, round_options());
-  CHECK(r.ops[0].cycles == 135.0);
-  CHECK(r.ops[1].cycles == 143.0);
+  CHECK(r.ops[0].cycles == 197.0);
+  CHECK(r.ops[1].cycles == 205.0);
   CHECK(r.ops[0].contention_cycles == 0.0);
-  CHECK(r.ops[1].total_cycles == 206.0);
+  CHECK(r.ops[1].total_cycles == 330.0);
   // In different steps they do not meet.
   m.ops[1].step = 1;
-  CHECK(sim::simulate(m, wse3(), true, 1, round_options()).ops[1].total_cycles == 143.0);
+  CHECK(sim::simulate(m, wse3(), true, 1, round_options()).ops[1].total_cycles == 205.0);
 }
 
 TEST_CASE("sim: a router out of colours relays the route and counts it") {

@@ -2,8 +2,11 @@
 #include "wavel/driver/sim_timing_fit.hpp"
 
 #include <algorithm>
+#include <functional>
 #include <set>
 
+#include "wavel/calibrate/fit.hpp"
+#include "wavel/calibrate/predict.hpp"
 #include "wavel/sim/simulate.hpp"
 
 namespace wavel::driver {
@@ -51,10 +54,10 @@ double simulate_kernel_point(const KernelPoint& p, const wafer::WaferParams& waf
   options.max_simulated_steps = 4;
   const double cycles = sim::simulate_op(s, 0, wafer, options).cycles;
   if (p.kind != KernelKind::shift) return cycles;
-  // One launch, then L store-and-forward hops: each a task woken by the tile's arrival that sends it
-  // on (the one-hop op's send without its launch).
+  // One launch, then L store-and-forward hops: each the one-hop op without its launch (the send and
+  // the receiving PE's task).
   const double launch = wafer.pe_timing.kernel_launch_cycles;
-  return launch + repeats * (cycles - launch + wafer.pe_timing.task_launch_cycles);
+  return launch + repeats * (cycles - launch);
 }
 
 }  // namespace
@@ -85,13 +88,16 @@ std::vector<const wafer::PeTimingInfo*> sim_timing_fit_names(const std::vector<K
   return out;
 }
 
-SimTimingFit fit_sim_timing(const std::vector<KernelPoint>& points, const std::vector<bool>& held_out,
-                            const wafer::WaferParams& wafer) {
+namespace {
+
+// Least squares in log space of `predict` over the named constants; fills every field of the fit.
+SimTimingFit fit_named(const std::vector<double>& measured, const std::vector<bool>& held_out,
+                       const wafer::WaferParams& wafer, std::vector<const wafer::PeTimingInfo*> names,
+                       const std::function<std::vector<double>(const wafer::WaferParams&)>& all,
+                       const std::function<double(std::size_t, const wafer::WaferParams&)>& one) {
   SimTimingFit fit;
   fit.start = wafer.pe_timing;
-  fit.fitted_names = sim_timing_fit_names(points);
-  std::vector<double> measured;
-  for (const auto& p : points) measured.push_back(p.mean_cycles);
+  fit.fitted_names = std::move(names);
   std::vector<calibrate::ParamBounds> bounds;
   std::vector<double> start;
   for (const auto* info : fit.fitted_names) {
@@ -104,7 +110,7 @@ SimTimingFit fit_sim_timing(const std::vector<KernelPoint>& points, const std::v
     return w;
   };
   const calibrate::VectorPredictor predict = [&](std::size_t i, const std::vector<double>& v) {
-    return simulate_kernel_point(points[i], wafer_at(v));
+    return one(i, wafer_at(v));
   };
   fit.outcome = calibrate::fit_log_least_squares(measured, held_out, predict, bounds, start);
   const wafer::WaferParams fitted = wafer_at(fit.outcome.fitted);
@@ -112,8 +118,56 @@ SimTimingFit fit_sim_timing(const std::vector<KernelPoint>& points, const std::v
   for (std::size_t i = 0; i < bounds.size(); ++i) {
     if (calibrate::on_bound(fit.outcome.fitted[i], bounds[i])) fit.on_bounds.push_back(fit.fitted_names[i]->name);
   }
-  fit.simulated = simulate_kernel_points(points, fitted);
+  fit.simulated = all(fitted);
   return fit;
+}
+
+double simulate_reference_point(const calibrate::ReferencePoint& p, const meshir::Schedule& schedule,
+                                const wafer::WaferParams& wafer) {
+  sim::SimOptions options;
+  options.max_simulated_steps = 4;  // as for the kernel points: the steps are alike
+  return sim::simulate(schedule, wafer, p.phase == workload::Phase::decode, p.tokens(), options).tpr_tokens_per_s;
+}
+
+}  // namespace
+
+SimTimingFit fit_sim_timing(const std::vector<KernelPoint>& points, const std::vector<bool>& held_out,
+                            const wafer::WaferParams& wafer) {
+  std::vector<double> measured;
+  for (const auto& p : points) measured.push_back(p.mean_cycles);
+  return fit_named(
+      measured, held_out, wafer, sim_timing_fit_names(points),
+      [&](const wafer::WaferParams& w) { return simulate_kernel_points(points, w); },
+      [&](std::size_t i, const wafer::WaferParams& w) { return simulate_kernel_point(points[i], w); });
+}
+
+std::vector<double> simulate_reference_points(const calibrate::ReferenceSet& set, const wafer::WaferParams& wafer) {
+  std::vector<double> out;
+  for (const auto& p : set.points) {
+    out.push_back(simulate_reference_point(p, calibrate::waferllm_reference_schedule(p, wafer), wafer));
+  }
+  return out;
+}
+
+SimTimingFit fit_sim_timing_end_to_end(const calibrate::ReferenceSet& set, const wafer::WaferParams& wafer) {
+  std::vector<double> measured;
+  std::vector<meshir::Schedule> schedules;  // built once: they do not depend on the timing
+  for (const auto& p : set.points) {
+    measured.push_back(p.tpr_tokens_per_s);
+    schedules.push_back(calibrate::waferllm_reference_schedule(p, wafer));
+  }
+  std::vector<const wafer::PeTimingInfo*> names;
+  for (const auto& info : wafer::pe_timing_registry()) {
+    if (info.name == "scalar_op_cycles") names.push_back(&info);
+  }
+  return fit_named(
+      measured, calibrate::held_out_mask(set), wafer, names,
+      [&](const wafer::WaferParams& w) {
+        std::vector<double> out;
+        for (std::size_t i = 0; i < set.points.size(); ++i) out.push_back(simulate_reference_point(set.points[i], schedules[i], w));
+        return out;
+      },
+      [&](std::size_t i, const wafer::WaferParams& w) { return simulate_reference_point(set.points[i], schedules[i], w); });
 }
 
 }  // namespace wavel::driver

@@ -4,9 +4,14 @@
 #include "wavel/calibrate/fit.hpp"
 #include "wavel/calibrate/reference.hpp"
 #include "wavel/cost/params.hpp"
+#include "wavel/meshir/schedule.hpp"
 #include "wavel/wafer/wafer.hpp"
 
 namespace wavel::calibrate {
+
+/// WaferLLM's single-layer schedule on the point's P x P region (what WaferLLM's code times).
+/// Decode points attend to `context_tokens` with one request; prefill points process `input_tokens`.
+meshir::Schedule waferllm_reference_schedule(const ReferencePoint& p, const wafer::WaferParams& wafer);
 
 /// A Predictor for points measured on `wafer`: it builds WaferLLM's single-layer schedule on the
 /// point's P x P region (what WaferLLM's code times) once per point and re-scores it for each

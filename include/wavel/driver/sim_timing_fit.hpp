@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "wavel/calibrate/kernels.hpp"
+#include "wavel/calibrate/reference.hpp"
 #include "wavel/calibrate/least_squares.hpp"
 #include "wavel/wafer/wafer.hpp"
 
@@ -32,5 +33,16 @@ struct SimTimingFit {
 /// Least squares in log space (the solver of the cost model's fits) on the points not held out.
 SimTimingFit fit_sim_timing(const std::vector<calibrate::KernelPoint>& points, const std::vector<bool>& held_out,
                             const wafer::WaferParams& wafer);
+
+/// The simulator's throughput per request for each end-to-end reference point: the schedule the
+/// cost model's predictor builds (calibrate::waferllm_reference_schedule), simulated on `wafer`.
+std::vector<double> simulate_reference_points(const calibrate::ReferenceSet& set, const wafer::WaferParams& wafer);
+
+/// Level 2 for the simulator, as for the model: end-to-end points fit only what the other generation
+/// may set differently and no kernel run of its own pins: scalar_op_cycles (the k-iteration; WSE-2
+/// has no kernel measurements). A per-op cost beyond the kernel launch, the model's end-to-end term,
+/// was tried here and fitted to zero: the simulator's own loops and launches already account for it.
+/// Held-out points as calibrate::held_out_mask. `simulated` holds every point at the fitted timing.
+SimTimingFit fit_sim_timing_end_to_end(const calibrate::ReferenceSet& set, const wafer::WaferParams& wafer);
 
 }  // namespace wavel::driver

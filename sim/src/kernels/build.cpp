@@ -24,18 +24,27 @@ std::vector<ItemId> ids_of(Lanes lanes) {
 // Messages from line positions from, from + 1, ... (n of them) to positions to, to + to_step, ...,
 // each after its sender's launch lane; `done` after every one. One lane group when each message is
 // one transport unit, else one send per message.
+// `received` (when given) gets a task of that many cycles on each receiving PE after its message,
+// in order, which `done` waits for instead of the message.
 void send_lanes(Network& net, const Line& line, std::int64_t from, std::int64_t n, std::int64_t to, std::int64_t to_step,
-                std::int64_t bytes, int colour, Lanes launch, ItemId done) {
+                std::int64_t bytes, int colour, Lanes launch, ItemId done, double received_task_cycles = -1.0) {
   if (n <= 0) return;
   SendSpec spec;
   spec.src_pe = line.at(from);
   spec.dst_pe = line.at(to);
   spec.bytes = bytes;
   spec.colour = colour;
+  const bool task_after = received_task_cycles >= 0.0;
   if (net.single_unit(bytes)) {
     const Lanes sent = net.sends(spec, n, line.stride, to_step * line.stride);
     net.after(sent, launch.sub(from, n));
-    net.after(done, sent);
+    if (!task_after) {
+      net.after(done, sent);
+      return;
+    }
+    const Lanes got = net.tasks(line.at(to), to_step * line.stride, n, received_task_cycles, SpanKind::overhead);
+    net.after(got, sent);
+    net.after(done, got);
     return;
   }
   for (std::int64_t i = 0; i < n; ++i) {
@@ -43,7 +52,13 @@ void send_lanes(Network& net, const Line& line, std::int64_t from, std::int64_t 
     spec.dst_pe = line.at(to + i * to_step);
     const ItemId m = net.send(spec);
     net.after(m, launch.at(from + i));
-    net.after(done, m);
+    if (!task_after) {
+      net.after(done, m);
+      continue;
+    }
+    const ItemId got = net.task(spec.dst_pe, received_task_cycles, SpanKind::overhead);
+    net.after(got, m);
+    net.after(done, got);
   }
 }
 
@@ -196,10 +211,11 @@ KernelBuild build_kernel(Network& net, const KernelPlan& plan) {
         break;
       }
       case Shape::neighbour: {
-        // PE i sends to i - 1; PE 0 sends nothing and waits for its launch alone.
+        // PE i sends to i - 1, whose task takes the tile in (store and forward); PE 0 sends nothing
+        // and waits for its launch alone.
         const Lanes launch = tasks_on(net, line, plan.launch_cycles, SpanKind::launch);
         if (launch.count > 0) net.after(line_done, launch.sub(0, 1));
-        send_lanes(net, line, 1, line.count - 1, 0, 1, work.message_bytes, 1, launch, line_done);
+        send_lanes(net, line, 1, line.count - 1, 0, 1, work.message_bytes, 1, launch, line_done, plan.task_cycles);
         break;
       }
       case Shape::mirror: {

@@ -17,8 +17,15 @@ using meshir::Kernel;
 using meshir::PlacedOp;
 using meshir::Rect;
 
-constexpr std::int64_t kFp16Bytes = 2;  // activations and weights
+constexpr std::int64_t kFp16Bytes = 2;  // activations and weights, in SRAM
 constexpr std::int64_t kFp32Bytes = 4;  // partial sums of scalar reductions and attention
+// On the fabric an FP16 element takes a whole 32-bit wavelet: the kernels move FP16 data with 16-bit
+// fabric moves, one element per wavelet. The WSE-3 shift runs show it (about 1 cycle per element
+// and hop where packed wavelets would take 0.5); the MeshGEMM and MeshGEMV runs fit equally well
+// either way (their transfers hide behind compute or are short).
+constexpr std::int64_t kFp16WireBytes = 4;
+// Wire bytes of an FP16 payload of `bytes` bytes in SRAM.
+std::int64_t fp16_wire(std::int64_t bytes) { return checked_mul(std::max<std::int64_t>(0, bytes), kFp16WireBytes / kFp16Bytes, "wire bytes"); }
 
 std::int64_t at_least_1(std::int64_t v) { return std::max<std::int64_t>(1, v); }
 std::int64_t side(const Rect& r, Axis axis) { return at_least_1(axis == Axis::x ? r.w : r.h); }
@@ -177,7 +184,7 @@ KernelPlan plan_kernel(const meshir::Schedule& schedule, const PlacedOp& op, con
     plan.rounds = softmax ? at_least_1(op.rounds) : 1;
     if (!softmax && sharing > 1) {
       plan.span_pes = std::min(a, mul(sharing, segment));
-      plan.span_bytes = mul(mul(context_pe, features_pe), kFp16Bytes);
+      plan.span_bytes = mul(mul(context_pe, features_pe), kFp16WireBytes);
     }
     if (scores) {
       // Partial dot products over the PE's features for each context entry, reduced over the head's segment.
@@ -223,7 +230,7 @@ KernelPlan plan_kernel(const meshir::Schedule& schedule, const PlacedOp& op, con
         const std::int64_t k_pe = ceil_div(work.k, along);
         set_lines(along, across, work.n % across, op.reduce_axis, true, what, [&](std::int64_t l) {
           const std::int64_t n_l = share(std::max<std::int64_t>(0, work.n), across, l);
-          return LineWork{0, micro.vector_loop_cycles(mul(rows, k_pe), n_l), mul(mul(rows, n_l), kFp16Bytes)};
+          return LineWork{0, micro.vector_loop_cycles(mul(rows, k_pe), n_l), mul(mul(rows, n_l), kFp16WireBytes)};
         });
       } else {
         plan.rounds = at_least_1(op.rounds);
@@ -249,7 +256,7 @@ KernelPlan plan_kernel(const meshir::Schedule& schedule, const PlacedOp& op, con
     }
     case Kernel::kv_shift: {
       plan.shape = Shape::neighbour;
-      const std::int64_t bytes = ceil_div(std::max<std::int64_t>(0, work.output_bytes), pes);
+      const std::int64_t bytes = fp16_wire(ceil_div(std::max<std::int64_t>(0, work.output_bytes), pes));
       set_lines(h, w, 0, Axis::y, true, "columns of " + str(h) + " PEs, each shifting one hop up",
                 [&](std::int64_t) { return LineWork{0, 0.0, bytes}; });
       break;
@@ -274,9 +281,9 @@ KernelPlan plan_kernel(const meshir::Schedule& schedule, const PlacedOp& op, con
       plan.step_compute_cycles =
           static_cast<double>(b) * (static_cast<double>(tile_k) * micro.k_iteration_cycles() +
                                     micro.vector_loop_cycles(mul(tile_k, tile_n), tile_m));
-      const std::int64_t a_bytes = mul(mul(mul(b, tile_m), tile_k), kFp16Bytes);
-      const std::int64_t b_bytes = mul(mul(mul(b, tile_k), tile_n), kFp16Bytes);
-      const std::int64_t out_bytes = mul(mul(mul(b, tile_m), tile_n), kFp16Bytes);
+      const std::int64_t a_bytes = mul(mul(mul(b, tile_m), tile_k), kFp16WireBytes);
+      const std::int64_t b_bytes = mul(mul(mul(b, tile_k), tile_n), kFp16WireBytes);
+      const std::int64_t out_bytes = mul(mul(mul(b, tile_m), tile_n), kFp16WireBytes);
       // MeshGEMM moves A along X and B along Y; GEMM-T moves K along Y and passes partial scores along X.
       plan.x_bytes = op.kernel == Kernel::gemm_t ? out_bytes : a_bytes;
       plan.y_bytes = b_bytes;
@@ -316,7 +323,7 @@ KernelPlan plan_kernel(const meshir::Schedule& schedule, const PlacedOp& op, con
       // Re-mapping an activation's axes: PE i of each row sends its tile to the mirrored PE, so half
       // the data crosses the row's middle links (the bisection).
       plan.shape = Shape::mirror;
-      const std::int64_t bytes = ceil_div(std::max<std::int64_t>(0, work.input_bytes), pes);
+      const std::int64_t bytes = fp16_wire(ceil_div(std::max<std::int64_t>(0, work.input_bytes), pes));
       set_lines(w, h, 0, Axis::x, true, "rows of " + str(w) + " PEs, each PE to its mirror",
                 [&](std::int64_t) { return LineWork{0, 0.0, bytes}; });
       break;
@@ -332,7 +339,7 @@ KernelPlan plan_kernel(const meshir::Schedule& schedule, const PlacedOp& op, con
         // each side, and the rows arrive over the region's narrower side.
         plan.hops = (w + h) / 2;
         lanes = std::min(w, h);
-        bytes = work.output_bytes;
+        bytes = fp16_wire(work.output_bytes);
       } else {
         if (op.to_region < 0 || op.to_region >= static_cast<int>(schedule.regions.size())) {
           throw DataError({Diagnostic{"", 0, 0, "ops." + op.name + ".to_region",
@@ -345,7 +352,7 @@ KernelPlan plan_kernel(const meshir::Schedule& schedule, const PlacedOp& op, con
         const std::int64_t dy = std::llabs((2 * r.y + r.h) - (2 * to.y + to.h)) / 2;
         plan.hops = dx + dy;
         lanes = dx >= dy ? std::min(r.h, to.h) : std::min(r.w, to.w);
-        bytes = work.input_bytes;
+        bytes = fp16_wire(work.input_bytes);
       }
       lanes = at_least_1(lanes);
       plan.hops = std::max<std::int64_t>(0, plan.hops);
