@@ -131,13 +131,14 @@ TEST_CASE("the simulator's timing fit recovers a timing it was given") {
   truth.vector_op_setup_cycles = 2.0;
   truth.task_launch_cycles = 80.0;
   truth.kernel_launch_cycles = 75.0;
-  truth.stream_latency_cycles = 21.0;
+  truth.stream_latency_cycles = 15.0;
+  truth.router_cycles_per_hop = 0.75;
   wafer.pe_timing = truth;
   const auto measured = driver::simulate_kernel_points(points, wafer);
   for (std::size_t i = 0; i < points.size(); ++i) points[i].mean_cycles = measured[i];
   wafer.pe_timing = wafer::PeTiming{};
   const auto fit = driver::fit_sim_timing(points, std::vector<bool>(points.size(), false), wafer);
-  CHECK(fit.fitted_names.size() == 5);
+  CHECK(fit.fitted_names.size() == 6);
   CHECK(fit.on_bounds.empty());
   for (const auto* info : fit.fitted_names) {
     CAPTURE(info->name);

@@ -35,8 +35,9 @@ struct Coordinate {
         lo(std::log(b.min_value + shift)),
         hi(std::log(b.max_value + shift)) {}
   [[nodiscard]] double to_y(double value) const {
-    // A start on a bound sits just inside it: the logistic reaches a bound only at infinity.
-    const double t = std::clamp((std::log(value + shift) - lo) / (hi - lo), 1e-12, 1.0 - 1e-12);
+    // A start on a bound sits inside it, where the logistic still has a slope the solver can follow
+    // (at 1e-12 from a bound the step it sees is nil and the value never leaves the bound).
+    const double t = std::clamp((std::log(value + shift) - lo) / (hi - lo), 1e-3, 1.0 - 1e-3);
     return std::log(t / (1.0 - t));
   }
   [[nodiscard]] double to_value(double y) const {

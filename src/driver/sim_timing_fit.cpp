@@ -74,13 +74,16 @@ std::vector<const wafer::PeTimingInfo*> sim_timing_fit_names(const std::vector<K
   for (const auto& p : points) kinds.insert(p.kind);
   // Which loop of which kernel runs each constant (sim/src/kernels): the k-iteration's scalars and
   // the step and alignment tasks only in MeshGEMM, vector set-up in MeshGEMM and MeshGEMV, the
-  // reduce tree's stages in MeshGEMV, the op's entry in all three.
+  // reduce tree's stages and its long routes (level 2 and the broadcast) in MeshGEMV, the op's
+  // entry in all three.
   std::set<std::string> names;
   if (!kinds.empty()) names.insert("kernel_launch_cycles");
   if (kinds.count(KernelKind::meshgemm) != 0) {
     names.insert({"scalar_op_cycles", "vector_op_setup_cycles", "task_launch_cycles"});
   }
-  if (kinds.count(KernelKind::meshgemv) != 0) names.insert({"vector_op_setup_cycles", "stream_latency_cycles"});
+  if (kinds.count(KernelKind::meshgemv) != 0) {
+    names.insert({"vector_op_setup_cycles", "stream_latency_cycles", "router_cycles_per_hop"});
+  }
   std::vector<const wafer::PeTimingInfo*> out;
   for (const auto& info : wafer::pe_timing_registry()) {
     if (names.count(info.name) != 0) out.push_back(&info);
@@ -158,7 +161,7 @@ SimTimingFit fit_sim_timing_end_to_end(const calibrate::ReferenceSet& set, const
   }
   std::vector<const wafer::PeTimingInfo*> names;
   for (const auto& info : wafer::pe_timing_registry()) {
-    if (info.name == "scalar_op_cycles") names.push_back(&info);
+    if (info.name == "scalar_op_cycles" || info.name == "router_cycles_per_hop") names.push_back(&info);
   }
   return fit_named(
       measured, calibrate::held_out_mask(set), wafer, names,

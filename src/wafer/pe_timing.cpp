@@ -19,6 +19,8 @@ const std::vector<PeTimingInfo>& pe_timing_registry() {
        "re-configuring routes when consecutive ops reduce along different axes"},
       {"stream_latency_cycles", "cycles/stage", 0, 1e4, &PeTiming::stream_latency_cycles,
        "a wavelet's way down a ramp, through the add and back up: one reduction stage"},
+      {"router_cycles_per_hop", "cycles/hop", 0, 1e2, &PeTiming::router_cycles_per_hop,
+       "a wavelet's time in each router on a pre-configured route beyond the wafer's alpha_cycles_per_hop"},
   };
   return registry;
 }

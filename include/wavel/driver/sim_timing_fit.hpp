@@ -39,9 +39,10 @@ SimTimingFit fit_sim_timing(const std::vector<calibrate::KernelPoint>& points, c
 std::vector<double> simulate_reference_points(const calibrate::ReferenceSet& set, const wafer::WaferParams& wafer);
 
 /// Level 2 for the simulator, as for the model: end-to-end points fit only what the other generation
-/// may set differently and no kernel run of its own pins: scalar_op_cycles (the k-iteration; WSE-2
-/// has no kernel measurements). A per-op cost beyond the kernel launch, the model's end-to-end term,
-/// was tried here and fitted to zero: the simulator's own loops and launches already account for it.
+/// may set differently and no kernel run of its own pins (WSE-2 has no kernel measurements):
+/// scalar_op_cycles (the k-iteration, as the model's gemm_k_cycles) and router_cycles_per_hop (the
+/// reduce tree's long routes, as the model's alpha). A per-op cost beyond the kernel launch, the
+/// model's end-to-end term, was tried here and fitted to zero.
 /// Held-out points as calibrate::held_out_mask. `simulated` holds every point at the fitted timing.
 SimTimingFit fit_sim_timing_end_to_end(const calibrate::ReferenceSet& set, const wafer::WaferParams& wafer);
 

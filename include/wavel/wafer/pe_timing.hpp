@@ -18,6 +18,7 @@ struct PeTiming {
   double kernel_launch_cycles = 64.0;          ///< entering an op on a PE: its first task and DSDs
   double colour_switch_cycles = 32.0;          ///< router re-configuration when an op's routes change axis
   double stream_latency_cycles = 3.0;          ///< a wavelet down the ramp, through the add and back up
+  double router_cycles_per_hop = 0.0;          ///< a wavelet's time in each router beyond the wafer's alpha
 };
 
 /// One timing constant: its key in a params file's `sim_timing` section, units, bounds and meaning.

@@ -18,7 +18,7 @@ struct MicroArch {
   std::int64_t sram_read_bytes_per_cycle = 0;   ///< wafer sram_read_bytes_per_cycle
   std::int64_t sram_write_bytes_per_cycle = 0;  ///< wafer sram_write_bytes_per_cycle
   std::int64_t k_iteration_scalar_ops = 6; ///< MeshGEMM k-iteration: a DSD base set, 3 DSR loads, 2 offset increments
-  double hop_cycles = 0;                   ///< head latency per link on a pre-configured route (wafer alpha)
+  double hop_cycles = 0;                   ///< head latency per link on a pre-configured route (wafer alpha + router)
   std::int64_t link_bytes_per_cycle = 0;   ///< per link and per ramp (wafer link_bytes_per_cycle)
   std::int64_t routable_colours = 0;       ///< colours a router can carry; more are relayed in software (wafer)
   wafer::PeTiming timing;                  ///< tasks and instructions (wafer pe_timing: measured, see calibrate)
