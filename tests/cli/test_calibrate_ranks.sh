@@ -19,10 +19,11 @@ for np in 2 4; do
   cmp -s "$tmp/cal1.dump" "$tmp/cal$np.dump" || { echo "FAIL: calibrate's results.h5 differs at $np ranks"; diff "$tmp/cal1.dump" "$tmp/cal$np.dump" | head; fail=1; }
   cmp -s "$tmp/cal1.out" "$tmp/cal$np.out" || { echo "FAIL: calibrate's report differs at $np ranks"; diff "$tmp/cal1.out" "$tmp/cal$np.out" | head; fail=1; }
 done
-# calibrate KERNEL.yaml... likewise (every rank fits the same points; rank 0 writes).
+# calibrate KERNEL.yaml... likewise (every rank fits the same points; rank 0 writes). MeshGEMM is left
+# out: its simulator fit takes most of the command's time, and test_cli.sh runs all three.
 k="$src/tests/data/reference/wse3_kernels"
 for np in 1 2; do
-  "$mpiexec" -n $np --oversubscribe --bind-to none "$exe" calibrate "$k/meshgemm.yaml" "$k/meshgemv.yaml" "$k/shift.yaml" \
+  "$mpiexec" -n $np --oversubscribe --bind-to none "$exe" calibrate "$k/meshgemv.yaml" "$k/shift.yaml" \
     --output "$tmp/kal$np" >"$tmp/kal$np.out" 2>"$tmp/kal$np.err" || { echo "FAIL: kernel calibrate at $np ranks"; cat "$tmp/kal$np.err"; exit 1; }
 done
 for f in params.yaml kernel_validation.csv calibration.csv; do

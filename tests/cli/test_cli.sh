@@ -70,6 +70,10 @@ expect 0 "LOPO MAPE" -- calibrate "$k/meshgemm.yaml" "$k/meshgemv.yaml" "$k/shif
 data_only "calibrate KERNEL.yaml"
 [ -s "$tmp/calk/params.yaml" ] && [ -s "$tmp/calk/kernel_validation.csv" ] || { echo "FAIL: kernel calibrate wrote no params.yaml or kernel_validation.csv"; fail=1; }
 expect 0 "leave-one-model-out" -- calibrate "$src/tests/data/reference/waferllm_measured.yaml" --params "$tmp/calk/params.yaml" --output "$tmp/cal2"
+# Both levels write the simulator's timing; the end-to-end level refits only WSE-2's k-iteration and routes.
+grep -q "^sim_timing:" "$tmp/calk/params.yaml" && grep -q "^sim_timing:" "$tmp/cal2/params.yaml" || { echo "FAIL: no sim_timing section written"; fail=1; }
+[ "$(grep -A9 '^sim_timing:' "$tmp/calk/params.yaml" | grep kernel_launch_cycles)" = "$(grep -A9 '^sim_timing:' "$tmp/cal2/params.yaml" | grep kernel_launch_cycles)" ] || { echo "FAIL: the end-to-end level moved the simulator's launch"; fail=1; }
+grep -q "sim_tokens_per_s" "$tmp/cal2/validation.csv" || { echo "FAIL: validation.csv lacks the simulator's predictions"; fail=1; }
 expect 64 "give one file per kernel" -- calibrate "$k/shift.yaml" "$k/shift.yaml" --output "$tmp/calx"
 expect 64 "only when they are kernel measurement files" -- calibrate "$src/tests/data/reference/waferllm_measured.yaml" "$k/shift.yaml" --output "$tmp/calx"
 expect 64 "--wafer applies to 'calibrate' only with kernel measurement files" -- calibrate "$src/tests/data/reference/waferllm_measured.yaml" --wafer wse2 --output "$tmp/calx"
