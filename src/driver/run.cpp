@@ -234,6 +234,10 @@ void run(const config::Config& config, const RunContext& context, std::ostream& 
     std::cerr << "wavel-dse: note: starting afresh; the checkpoint '" << options.checkpoint_path
               << "' will be replaced (pass --resume to continue from it)\n";
   }
+  if (context.rank == 0 && config.sim.samples > 0 && wafer::is_nominal(config.wafer.pe_timing)) {
+    std::cerr << "wavel-dse: note: the simulator runs its nominal PE timing (cost.params_file has no sim_timing "
+                 "section; configs/params/wse3.yaml has the one measured on WSE-3)\n";
+  }
   auto outcome = evaluate_distributed(config, settings, context, options);
   std::vector<SettingResult> results = std::move(outcome.results);  // rank 0 only
   std::vector<WaferCountRow> counts;

@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <iomanip>
+#include <iostream>
 
 #include "wavel/calibrate/fit.hpp"
 #include "wavel/cost/model.hpp"
@@ -17,6 +18,14 @@ void simulate_command(const std::string& meshir_path, const std::string& wafer_p
                       const std::string& trace_path, const RunContext& context, std::ostream& out) {
   const auto checked = load_checked_schedule(meshir_path, wafer_preset, params_path, context);
   const auto& s = checked.schedule;
+  if (context.rank == 0) {
+    std::cerr << "wavel-dse: simulator PE timing: "
+              << (wafer::is_nominal(checked.wafer.pe_timing)
+                      ? std::string("nominal (no sim_timing section in --params; configs/params/wse3.yaml has the "
+                                    "one measured on WSE-3, 3-5x slower)")
+                      : "the sim_timing section of '" + params_path + "'")
+              << '\n';
+  }
   sim::SimOptions options;
   options.record_trace = !trace_path.empty();
   const auto model = cost::evaluate(s, checked.wafer, checked.params, checked.decode, checked.prompt_tokens);

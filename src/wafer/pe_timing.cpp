@@ -25,4 +25,12 @@ const std::vector<PeTimingInfo>& pe_timing_registry() {
   return registry;
 }
 
+bool is_nominal(const PeTiming& timing) {
+  const PeTiming nominal;
+  for (const auto& info : pe_timing_registry()) {
+    if (timing.*info.field != nominal.*info.field) return false;
+  }
+  return true;
+}
+
 }  // namespace wavel::wafer

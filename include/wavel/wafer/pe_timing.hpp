@@ -34,4 +34,7 @@ struct PeTimingInfo {
 /// Every constant, in the order the params file lists them.
 const std::vector<PeTimingInfo>& pe_timing_registry();
 
+/// True if every constant has its nominal value: nothing measured reached the simulator.
+bool is_nominal(const PeTiming& timing);
+
 }  // namespace wavel::wafer
