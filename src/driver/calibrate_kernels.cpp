@@ -196,7 +196,7 @@ void calibrate_kernels_command(const std::vector<std::string>& kernel_paths, con
                << percent(r.sim_train.mape_pct) << ", held-out " << percent(r.sim_test.mape_pct) << " (worst "
                << percent(r.sim_test.max_pct) << ")";
   }
-  for (const auto& name : sim_fit.on_bounds) sim_header << "\nwarning: sim_timing." << name << " ended on its bound";
+  sim_header << '\n' << sim_timing_bound_warnings(sim_fit);
   header << "\nThe other parameters keep their start values; end-to-end calibration fits those (see README, Calibration).";
   const std::string warnings = bound_warnings(result);
   for (const auto& name : calibrate::parameters_on_bounds(result)) header << "\nwarning: " << name << " ended on its bound";
@@ -232,7 +232,7 @@ void calibrate_kernels_command(const std::vector<std::string>& kernel_paths, con
   if (context.rank != 0) return;
   std::cerr << warnings;
   for (const auto& w : cv.bound_warnings) std::cerr << "warning: leave-one-P-out fold " << w << " ended on a bound\n";
-  for (const auto& name : sim_fit.on_bounds) std::cerr << "warning: sim_timing." << name << " ended on its bound\n";
+  std::cerr << sim_timing_bound_warnings(sim_fit);
   out << "Kernel calibration on " << points.size() << " " << wafer_preset << " hardware points";
   std::size_t skipped = 0;
   for (const auto& s : sets) skipped += s.skipped;
@@ -256,10 +256,7 @@ void calibrate_kernels_command(const std::vector<std::string>& kernel_paths, con
   out << "objective " << result.objective_start << " -> " << result.objective_final << " after " << result.iterations
       << " iterations" << (result.converged ? "" : " (evaluation cap reached)") << '\n';
   out << "\nsimulator PE timing (sim_timing):\n";
-  for (const auto* info : sim_fit.fitted_names) {
-    out << "  " << std::left << std::setw(32) << info->name << std::right << std::setw(10) << sim_fit.start.*(info->field)
-        << " -> " << std::setw(12) << sim_fit.fitted.*(info->field) << " " << info->units << '\n';
-  }
+  print_sim_timing_fit(out, sim_fit);
   out << "objective " << sim_fit.outcome.objective_start << " -> " << sim_fit.outcome.objective_final << " after "
       << sim_fit.outcome.iterations << " iterations" << (sim_fit.outcome.converged ? "" : " (evaluation cap reached)")
       << '\n';

@@ -186,7 +186,6 @@ void calibrate_command(const std::string& reference_path, const std::string& par
   // points fit only what kernel runs cannot pin.
   wafer::WaferParams sim_wafer = wafer;
   if (!params_path.empty()) sim_wafer.pe_timing = cost::load_pe_timing(params_path, sim_wafer.pe_timing);
-  const auto sim_before = simulate_reference_points(set, sim_wafer);
   const SimTimingFit sim_fit = fit_sim_timing_end_to_end(set, sim_wafer);
   const auto held = calibrate::held_out_mask(set);
   auto sim_mape = [&](const std::vector<double>& simulated, bool held_out) {
@@ -198,18 +197,20 @@ void calibrate_command(const std::string& reference_path, const std::string& par
     }
     return p.empty() ? std::nan("") : calibrate::mape_pct(p, m);
   };
+  const double sim_train_before = sim_mape(sim_fit.simulated_start, false), sim_test_before = sim_mape(sim_fit.simulated_start, true);
+  const double sim_train = sim_mape(sim_fit.simulated, false), sim_test = sim_mape(sim_fit.simulated, true);
+  std::ostringstream sim_summary;
+  sim_summary << "MAPE train " << percent(sim_train_before) << " -> " << percent(sim_train) << ", held-out test "
+              << percent(sim_test_before) << " -> " << percent(sim_test);
   std::ostringstream sim_header;
   sim_header << "The simulator's PE timing: " << (params_path.empty() ? std::string("nominal") : "as in " + params_path)
              << ", then fitted end to end through the simulator's own schedules:";
   for (const auto* info : sim_fit.fitted_names) sim_header << " " << info->name;
-  sim_header << "\nSimulator against the reference: MAPE train " << percent(sim_mape(sim_before, false)) << " -> "
-             << percent(sim_mape(sim_fit.simulated, false)) << ", held-out test " << percent(sim_mape(sim_before, true))
-             << " -> " << percent(sim_mape(sim_fit.simulated, true));
-  for (const auto& name : sim_fit.on_bounds) sim_header << "\nwarning: sim_timing." << name << " ended on its bound";
+  sim_header << "\nSimulator against the reference: " << sim_summary.str() << '\n' << sim_timing_bound_warnings(sim_fit);
   params_text += cost::pe_timing_to_yaml(sim_fit.fitted, sim_header.str());
 
   auto validation = calibrate::validation_table(set, result.after);
-  validation.columns.push_back({"sim_tokens_per_s_start", "tokens/s", sim_before});
+  validation.columns.push_back({"sim_tokens_per_s_start", "tokens/s", sim_fit.simulated_start});
   validation.columns.push_back({"sim_tokens_per_s", "tokens/s", sim_fit.simulated});
   const auto fitted = calibrate::calibration_table(result);
   auto attrs = command_provenance("calibrate", reference_path, params_path, context);
@@ -218,10 +219,10 @@ void calibrate_command(const std::string& reference_path, const std::string& par
   attrs.push_back({"test_mape_pct_before", result.before.test_mape_pct});
   attrs.push_back({"train_mape_pct", result.after.train_mape_pct});
   attrs.push_back({"test_mape_pct", result.after.test_mape_pct});
-  attrs.push_back({"sim_train_mape_pct_before", sim_mape(sim_before, false)});
-  attrs.push_back({"sim_test_mape_pct_before", sim_mape(sim_before, true)});
-  attrs.push_back({"sim_train_mape_pct", sim_mape(sim_fit.simulated, false)});
-  attrs.push_back({"sim_test_mape_pct", sim_mape(sim_fit.simulated, true)});
+  attrs.push_back({"sim_train_mape_pct_before", sim_train_before});
+  attrs.push_back({"sim_test_mape_pct_before", sim_test_before});
+  attrs.push_back({"sim_train_mape_pct", sim_train});
+  attrs.push_back({"sim_test_mape_pct", sim_test});
   attrs.insert(attrs.end(), cv.attributes.begin(), cv.attributes.end());
   std::vector<io::Table> tables{validation, fitted};
   tables.insert(tables.end(), cv.tables.begin(), cv.tables.end());
@@ -242,14 +243,9 @@ void calibrate_command(const std::string& reference_path, const std::string& par
   std::cerr << warnings << cv.warnings;
   out << "parameter uncertainty: " << uncertainty.method << " (written to params.yaml)\n";
   out << "\nsimulator (WaferLLM's schedules simulated; its timing fitted the same way):\n";
-  for (const auto* info : sim_fit.fitted_names) {
-    out << "  " << std::left << std::setw(32) << info->name << std::right << std::setw(10) << sim_fit.start.*(info->field)
-        << " -> " << std::setw(12) << sim_fit.fitted.*(info->field) << " " << info->units << '\n';
-  }
-  out << "  MAPE train " << percent(sim_mape(sim_before, false)) << " -> " << percent(sim_mape(sim_fit.simulated, false))
-      << ", held-out test " << percent(sim_mape(sim_before, true)) << " -> " << percent(sim_mape(sim_fit.simulated, true))
-      << '\n';
-  for (const auto& name : sim_fit.on_bounds) std::cerr << "warning: sim_timing." << name << " ended on its bound\n";
+  print_sim_timing_fit(out, sim_fit);
+  out << "  " << sim_summary.str() << '\n';
+  std::cerr << sim_timing_bound_warnings(sim_fit);
   std::cerr << "written: " << dir << "/params.yaml (use with --params), validation.csv, calibration.csv, results.h5\n";
 }
 

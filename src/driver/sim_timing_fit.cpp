@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <functional>
+#include <iomanip>
+#include <ostream>
 #include <set>
 
 #include "wavel/calibrate/fit.hpp"
@@ -49,7 +51,7 @@ double simulate_kernel_point(const KernelPoint& p, const wafer::WaferParams& waf
   }
   s.ops = {op};
   // A kernel point's steps and alignment rounds are all alike, so 4 of each reach the period: at
-  // most 0.16 % from 16 on the shared WSE-3 points, at a quarter of the time (the fit runs it ~60x).
+  // most 0.16 % from 16 on the shared WSE-3 points, at a quarter of the time (the fit runs it ~100x).
   sim::SimOptions options;
   options.max_simulated_steps = 4;
   const double cycles = sim::simulate_op(s, 0, wafer, options).cycles;
@@ -93,10 +95,10 @@ std::vector<const wafer::PeTimingInfo*> sim_timing_fit_names(const std::vector<K
 
 namespace {
 
-// Least squares in log space of `predict` over the named constants; fills every field of the fit.
+// Least squares in log space of `one` (point i at a timing) over the named constants; fills every
+// field of the fit.
 SimTimingFit fit_named(const std::vector<double>& measured, const std::vector<bool>& held_out,
                        const wafer::WaferParams& wafer, std::vector<const wafer::PeTimingInfo*> names,
-                       const std::function<std::vector<double>(const wafer::WaferParams&)>& all,
                        const std::function<double(std::size_t, const wafer::WaferParams&)>& one) {
   SimTimingFit fit;
   fit.start = wafer.pe_timing;
@@ -121,7 +123,10 @@ SimTimingFit fit_named(const std::vector<double>& measured, const std::vector<bo
   for (std::size_t i = 0; i < bounds.size(); ++i) {
     if (calibrate::on_bound(fit.outcome.fitted[i], bounds[i])) fit.on_bounds.push_back(fit.fitted_names[i]->name);
   }
-  fit.simulated = all(fitted);
+  for (std::size_t i = 0; i < measured.size(); ++i) {
+    fit.simulated_start.push_back(one(i, wafer));
+    fit.simulated.push_back(one(i, fitted));
+  }
   return fit;
 }
 
@@ -138,18 +143,8 @@ SimTimingFit fit_sim_timing(const std::vector<KernelPoint>& points, const std::v
                             const wafer::WaferParams& wafer) {
   std::vector<double> measured;
   for (const auto& p : points) measured.push_back(p.mean_cycles);
-  return fit_named(
-      measured, held_out, wafer, sim_timing_fit_names(points),
-      [&](const wafer::WaferParams& w) { return simulate_kernel_points(points, w); },
-      [&](std::size_t i, const wafer::WaferParams& w) { return simulate_kernel_point(points[i], w); });
-}
-
-std::vector<double> simulate_reference_points(const calibrate::ReferenceSet& set, const wafer::WaferParams& wafer) {
-  std::vector<double> out;
-  for (const auto& p : set.points) {
-    out.push_back(simulate_reference_point(p, calibrate::waferllm_reference_schedule(p, wafer), wafer));
-  }
-  return out;
+  return fit_named(measured, held_out, wafer, sim_timing_fit_names(points),
+                   [&](std::size_t i, const wafer::WaferParams& w) { return simulate_kernel_point(points[i], w); });
 }
 
 SimTimingFit fit_sim_timing_end_to_end(const calibrate::ReferenceSet& set, const wafer::WaferParams& wafer) {
@@ -163,14 +158,22 @@ SimTimingFit fit_sim_timing_end_to_end(const calibrate::ReferenceSet& set, const
   for (const auto& info : wafer::pe_timing_registry()) {
     if (info.name == "scalar_op_cycles" || info.name == "router_cycles_per_hop") names.push_back(&info);
   }
-  return fit_named(
-      measured, calibrate::held_out_mask(set), wafer, names,
-      [&](const wafer::WaferParams& w) {
-        std::vector<double> out;
-        for (std::size_t i = 0; i < set.points.size(); ++i) out.push_back(simulate_reference_point(set.points[i], schedules[i], w));
-        return out;
-      },
-      [&](std::size_t i, const wafer::WaferParams& w) { return simulate_reference_point(set.points[i], schedules[i], w); });
+  return fit_named(measured, calibrate::held_out_mask(set), wafer, names, [&](std::size_t i, const wafer::WaferParams& w) {
+    return simulate_reference_point(set.points[i], schedules[i], w);
+  });
+}
+
+void print_sim_timing_fit(std::ostream& out, const SimTimingFit& fit) {
+  for (const auto* info : fit.fitted_names) {
+    out << "  " << std::left << std::setw(32) << info->name << std::right << std::setw(10) << fit.start.*(info->field)
+        << " -> " << std::setw(12) << fit.fitted.*(info->field) << " " << info->units << '\n';
+  }
+}
+
+std::string sim_timing_bound_warnings(const SimTimingFit& fit) {
+  std::string out;
+  for (const auto& name : fit.on_bounds) out += "warning: sim_timing." + name + " ended on its bound\n";
+  return out;
 }
 
 }  // namespace wavel::driver

@@ -1,6 +1,7 @@
 // The simulator's PE timing fitted on hardware kernel measurements through the simulator's own loops.
 #pragma once
 
+#include <iosfwd>
 #include <string>
 #include <vector>
 
@@ -26,6 +27,7 @@ struct SimTimingFit {
   wafer::PeTiming fitted;
   std::vector<const wafer::PeTimingInfo*> fitted_names;
   std::vector<std::string> on_bounds;  ///< fitted constants that ended on a registry bound
+  std::vector<double> simulated_start; ///< every point at the start timing
   std::vector<double> simulated;       ///< every point at the fitted timing
   calibrate::VectorFitOutcome outcome;
 };
@@ -34,16 +36,19 @@ struct SimTimingFit {
 SimTimingFit fit_sim_timing(const std::vector<calibrate::KernelPoint>& points, const std::vector<bool>& held_out,
                             const wafer::WaferParams& wafer);
 
-/// The simulator's throughput per request for each end-to-end reference point: the schedule the
-/// cost model's predictor builds (calibrate::waferllm_reference_schedule), simulated on `wafer`.
-std::vector<double> simulate_reference_points(const calibrate::ReferenceSet& set, const wafer::WaferParams& wafer);
-
 /// Level 2 for the simulator, as for the model: end-to-end points fit only what the other generation
 /// may set differently and no kernel run of its own pins (WSE-2 has no kernel measurements):
 /// scalar_op_cycles (the k-iteration, as the model's gemm_k_cycles) and router_cycles_per_hop (the
 /// reduce tree's long routes, as the model's alpha). A per-op cost beyond the kernel launch, the
 /// model's end-to-end term, was tried here and fitted to zero.
-/// Held-out points as calibrate::held_out_mask. `simulated` holds every point at the fitted timing.
+/// Each point is the schedule the cost model's predictor builds (calibrate::waferllm_reference_schedule),
+/// simulated; its value the throughput per request. Held-out points as calibrate::held_out_mask.
 SimTimingFit fit_sim_timing_end_to_end(const calibrate::ReferenceSet& set, const wafer::WaferParams& wafer);
+
+/// The fitted constants, a line each: name, start -> fitted, units.
+void print_sim_timing_fit(std::ostream& out, const SimTimingFit& fit);
+
+/// "warning: sim_timing.NAME ended on its bound" for each constant that did, a line each.
+std::string sim_timing_bound_warnings(const SimTimingFit& fit);
 
 }  // namespace wavel::driver
