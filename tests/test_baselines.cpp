@@ -226,3 +226,19 @@ TEST_CASE("a baseline that cannot be placed says why") {
   CHECK(sides.back() == 720);
   CHECK(baselines::waferllm_sides(wafer, 15).size() == 50);
 }
+
+TEST_CASE("a grid shorter than WaferLLM's side step tunes over its largest square (it crashed on sides 1 to 14)") {
+  auto wafer = *wafer::find_wafer_preset("wse3");
+  for (const std::int64_t side : {1, 7, 14}) {
+    wafer.grid_w_pes = side;
+    wafer.grid_h_pes = 16;
+    const auto sides = baselines::waferllm_sides(wafer, 15);
+    REQUIRE(sides.size() == 1);
+    CHECK(sides.front() == side);
+    const auto params = cost::default_params(wafer);
+    std::string why;
+    const auto w = make("llama3-8b", workload::Phase::decode, 1, 128);
+    CHECK_FALSE(baselines::build_waferllm_tuned(w, wafer, params, {}, &why).has_value());  // 8B on <= 224 PEs
+    CHECK(why.find("no square side from " + std::to_string(side) + " to " + std::to_string(side)) != std::string::npos);
+  }
+}

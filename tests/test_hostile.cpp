@@ -1,6 +1,11 @@
 // Hostile inputs (issue 15): every parser refuses them with its documented error, quickly and
 // with bounded memory, never with a crash or C++ library text.
 #include <doctest/doctest.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
 
 #include <chrono>
 #include <filesystem>
@@ -14,6 +19,7 @@
 #include "wavel/calibrate/reference.hpp"
 #include "wavel/common/error.hpp"
 #include "wavel/common/hash.hpp"
+#include "wavel/common/output_file.hpp"
 #include "wavel/config/config.hpp"
 #include "wavel/driver/checkpoint.hpp"
 #include "wavel/driver/detail/spool.hpp"
@@ -211,8 +217,9 @@ namespace {
 // A checkpoint whose checksum is right but whose contents are forged by `body`.
 std::string forged_checkpoint(const std::function<void(wavel::driver::Packer&)>& body) {
   wavel::driver::Packer p;
-  p.put(std::uint32_t{5});  // this build's format: the forgeries must reach the decoder
+  p.put(std::uint32_t{6});  // this build's format: the forgeries must reach the decoder
   p.put(std::string("hash"));
+  p.put(std::uint64_t{0});   // no input fingerprints
   p.put(std::uint64_t{42});
   p.put(std::uint64_t{3});
   body(p);
@@ -266,7 +273,7 @@ TEST_CASE("forged checkpoint counts and results are data errors without library 
       }};
   for (const auto& forge : forgeries) {
     { std::ofstream(path, std::ios::binary) << forged_checkpoint(forge); }
-    auto [code, text] = outcome([&] { wavel::driver::read_checkpoint(path, "hash", 42, 3); });
+    auto [code, text] = outcome([&] { wavel::driver::read_checkpoint(path, "hash", {}, 42, 3); });
     CHECK(code == wavel::ExitCode::data_error);
     CHECK(text.find("std::") == std::string::npos);
     CHECK(text.find("vector") == std::string::npos);
@@ -359,39 +366,110 @@ TEST_CASE("MeshIR SRAM of overlapping regions: the sweep finds the most loaded p
   CHECK(wavel::meshir::resident_bytes_per_pe_max(many) == 1000 * (std::int64_t{1} << 40));  // all cover (15, 15)
 }
 
-TEST_CASE("the spool reads back what it appended, cuts what came after a checkpoint, and refuses altered bytes") {
+TEST_CASE("the spool describes itself: its records resume without a checkpoint, a torn tail is cut, altered bytes refused") {
+  namespace d = wavel::driver::detail;
   const auto dir = own_dir("hostile-spool");
   const auto path = (dir / "settings.spool").string();
+  const std::vector<wavel::driver::InputFingerprint> inputs{{"build", "b1"}, {"model file 'm.json'", "00ff"}};
+  const d::SpoolHeader header{"cafe", inputs, 77, 12};
   std::vector<wavel::driver::Checkpoint::Finished> entries;
   {
-    auto spool = wavel::driver::detail::Spool::create(path);
+    auto spool = d::Spool::create(path, header);
     entries.push_back(spool.append(4, "first result"));
     entries.push_back(spool.append(9, "second"));
     spool.sync();
-    (void)spool.append(11, "after the checkpoint");
     CHECK(spool.read(entries[1]) == "second");
-    CHECK(entries[1].offset == 12);
+    CHECK(entries[1].offset == entries[0].offset + 12 + 24);  // each record: task, size, hash, bytes
   }
-  CHECK(std::filesystem::file_size(path) == 38);
+  const auto whole = std::filesystem::file_size(path);
+  std::vector<wavel::driver::Checkpoint::Finished> found;
   {
-    auto spool = wavel::driver::detail::Spool::reopen(path, entries);
-    CHECK(spool.read(entries[0]) == "first result");
+    auto spool = d::Spool::recover(path, header, found);
+    REQUIRE(found.size() == 2);
+    CHECK(found[1].task == 9);
+    CHECK(found[1].offset == entries[1].offset);
+    CHECK(spool.read(found[0]) == "first result");
+    (void)spool.append(11, "appended after a resume");
   }
-  CHECK(std::filesystem::file_size(path) == 18);  // the unnamed tail is cut off
-  { std::fstream(path, std::ios::in | std::ios::out | std::ios::binary).write("F", 1); }
-  auto [code, text] = outcome([&] { (void)wavel::driver::detail::Spool::reopen(path, entries); });
+  // A torn last append (a kill or a full disk mid-write) is cut off; the records before it stay.
+  std::filesystem::resize_file(path, std::filesystem::file_size(path) - 3);
+  (void)d::Spool::recover(path, header, found);
+  CHECK(found.size() == 2);
+  CHECK(std::filesystem::file_size(path) == whole);
+  // Another config, other inputs, another plan: refused, naming what differs.
+  auto [code, text] = outcome([&] { d::Spool::check(path, "beef", inputs); });
+  CHECK(code == wavel::ExitCode::data_error);
+  CHECK(text.find("another config") != std::string::npos);
+  auto changed = inputs;
+  changed[1].digest = "0100";
+  std::tie(code, text) = outcome([&] { d::Spool::check(path, "cafe", changed); });
+  CHECK(code == wavel::ExitCode::data_error);
+  CHECK(text.find("the model file 'm.json' changed since") != std::string::npos);
+  d::SpoolHeader other_plan = header;
+  other_plan.plan_fingerprint = 78;
+  std::tie(code, text) = outcome([&] { (void)d::Spool::recover(path, other_plan, found); });
+  CHECK(text.find("another task plan") != std::string::npos);
+  // A byte of the first record altered, with more after it: corruption, not a torn tail.
+  { std::fstream(path, std::ios::in | std::ios::out | std::ios::binary).seekp(static_cast<std::streamoff>(entries[0].offset)).write("F", 1); }
+  std::tie(code, text) = outcome([&] { (void)d::Spool::recover(path, header, found); });
   CHECK(code == wavel::ExitCode::data_error);
   CHECK(text.find(path) != std::string::npos);
   CHECK(text.find("task 4 is corrupt") != std::string::npos);
-  auto beyond = entries;
-  beyond[1].bytes = 100;
-  std::tie(code, text) = outcome([&] { (void)wavel::driver::detail::Spool::reopen(path, {beyond[1]}); });
-  CHECK(code == wavel::ExitCode::data_error);
   std::filesystem::remove(path);
-  std::tie(code, text) = outcome([&] { (void)wavel::driver::detail::Spool::reopen(path, entries); });
+  std::tie(code, text) = outcome([&] { (void)d::Spool::recover(path, header, found); });
   CHECK(code == wavel::ExitCode::no_input);
   // In memory (no path) it behaves the same.
-  auto memory = wavel::driver::detail::Spool::create("");
+  auto memory = d::Spool::create("", header);
   const auto e = memory.append(1, "kept in memory");
   CHECK(memory.read(e) == "kept in memory");
+}
+
+TEST_CASE("files a run creates never follow a link planted in the output directory") {
+  const auto dir = own_dir("hostile-links");
+  const auto victim = dir / "victim";
+  { std::ofstream(victim) << "precious"; }
+  const auto planted = dir / "results.h5.partial";
+  std::filesystem::create_symlink(victim, planted);
+  const int fd = wavel::create_fresh_file(planted.string(), O_WRONLY);
+  REQUIRE(fd >= 0);
+  CHECK(::write(fd, "new", 3) == 3);
+  ::close(fd);
+  CHECK_FALSE(std::filesystem::is_symlink(planted));
+  std::ifstream in(victim);
+  std::string kept;
+  std::getline(in, kept);
+  CHECK(kept == "precious");
+  // A directory of that name is not removed.
+  std::filesystem::create_directory(dir / "d.partial");
+  CHECK(wavel::create_fresh_file((dir / "d.partial").string(), O_WRONLY) < 0);
+  CHECK(errno == EISDIR);
+  // Files that must persist (the lock, a spool to resume) are refused when linked or not regular.
+  std::filesystem::create_symlink(victim, dir / ".wavel-dse.lock");
+  CHECK(wavel::open_regular_file((dir / ".wavel-dse.lock").string(), O_RDWR | O_CREAT) < 0);
+  CHECK(errno == ELOOP);
+  std::filesystem::create_hard_link(victim, dir / "hard");
+  CHECK(wavel::open_regular_file((dir / "hard").string(), O_RDWR) < 0);
+  CHECK(errno == EMLINK);
+  REQUIRE(::mkfifo((dir / "fifo").c_str(), 0600) == 0);
+  CHECK(wavel::open_regular_file((dir / "fifo").string(), O_RDONLY) < 0);  // at once, not blocked
+  CHECK(errno == EINVAL);
+}
+
+TEST_CASE("a checkpoint that is not a regular file, or too large, is refused at once") {
+  const auto dir = own_dir("hostile-checkpoint-kind");
+  const auto fifo = dir / "checkpoint.wckp";
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  auto [code, text] = outcome([&] { wavel::driver::check_checkpoint(fifo.string(), "x", {}); });
+  CHECK(code == wavel::ExitCode::data_error);
+  CHECK(text.find("not a regular file") != std::string::npos);
+  std::tie(code, text) = outcome([&] { wavel::driver::check_checkpoint("/dev/zero", "x", {}); });
+  CHECK(code == wavel::ExitCode::data_error);
+  const auto big = dir / "big.wckp";
+  { std::ofstream(big) << "x"; }
+  std::filesystem::resize_file(big, (std::uintmax_t{1} << 30) + 1);  // sparse
+  std::tie(code, text) = outcome([&] { wavel::driver::check_checkpoint(big.string(), "x", {}); });
+  CHECK(code == wavel::ExitCode::data_error);
+  CHECK(text.find("more than the 1024 MiB") != std::string::npos);
+  std::tie(code, text) = outcome([&] { wavel::driver::check_checkpoint((dir / "absent").string(), "x", {}); });
+  CHECK(code == wavel::ExitCode::no_input);
 }

@@ -84,7 +84,7 @@ TEST_CASE("read_back leaves MeshIR texts in the spool and the schedules table re
   std::vector<wavel::config::Setting> settings(originals.size());
   std::vector<wavel::driver::Checkpoint::Finished> entries;
   auto spool = std::make_shared<wavel::driver::detail::Spool>(
-      wavel::driver::detail::Spool::create((dir / "settings.spool").string()));
+      wavel::driver::detail::Spool::create((dir / "settings.spool").string(), {}));
   for (std::size_t s = 0; s < originals.size(); ++s) {
     settings[s].id = originals[s].setting_id;
     entries.push_back(spool->append(100 + s, packed(originals[s])));
@@ -123,7 +123,7 @@ TEST_CASE("read_back leaves MeshIR texts in the spool and the schedules table re
   CHECK(fs::file_size(a) == fs::file_size(b));
 
   // A spool altered under the run is named, not read as another text.
-  wavel::driver::detail::Spool other = wavel::driver::detail::Spool::create("");
+  wavel::driver::detail::Spool other = wavel::driver::detail::Spool::create("", {});
   std::vector<wavel::driver::Checkpoint::Finished> moved{other.append(0, packed(sample(5, 0)))};
   const auto wrong = wavel::driver::detail::spool_texts(
       std::make_shared<wavel::driver::detail::Spool>(std::move(other)), moved);
@@ -173,7 +173,7 @@ TEST_CASE("request grouping reads the texts left on disk and gives the intervals
     r.front.push_back(FrontEntry{"search", s == 0 ? 2000.0 : 20.0, 1e-3, 100, 1, 1, 0.5, wavel::meshir::print(*best), {}});
   }
   std::vector<wavel::driver::Checkpoint::Finished> entries;
-  auto spool = std::make_shared<wavel::driver::detail::Spool>(wavel::driver::detail::Spool::create(""));
+  auto spool = std::make_shared<wavel::driver::detail::Spool>(wavel::driver::detail::Spool::create("", {}));
   for (const auto& r : in_memory) entries.push_back(spool->append(0, packed(r)));
   auto on_disk = wavel::driver::detail::read_back(*spool, entries, {false, false}, settings);
   wavel::driver::apply_request_grouping(c, settings, in_memory);

@@ -227,6 +227,8 @@ std::vector<std::int64_t> waferllm_sides(const wafer::WaferParams& wafer, std::i
   for (std::int64_t p : extra) {
     if (p >= 1 && p <= largest) sides.push_back(p);
   }
+  // A grid smaller than the step still has its largest square to tune over.
+  if (sides.empty() && largest >= 1) sides.push_back(largest);
   std::sort(sides.begin(), sides.end());
   sides.erase(std::unique(sides.begin(), sides.end()), sides.end());
   return sides;
@@ -255,7 +257,9 @@ std::optional<meshir::Schedule> build_waferllm_tuned(const workload::Workload& w
       }
     }
   }
-  if (!best && na_reason != nullptr) {
+  if (!best && na_reason != nullptr && candidates.empty()) {
+    *na_reason = "no square side to tune over fits the grid";
+  } else if (!best && na_reason != nullptr) {
     *na_reason = "no square side from " + std::to_string(candidates.front()) + " to " +
                  std::to_string(candidates.back()) + " PEs places the model within SRAM; the largest, " + last_reason;
   }

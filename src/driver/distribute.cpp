@@ -116,6 +116,14 @@ class Hub {
       outcome_ = error_code_ != 0 ? Outcome::failed : Outcome::interrupted;
     } else {
       outcome_ = Outcome::finished;
+      // The end phase reads the results back from the spool, and a resume after it stops finds them.
+      try {
+        spool_.sync();
+      } catch (const Error& e) {
+        outcome_ = Outcome::failed;
+        error_code_ = static_cast<int>(e.code());
+        error_ = e.what();
+      }
     }
     if (opt_.progress) progress(true);
   }
@@ -138,14 +146,17 @@ class Hub {
   enum class State : std::uint8_t { pending, running, done, consumed };
 
   void restore(const Checkpoint& c) {
+    for (std::size_t s = 0; s < c.incumbents.size() && s < incumbents_.size(); ++s) incumbents_[s] = c.incumbents[s];
     for (const auto& f : c.finished) {
       const std::size_t setting = plan_.tasks[f.task].setting;
       state_[f.task] = State::consumed;
       for (std::size_t in : plan_.inputs[f.task]) state_[in] = State::consumed;
       finished_[setting] = f;
       restored_[setting] = true;
+      for (std::size_t in : plan_.inputs[f.task]) std::vector<search::Objectives>().swap(incumbents_[plan_.tasks[in].slot]);
     }
     for (const auto& r : c.done) {
+      if (state_[r.task] == State::consumed) continue;  // its setting finished after the checkpoint (spool)
       state_[r.task] = State::done;
       results_[r.task] = r.result;
     }
@@ -157,7 +168,6 @@ class Hub {
         --missing_inputs_[plan_.tasks[t].finish];
       }
     }
-    for (std::size_t s = 0; s < c.incumbents.size() && s < incumbents_.size(); ++s) incumbents_[s] = c.incumbents[s];
     nodes_before_ = c.nodes;
     pruned_before_ = c.pruned;
     evaluations_before_ = c.evaluations;
@@ -318,6 +328,7 @@ class Hub {
   void checkpoint() {
     Checkpoint c;
     c.config_hash = opt_.config_hash;
+    c.inputs = opt_.inputs;
     c.plan_fingerprint = plan_.fingerprint;
     c.tasks = plan_.tasks.size();
     for (std::size_t t = 0; t < plan_.tasks.size(); ++t) {
@@ -435,6 +446,14 @@ class Hub {
 
 }  // namespace
 
+void stop_if_signalled(const std::string& phase) {
+  const int sig = g_signal.load();
+  if (sig == 0) return;
+  throw Error(ExitCode::checkpointed, std::string("stopped by ") + (sig == SIGTERM ? "SIGTERM" : "SIGUSR1") + " while " +
+                                          phase + "; every setting is finished and kept in the spool: rerun with "
+                                          "--resume to write the results without searching again");
+}
+
 void install_checkpoint_signals() {
   struct sigaction action {};
   action.sa_handler = on_checkpoint_signal;
@@ -455,9 +474,33 @@ SweepOutcome evaluate_distributed(const config::Config& config, const std::vecto
   const Plan& plan = *owned_plan;
   std::optional<Checkpoint> resumed;
   Spool spool;
+  const SpoolHeader header{options.config_hash, options.inputs, plan.fingerprint, plan.tasks.size()};
   if (options.resume) {
     on_root_agreed(context.comm, 0, [&] {
-      resumed = read_checkpoint(options.checkpoint_path, options.config_hash, plan.fingerprint, plan.tasks.size());
+      // The spool holds every finished setting; a checkpoint, if there is one, adds the tasks done
+      // for the others and the incumbents. Without one (the end phase stopped, or no checkpoint was
+      // due yet) the finished settings are kept and the rest runs again.
+      std::vector<Checkpoint::Finished> spooled;
+      spool = Spool::recover(options.spool_path, header, spooled);
+      std::error_code ec;
+      const bool have_checkpoint = std::filesystem::exists(std::filesystem::symlink_status(options.checkpoint_path, ec));
+      if (have_checkpoint) {
+        resumed = read_checkpoint(options.checkpoint_path, options.config_hash, options.inputs, plan.fingerprint,
+                                  plan.tasks.size());
+      } else {
+        resumed = Checkpoint{};
+      }
+      std::vector<const Checkpoint::Finished*> by_task(plan.tasks.size(), nullptr);
+      for (const auto& g : spooled) by_task[g.task] = &g;  // recover checked each task is in the plan, once
+      for (const auto& f : resumed->finished) {
+        const Checkpoint::Finished* g = by_task[f.task];  // read_checkpoint checked f.task is in the plan
+        if (g == nullptr || g->offset != f.offset || g->bytes != f.bytes || g->hash != f.hash) {
+          throw InputDataError("--resume: checkpoint '" + options.checkpoint_path + "' names task " +
+                               std::to_string(f.task) + "'s result, which the spool file '" + options.spool_path +
+                               "' does not hold intact");
+        }
+      }
+      resumed->finished = std::move(spooled);
       const auto corrupt = [&](std::uint64_t task, const std::string& why) {
         return InputDataError("--resume: checkpoint '" + options.checkpoint_path + "' holds a corrupt result for task " +
                               std::to_string(task) + ": " + why);
@@ -474,14 +517,18 @@ SweepOutcome evaluate_distributed(const config::Config& config, const std::vecto
           throw corrupt(record.task, e.what());
         }
       }
-      spool = Spool::reopen(options.spool_path, resumed->finished);
       // Say what was restored: a resume that silently did little is indistinguishable from a fresh start.
-      std::cerr << "wavel-dse: resumed from '" << options.checkpoint_path << "': " << resumed->finished.size() << " of "
-                << settings.size() << " settings finished, " << resumed->done.size() << " more tasks done; "
-                << resumed->nodes << " partial schedules explored and " << resumed->elapsed_s << " s spent before\n";
+      std::cerr << "wavel-dse: resumed from '" << (have_checkpoint ? options.checkpoint_path : options.spool_path)
+                << "': " << resumed->finished.size() << " of " << settings.size() << " settings finished";
+      if (have_checkpoint) {
+        std::cerr << ", " << resumed->done.size() << " more tasks done; " << resumed->nodes
+                  << " partial schedules explored and " << resumed->elapsed_s << " s spent before\n";
+      } else {
+        std::cerr << " (no checkpoint: the unfinished settings start afresh)\n";
+      }
     });
   } else {
-    on_root_agreed(context.comm, 0, [&] { spool = Spool::create(options.spool_path); });
+    on_root_agreed(context.comm, 0, [&] { spool = Spool::create(options.spool_path, header); });
   }
   MPI_Comm comm = MPI_COMM_NULL;
   MPI_Comm_dup(context.comm, &comm);

@@ -3,6 +3,7 @@
 #include "wavel/driver/run.hpp"
 
 #include <algorithm>
+#include <csignal>
 #include <cstdlib>
 #include <chrono>
 #include <cmath>
@@ -19,6 +20,7 @@
 #include "wavel/common/error.hpp"
 #include "wavel/common/hash.hpp"
 #include "wavel/driver/checkpoint.hpp"
+#include "wavel/driver/detail/spool.hpp"
 #include "wavel/driver/distribute.hpp"
 #include "wavel/driver/format.hpp"
 #include "wavel/driver/grouping.hpp"
@@ -190,39 +192,51 @@ void run(const config::Config& config, const RunContext& context, std::ostream& 
   const std::string resolved = config::to_yaml(config);
   const fs::path dir = config.output.dir;
   const OutputDirLock lock = make_output_dir(dir.string(), context.comm);
-  // A failed rerun must not leave the previous results looking current: they are set aside as
-  // *.stale now and removed once this run has written its own.
-  // With several wafer counts, each problem's choice among them too (wafer_counts.hpp).
+  // With several wafer counts, each problem's choice among them too (wafer_counts.hpp); with a
+  // hardware sweep, each setting against its base hardware point (whatif.hpp).
   const bool wafer_counts = config.cluster.wafers.size() > 1;
-  std::vector<fs::path> outputs{dir / "results.h5", dir / "summary.csv"};
-  if (wafer_counts) outputs.push_back(dir / "wafer_counts.csv");
-  // With a hardware sweep, each setting against its base hardware point (whatif.hpp).
   const bool hardware_sweep = config.hardware.size() > 1;
-  if (hardware_sweep) outputs.push_back(dir / "sensitivity.csv");
+  // Every result file a run can write, and whether this one writes it. A rerun must not leave the
+  // previous results looking current: they are all set aside as *.stale now; those this run rewrites
+  // are removed once it has, the others stay as *.stale (never deleted: they may be all that is left
+  // of an expensive run).
+  const std::vector<std::pair<fs::path, bool>> outputs{
+      {dir / "results.h5", config.output.hdf5},
+      {dir / "summary.csv", config.output.csv},
+      {dir / "wafer_counts.csv", config.output.csv && wafer_counts},
+      {dir / "sensitivity.csv", config.output.csv && hardware_sweep},
+  };
   const std::string config_hash = to_hex(fnv1a64(results_identity(config)));
-  // --resume with no usable checkpoint stops before anything in the directory is touched.
+  std::vector<InputFingerprint> inputs;
+  on_root_agreed(context.comm, 0, [&] { inputs = input_fingerprints(config); });
+  // --resume with nothing to resume from stops before anything in the directory is touched.
   const fs::path spool_path = dir / "settings.spool";
+  const fs::path checkpoint_path = dir / "checkpoint.wckp";
   if (run_options.resume) {
     on_root_agreed(context.comm, 0, [&] {
-      check_checkpoint((dir / "checkpoint.wckp").string(), config_hash);
       std::error_code ec;
-      if (!fs::is_regular_file(spool_path, ec)) {
-        throw InputMissingError("--resume: the checkpoint's spool file '" + spool_path.string() +
-                                "' is missing; run without --resume to start afresh");
+      if (fs::exists(fs::symlink_status(checkpoint_path, ec))) {
+        check_checkpoint(checkpoint_path.string(), config_hash, inputs);
+      } else if (!fs::exists(fs::symlink_status(spool_path, ec))) {
+        throw InputMissingError("--resume: neither a checkpoint '" + checkpoint_path.string() + "' nor a spool file '" +
+                                spool_path.string() + "' is there; run without --resume to start afresh");
       }
+      detail::Spool::check(spool_path.string(), config_hash, inputs);
     });
   }
+  std::vector<std::string> kept_stale;  // on rank 0: set aside, and not rewritten by this run
   on_root_agreed(context.comm, 0, [&] {
-    for (const auto& path : outputs) {
+    for (const auto& [path, written] : outputs) {
       std::error_code ec;
-      if (!fs::exists(path, ec)) continue;
+      if (!fs::exists(fs::symlink_status(path, ec))) continue;
       fs::rename(path, path.string() + ".stale", ec);
       if (ec) throw OutputError("cannot set the previous '" + path.string() + "' aside: " + ec.message());
+      if (!written) kept_stale.push_back(path.string() + ".stale");
     }
   });
 
   DistributeOptions options;
-  options.checkpoint_path = (dir / "checkpoint.wckp").string();
+  options.checkpoint_path = checkpoint_path.string();
   options.spool_path = spool_path.string();
   options.resume = run_options.resume;
   options.checkpoint_interval_s = config.search.checkpoint_interval_s;
@@ -230,6 +244,7 @@ void run(const config::Config& config, const RunContext& context, std::ostream& 
   options.progress = config.output.progress == "always" ||
                      (config.output.progress == "auto" && (isatty(2) || std::getenv("SLURM_JOB_ID") != nullptr));
   options.config_hash = config_hash;
+  options.inputs = inputs;
   if (context.rank == 0 && !options.resume && fs::exists(options.checkpoint_path)) {
     std::cerr << "wavel-dse: note: starting afresh; the checkpoint '" << options.checkpoint_path
               << "' will be replaced (pass --resume to continue from it)\n";
@@ -242,43 +257,60 @@ void run(const config::Config& config, const RunContext& context, std::ostream& 
   std::vector<SettingResult> results = std::move(outcome.results);  // rank 0 only
   std::vector<WaferCountRow> counts;
   std::vector<SensitivityRow> sensitivity;
-  {
-    // results.h5 and summary.csv appear together or not at all; rank 0 writes them.
+  // The end phase is rank 0's alone (the others wait for its outcome). It honours SIGTERM and SIGUSR1
+  // between its steps: the finished settings stay in the spool, and --resume writes them out.
+  // Fault injection for tests/cli/test_checkpoint.sh: a stop request arriving as the end phase begins.
+  if (std::getenv("WAVEL_TEST_SIGNAL_END_PHASE") != nullptr) std::raise(SIGTERM);
+  on_root_agreed(context.comm, 0, [&] {
+    // results.h5 and summary.csv appear together or not at all.
     io::ResultFiles files;
-    if (context.rank == 0) apply_request_grouping(config, settings, results, outcome.texts);
-    io::Table table = context.rank == 0 ? settings_table(config, settings, results) : io::Table{};
-    if (context.rank == 0 && wafer_counts) counts = wafer_count_rows(settings, results, config.cluster);
-    io::Table counts_table = context.rank == 0 && wafer_counts ? wafer_counts_table(config, settings, counts) : io::Table{};
-    if (context.rank == 0 && hardware_sweep) sensitivity = sensitivity_rows(config, settings, results);
-    if (context.rank == 0 && config.output.csv) {
+    files.poll = [] { stop_if_signalled("writing the results"); };
+    stop_if_signalled("reading the results back");
+    apply_request_grouping(config, settings, results, outcome.texts);
+    stop_if_signalled("grouping requests");
+    io::Table table = settings_table(config, settings, results);
+    stop_if_signalled("tabulating the settings");
+    if (wafer_counts) counts = wafer_count_rows(settings, results, config.cluster);
+    io::Table counts_table = wafer_counts ? wafer_counts_table(config, settings, counts) : io::Table{};
+    if (hardware_sweep) sensitivity = sensitivity_rows(config, settings, results);
+    if (config.output.csv) {
       files.text_files.push_back({(dir / "summary.csv").string(), io::csv_text(table)});
       if (hardware_sweep) files.text_files.push_back({(dir / "sensitivity.csv").string(), io::csv_text(sensitivity_table(sensitivity))});
       if (wafer_counts) files.text_files.push_back({(dir / "wafer_counts.csv").string(), io::csv_text(counts_table)});
     }
-    if (context.rank == 0 && config.output.hdf5) {
+    stop_if_signalled("tabulating the results");
+    if (config.output.hdf5) {
       files.h5_path = (dir / "results.h5").string();
       files.attributes = provenance(config, context, resolved);
       files.h5_tables.push_back(std::move(table));  // large for large sweeps: moved, not copied
       files.h5_tables.push_back(front_table(config, settings, results));
+      stop_if_signalled("tabulating the fronts");
       if (hardware_sweep) {
         files.h5_tables.push_back(hardware_table(config));
         files.h5_tables.push_back(sensitivity_table(sensitivity));
         files.h5_tables.push_back(hardware_front_table(config, settings, results));
       }
       files.h5_tables.push_back(schedules_table(results, outcome.texts));
+      stop_if_signalled("gathering the schedules");
       files.h5_tables.push_back(sim_pairs_table(results));
       files.h5_tables.push_back(sim_op_pairs_table(results));
       files.h5_tables.push_back(search_stats_table(results));
       files.h5_tables.push_back(rank_stats_table(outcome.ranks));
       if (wafer_counts) files.h5_tables.push_back(std::move(counts_table));
     }
-    io::write_result_files(files, context.comm);
-  }
+    io::write_result_files(files, MPI_COMM_SELF);
+  });
   if (context.rank == 0) {
     std::error_code ignored;
     fs::remove(options.checkpoint_path, ignored);  // the results supersede it
     fs::remove(options.spool_path, ignored);
-    for (const auto& path : outputs) fs::remove(path.string() + ".stale", ignored);
+    for (const auto& [path, written] : outputs) {
+      if (written) fs::remove(path.string() + ".stale", ignored);
+    }
+    for (const auto& stale : kept_stale) {
+      std::cerr << "wavel-dse: note: the previous run's '" << stale.substr(0, stale.size() - 6)
+                << "' is kept as '" << stale << "' (this run does not write it)\n";
+    }
     print_settings(out, config, settings, results);
     if (wafer_counts) print_wafer_counts(out, config, settings, counts);
     print_sensitivity(out, config, settings, sensitivity);

@@ -19,6 +19,7 @@
 
 #include "wavel/common/error.hpp"
 #include "wavel/common/input_file.hpp"
+#include "wavel/common/output_file.hpp"
 
 namespace wavel::driver {
 
@@ -90,8 +91,9 @@ OutputDirLock make_output_dir(const std::string& dir, MPI_Comm comm) {
       throw OutputError("cannot create output directory '" + dir + "': " + ec.message());
     }
     const std::string path = (std::filesystem::path(dir) / ".wavel-dse.lock").string();
-    const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666);
-    if (fd < 0) throw OutputError("cannot create lock file '" + path + "': " + std::strerror(errno));
+    // Not created afresh: the file outlives runs so that two of them never race on its removal.
+    const int fd = open_regular_file(path, O_RDWR | O_CREAT);
+    if (fd < 0) throw OutputError("cannot create lock file '" + path + "': " + open_error_text(errno));
     const int lock_errno = ::flock(fd, LOCK_EX | LOCK_NB) == 0 ? 0 : errno;
     if (lock_errno == ENOLCK || lock_errno == EOPNOTSUPP || lock_errno == ENOSYS) {
       // A file system without flock (old NFS): run unlocked rather than not at all.

@@ -160,7 +160,8 @@ Handle create_file(const std::string& path, MPI_Comm comm) {
   // Collective metadata I/O: rank 0 does the metadata reads/writes instead of every rank.
   check(H5Pset_all_coll_metadata_ops(fapl.id(), true), "H5Pset_all_coll_metadata_ops", where);
   check(H5Pset_coll_metadata_write(fapl.id(), true), "H5Pset_coll_metadata_write", where);
-  return owned(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl.id()), "H5Fcreate", where);
+  // Exclusive: never truncates an existing file, nor one a symlink planted under this name points at.
+  return owned(H5Fcreate(path.c_str(), H5F_ACC_EXCL, H5P_DEFAULT, fapl.id()), "H5Fcreate", where);
 }
 
 Handle open_file_readonly(const std::string& path) {

@@ -15,6 +15,7 @@
 #include <utility>
 
 #include "wavel/common/error.hpp"
+#include "wavel/common/output_file.hpp"
 #include "wavel/io/hdf5.hpp"
 
 namespace wavel::io {
@@ -154,7 +155,7 @@ void write_durably(const std::string& partial, const std::string& text, const st
     ::unlink(partial.c_str());
     throw wavel::OutputError("cannot write '" + label + "': " + why + ": " + std::strerror(saved));
   };
-  fd = ::open(partial.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+  fd = create_fresh_file(partial, O_WRONLY);
   if (fd < 0) fail("cannot create '" + partial + "'");
   for (std::size_t done = 0; done < text.size();) {
     const ssize_t n = ::write(fd, text.data() + done, text.size() - done);

@@ -15,6 +15,7 @@
 #include <utility>
 
 #include "wavel/common/error.hpp"
+#include "wavel/common/output_file.hpp"
 #include "wavel/io/hdf5.hpp"
 #include "wavel/io/results.hpp"
 
@@ -23,7 +24,7 @@ namespace wavel::io {
 namespace {
 
 /// Why root's write stopped; the kind decides which exception every rank throws.
-enum class Failure : std::uint64_t { none = 0, output = 1, internal = 2 };
+enum class Failure : std::uint64_t { none = 0, output = 1, internal = 2, polled = 3 };
 
 /// What root holds free on the results' file system while HDF5 writes: the metadata of our files
 /// is a few hundred KiB (h5stat), and closing after a failed write may have to write all of it.
@@ -41,13 +42,15 @@ void prepare_target(const std::string& path, const std::string& partial, const s
   if (!fs::is_directory(directory, ec)) throw OutputError(prefix + "'" + directory.string() + "' is not a directory");
   if (fs::is_directory(path, ec)) throw OutputError(prefix + "a directory of that name exists");
   // Creating the file is the only reliable writability test (access() says yes to root).
-  const int fd = ::open(partial.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
-  if (fd < 0) throw OutputError(prefix + "cannot create '" + partial + "': " + std::strerror(errno));
+  const int fd = create_fresh_file(partial, O_WRONLY);
+  if (fd < 0) throw OutputError(prefix + "cannot create '" + partial + "': " + open_error_text(errno));
   ::close(fd);
+  // HDF5 creates the file itself, exclusively (h5::create_file), so the test file goes again.
+  ::unlink(partial.c_str());
   // HDF5 1.10 flushes its metadata again when closing after a failed write, and a close that fails
   // leaves a half-destroyed file that crashes MPI_Finalize: hold space that the close can have.
   const std::string reserve = reserve_path(partial);
-  const int reserve_fd = ::open(reserve.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+  const int reserve_fd = create_fresh_file(reserve, O_WRONLY);
   const int reserved = reserve_fd < 0 ? errno : ::posix_fallocate(reserve_fd, 0, kCloseHeadroomBytes);
   if (reserve_fd >= 0) ::close(reserve_fd);
   if (reserved != 0 && reserved != EOPNOTSUPP && reserved != EINVAL) {
@@ -58,7 +61,8 @@ void prepare_target(const std::string& path, const std::string& partial, const s
   }
 }
 
-void write_contents(const h5::Handle& file, const std::vector<Attribute>& attributes, const std::vector<Table>& tables) {
+void write_contents(const h5::Handle& file, const std::vector<Attribute>& attributes, const std::vector<Table>& tables,
+                    const std::function<void()>& poll) {
   {
     h5::Handle root_group = h5::open_group(file, "/");
     for (const auto& attribute : attributes) {
@@ -72,6 +76,7 @@ void write_contents(const h5::Handle& file, const std::vector<Attribute>& attrib
     for (const auto& column : table.columns) names.push_back(column.name);
     h5::write_attribute(group, "columns", names);
     for (const auto& column : table.columns) {
+      if (poll) poll();
       std::visit([&](const auto& values) { h5::write_column(group, column.name, values, rows, column.units, MPI_COMM_SELF, 0); },
                  column.values);
     }
@@ -81,7 +86,7 @@ void write_contents(const h5::Handle& file, const std::vector<Attribute>& attrib
 
 /// Writes the HDF5 file complete under `path`.partial, or throws with nothing left behind.
 void write_h5_partial(const std::string& path, const std::vector<Attribute>& attributes,
-                      const std::vector<Table>& tables) {
+                      const std::vector<Table>& tables, const std::function<void()>& poll) {
   const std::string partial = path + ".partial";
   const std::string prefix = "cannot write results file '" + path + "': ";
   for (const auto& table : tables) {
@@ -96,7 +101,7 @@ void write_h5_partial(const std::string& path, const std::vector<Attribute>& att
   try {
     h5::Handle file = h5::create_file(partial, MPI_COMM_SELF);
     try {
-      write_contents(file, attributes, tables);
+      write_contents(file, attributes, tables, poll);
     } catch (...) {
       failure = std::current_exception();
     }
@@ -121,6 +126,9 @@ void write_h5_partial(const std::string& path, const std::vector<Attribute>& att
     std::rethrow_exception(failure);
   } catch (const InternalError& e) {
     throw InternalError(prefix + e.what());
+  } catch (const Error& e) {
+    if (e.code() == ExitCode::checkpointed) throw;  // the poll's stop, as it is
+    throw OutputError(prefix + e.what());
   } catch (const std::exception& e) {
     throw OutputError(prefix + e.what());
   }
@@ -147,17 +155,21 @@ std::pair<Failure, std::string> write_on_root(const ResultFiles& files) {
   std::vector<std::string> staged;  // final names whose .partial is complete
   try {
     for (const auto& [path, text] : files.text_files) {
+      if (files.poll) files.poll();
       write_durably(path + ".partial", text, path);
       staged.push_back(path);
     }
     if (!files.h5_path.empty()) {
-      write_h5_partial(files.h5_path, files.attributes, files.h5_tables);
+      write_h5_partial(files.h5_path, files.attributes, files.h5_tables, files.poll);
       staged.push_back(files.h5_path);
     }
+    if (files.poll) files.poll();  // the last moment at which nothing is published yet
     publish(staged);
     return {Failure::none, {}};
   } catch (const std::exception& e) {
     for (const auto& path : staged) ::unlink((path + ".partial").c_str());
+    const auto* error = dynamic_cast<const Error*>(&e);
+    if (error != nullptr && error->code() == ExitCode::checkpointed) return {Failure::polled, e.what()};
     return {dynamic_cast<const InternalError*>(&e) != nullptr ? Failure::internal : Failure::output, e.what()};
   }
 }
@@ -176,6 +188,7 @@ void write_result_files(const ResultFiles& files, MPI_Comm comm, int root) {
   message.resize(static_cast<std::size_t>(size));
   MPI_Bcast(message.data(), static_cast<int>(size), MPI_CHAR, root, comm);
   if (static_cast<Failure>(kind) == Failure::internal) throw InternalError(message);
+  if (static_cast<Failure>(kind) == Failure::polled) throw Error(ExitCode::checkpointed, message);
   throw OutputError(message);
 }
 

@@ -67,17 +67,66 @@ echo "not a checkpoint" >"$tmp/garbage/checkpoint.wckp"
 expect garbage 65 "not a wavel-dse checkpoint"
 head -c 100 "$tmp/usr1.wckp" >"$tmp/truncated/checkpoint.wckp"
 expect truncated 65 "checkpoint"
-expect missing 66 "no checkpoint"
+expect missing 66 "neither a checkpoint"
 # The finished settings' results lie in the spool beside the checkpoint: missing, or altered, it is refused.
 cp "$tmp/usr1.wckp" "$tmp/nospool/checkpoint.wckp"
-expect nospool 66 "spool file '.*nospool/settings.spool' is missing"
+expect nospool 66 "there is no spool file '.*nospool/settings.spool'"
 cp "$tmp/usr1.wckp" "$tmp/badspool/checkpoint.wckp"
-if [ -s "$tmp/badspool/settings.spool" ]; then
-  printf 'X' | dd of="$tmp/badspool/settings.spool" bs=1 seek=100 conv=notrunc status=none
-  expect badspool 65 "spool file '.*badspool/settings.spool': the result of task [0-9]* is corrupt"
+# A byte of the first record's result altered (magic, header length, header, its checksum, then
+# the record's task, size and hash): refused by the spool alone.
+first=$(python3 -c 'import struct,sys; d=open(sys.argv[1],"rb").read(); n=struct.unpack("<Q",d[16:24])[0]; print(24+n+8+24+5)' "$tmp/usr1.spool")
+if [ "$(stat -c %s "$tmp/badspool/settings.spool")" -gt $((first + 100)) ]; then
+  printf 'X' | dd of="$tmp/badspool/settings.spool" bs=1 seek="$first" conv=notrunc status=none
+  # Its last record is a torn append to the spool, cut off; the checkpoint then names a result that is gone.
+  expect badspool 65 "badspool/settings.spool'\\(: the result of task [0-9]* is corrupt\\| does not hold intact\\)"
 else
   echo "FAIL: the SIGUSR1 checkpoint has no finished setting in its spool"; fail=1
 fi
+# The spool alone resumes (no checkpoint: the periodic one was not due, or it could not be written):
+# its finished settings are kept, the others run again, and the results are those of the whole run.
+mkdir -p "$tmp/spoolonly"
+cp "$tmp/usr1.spool" "$tmp/spoolonly/settings.spool"
+"$exe" "$cfg" "${lean[@]}" --output "$tmp/spoolonly" --resume >"$tmp/spoolonly.log" 2>&1 \
+  || { echo "FAIL: resume from the spool alone"; cat "$tmp/spoolonly.log"; fail=1; }
+grep -q "resumed from '.*settings.spool': [1-9][0-9]* of [0-9]* settings finished (no checkpoint" "$tmp/spoolonly.log" \
+  || { echo "FAIL: spoolonly: --resume did not say it resumed from the spool"; cat "$tmp/spoolonly.log"; fail=1; }
+cmp -s "$tmp/whole/summary.csv" "$tmp/spoolonly/summary.csv" || { echo "FAIL: spoolonly: summary.csv differs"; fail=1; }
+
+# A stop request in the end phase (after the last setting, while the results are written): exit 75,
+# no results, the spool kept; --resume writes the same results without searching again. Then an
+# input changed in place (the model's config.json, the params file) or another build: refused, named.
+tiny_src="$src/configs/tiny.yaml"
+mkdir -p "$tmp/inputs/models/tiny-llama" "$tmp/inputs/params"
+cp "$src/configs/models/tiny-llama/config.json" "$tmp/inputs/models/tiny-llama/"
+cp "$src/configs/params/wse3.yaml" "$tmp/inputs/params/"
+cp "$tiny_src" "$tmp/inputs/tiny.yaml"
+"$exe" "$tmp/inputs/tiny.yaml" --output "$tmp/tinywhole" >/dev/null 2>&1 || { echo "FAIL: tiny run"; fail=1; }
+WAVEL_TEST_SIGNAL_END_PHASE=1 "$exe" "$tmp/inputs/tiny.yaml" --output "$tmp/endphase" >"$tmp/endphase.log" 2>&1; rc=$?
+[ $rc = 75 ] || { echo "FAIL: endphase: exit $rc, expected 75"; cat "$tmp/endphase.log"; fail=1; }
+grep -q "stopped by SIGTERM while .*rerun with --resume" "$tmp/endphase.log" || { echo "FAIL: endphase: message"; cat "$tmp/endphase.log"; fail=1; }
+[ -e "$tmp/endphase/results.h5" ] && { echo "FAIL: endphase: results.h5 written"; fail=1; }
+[ -s "$tmp/endphase/settings.spool" ] || { echo "FAIL: endphase: the spool was not kept"; fail=1; }
+cp "$tmp/endphase/settings.spool" "$tmp/endphase.spool"
+sed -i 's/"intermediate_size": *[0-9]*/"intermediate_size": 768/' "$tmp/inputs/models/tiny-llama/config.json"
+"$exe" "$tmp/inputs/tiny.yaml" --output "$tmp/endphase" --resume >"$tmp/changed.log" 2>&1; rc=$?
+[ $rc = 65 ] || { echo "FAIL: changed model: exit $rc, expected 65"; cat "$tmp/changed.log"; fail=1; }
+grep -q "model file '.*tiny-llama/config.json' changed since" "$tmp/changed.log" || { echo "FAIL: changed model: not named"; cat "$tmp/changed.log"; fail=1; }
+cp "$src/configs/models/tiny-llama/config.json" "$tmp/inputs/models/tiny-llama/"
+echo "# edited" >>"$tmp/inputs/params/wse3.yaml"
+"$exe" "$tmp/inputs/tiny.yaml" --output "$tmp/endphase" --resume >"$tmp/changed.log" 2>&1; rc=$?
+[ $rc = 65 ] || { echo "FAIL: changed params: exit $rc, expected 65"; cat "$tmp/changed.log"; fail=1; }
+grep -q "params file '.*wse3.yaml' changed since" "$tmp/changed.log" || { echo "FAIL: changed params: not named"; cat "$tmp/changed.log"; fail=1; }
+cp "$src/configs/params/wse3.yaml" "$tmp/inputs/params/"
+cp "$exe" "$tmp/other-build"; printf 'x' >>"$tmp/other-build"   # the same code, another executable
+"$tmp/other-build" "$tmp/inputs/tiny.yaml" --output "$tmp/endphase" --resume >"$tmp/changed.log" 2>&1; rc=$?
+[ $rc = 65 ] || { echo "FAIL: other build: exit $rc, expected 65"; cat "$tmp/changed.log"; fail=1; }
+grep -q "written by another build" "$tmp/changed.log" || { echo "FAIL: other build: not named"; cat "$tmp/changed.log"; fail=1; }
+cmp -s "$tmp/endphase.spool" "$tmp/endphase/settings.spool" || { echo "FAIL: a refused resume changed the spool"; fail=1; }
+"$exe" "$tmp/inputs/tiny.yaml" --output "$tmp/endphase" --resume >"$tmp/endphase.resume.log" 2>&1 \
+  || { echo "FAIL: endphase: resume"; cat "$tmp/endphase.resume.log"; fail=1; }
+grep -q "settings 0/\|: 2 of 2 settings finished" "$tmp/endphase.resume.log" || { echo "FAIL: endphase: resume did not restore both settings"; cat "$tmp/endphase.resume.log"; fail=1; }
+cmp -s "$tmp/tinywhole/summary.csv" "$tmp/endphase/summary.csv" || { echo "FAIL: endphase: resumed summary.csv differs"; fail=1; }
+cmp -s <(dump "$tmp/tinywhole") <(dump "$tmp/endphase") || { echo "FAIL: endphase: resumed results differ"; fail=1; }
 # A crafted checkpoint (checksum recomputed) whose schedule leaves the grid: refused by the file's name.
 mkdir -p "$tmp/crafted"
 cp "$tmp/usr1.spool" "$tmp/crafted/settings.spool"

@@ -96,4 +96,41 @@ rmdir "$tmp/run/summary.csv.partial"
 expect 0 "results:" "$tiny" -o "$tmp/run"
 [ -e "$tmp/run/results.h5.stale" ] && no "a complete rerun left results.h5.stale behind"
 
+# A grid shorter than WaferLLM's side step (15): a run, not a SIGSEGV; on 2 ranks as a what-if point too.
+expect 0 "results:" "$tiny" -o "$tmp/g14" --set wafer.grid_w_pes=14
+if command -v mpiexec >/dev/null; then
+  timeout 60 mpiexec --oversubscribe --bind-to none -n 2 "$exe" "$tiny" -o "$tmp/g14w" --set 'wafer.sweep={grid_w_pes: [16, 14]}' \
+    >"$tmp/out" 2>"$tmp/err" || { no "a what-if grid of 14 on 2 ranks exited $?"; cat "$tmp/err"; }
+fi
+
+# Links planted in a shared output directory are never followed: the run goes on (its scratch
+# files are made afresh) and the target is untouched; a planted lock file is refused (73).
+mkdir -p "$tmp/planted"; echo precious >"$tmp/victim"
+for f in settings.spool results.h5.partial results.h5.partial.reserve summary.csv.partial checkpoint.wckp.partial; do
+  ln -s "$tmp/victim" "$tmp/planted/$f"
+done
+expect 0 "results:" "$tiny" -o "$tmp/planted" --set search.checkpoint_interval_s=0.001
+[ "$(cat "$tmp/victim")" = precious ] || no "a planted symlink's target was overwritten"
+for f in results.h5 summary.csv; do [ -L "$tmp/planted/$f" ] && no "$f ended up a symlink"; done
+mkdir -p "$tmp/plantedlock"; ln -s "$tmp/victim" "$tmp/plantedlock/.wavel-dse.lock"
+expect 73 "is a symbolic link" "$tiny" -o "$tmp/plantedlock"
+[ "$(cat "$tmp/victim")" = precious ] || no "a planted lock symlink's target was overwritten"
+
+# A checkpoint that is a FIFO or a device is refused at once (a FIFO used to block forever).
+mkdir -p "$tmp/fifo"; mkfifo "$tmp/fifo/checkpoint.wckp"
+expect 65 "not a regular file" "$tiny" -o "$tmp/fifo" --resume
+mkdir -p "$tmp/dev"; ln -s /dev/zero "$tmp/dev/checkpoint.wckp"
+expect 65 "symbolic link" "$tiny" -o "$tmp/dev" --resume
+
+# Outputs this run does not write are not left looking current, nor deleted: kept as *.stale, said so.
+expect 0 "results:" "$tiny" -o "$tmp/stale"
+echo "old" >"$tmp/stale/sensitivity.csv"; echo "old" >"$tmp/stale/wafer_counts.csv"
+expect 0 "kept as '$tmp/stale/results.h5.stale'" "$tiny" -o "$tmp/stale" --set output.hdf5=false
+[ -e "$tmp/stale/results.h5.stale" ] || no "output.hdf5=false deleted the previous results.h5"
+[ -e "$tmp/stale/results.h5" ] && no "output.hdf5=false left the previous results.h5 looking current"
+for f in sensitivity.csv wafer_counts.csv; do
+  [ -e "$tmp/stale/$f" ] && no "an old $f stays beside new results"
+  [ -e "$tmp/stale/$f.stale" ] || no "the old $f was not kept as $f.stale"
+done
+
 exit $fail

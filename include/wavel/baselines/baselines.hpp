@@ -41,7 +41,7 @@ std::optional<meshir::Schedule> build_waferllm(const workload::Workload& workloa
                                                std::string* na_reason = nullptr);
 
 /// The square sides WaferLLM's tuning tries: multiples of `step_pes` up to the shorter grid side,
-/// plus `extra_sides` that fit, ascending and distinct.
+/// plus `extra_sides` that fit, ascending and distinct; on a grid shorter than the step, its largest square.
 std::vector<std::int64_t> waferllm_sides(const wafer::WaferParams& wafer, std::int64_t step_pes,
                                          const std::vector<std::int64_t>& extra_sides = {});
 

@@ -7,12 +7,32 @@
 #include <string>
 #include <vector>
 
+#include "wavel/common/pack.hpp"
 #include "wavel/search/pareto.hpp"
+
+namespace wavel::config {
+struct Config;
+}
 
 namespace wavel::driver {
 
+/// One thing the results depend on beyond the resolved config's text: an input file's content or the build.
+struct InputFingerprint {
+  std::string what;    ///< "build", "model file '/abs/config.json'", "params file '...'"
+  std::string digest;  ///< FNV-1a of the content as hex (the build: version, git hash, executable's digest)
+};
+
+/// The fingerprints of every file `config` read and of this build, in a fixed order (InputMissingError
+/// if a file cannot be read any more).
+std::vector<InputFingerprint> input_fingerprints(const config::Config& config);
+
+/// Nothing if `recorded` (from a checkpoint or spool) equals `now`; else what differs, for a message
+/// ("the model file '...' changed since", "another build ...").
+std::string fingerprint_mismatch(const std::vector<InputFingerprint>& recorded, const std::vector<InputFingerprint>& now);
+
 struct Checkpoint {
   std::string config_hash;             ///< of the config's results identity (output section excluded)
+  std::vector<InputFingerprint> inputs;  ///< the inputs' contents and the build
   std::uint64_t plan_fingerprint = 0;  ///< of the task list
   std::uint64_t tasks = 0;
   /// A finished setting: its finishing task and its packed result's place in the spool file.
@@ -38,11 +58,17 @@ void write_checkpoint(const std::string& path, const Checkpoint& c);
 /// What can be checked before the task plan exists: the checkpoint is there (else InputMissingError),
 /// is a checkpoint, intact, of this build's format and of this config (else exit 65). --resume checks
 /// this before it touches anything in the output directory.
-void check_checkpoint(const std::string& path, const std::string& config_hash);
+void check_checkpoint(const std::string& path, const std::string& config_hash,
+                      const std::vector<InputFingerprint>& inputs);
 
 /// Reads and checks a checkpoint: wavel::InputMissingError if absent; wavel::Error with exit code 65
 /// if it is not a checkpoint, is truncated or corrupt, or belongs to another config or task plan.
-Checkpoint read_checkpoint(const std::string& path, const std::string& config_hash, std::uint64_t plan_fingerprint,
+Checkpoint read_checkpoint(const std::string& path, const std::string& config_hash,
+                           const std::vector<InputFingerprint>& inputs, std::uint64_t plan_fingerprint,
                            std::uint64_t tasks);
+
+/// Packs and unpacks a fingerprint list (the checkpoint and the spool's header both carry one).
+void pack_fingerprints(const std::vector<InputFingerprint>& inputs, wavel::Packer& p);
+std::vector<InputFingerprint> unpack_fingerprints(wavel::Unpacker& u);
 
 }  // namespace wavel::driver

@@ -10,6 +10,7 @@
 
 #include "wavel/config/config.hpp"
 #include "wavel/config/sweep.hpp"
+#include "wavel/driver/checkpoint.hpp"
 #include "wavel/driver/run.hpp"
 #include "wavel/driver/runtime.hpp"
 
@@ -23,6 +24,7 @@ struct DistributeOptions {
   bool progress = false;              ///< progress line on stderr (rank 0)
   double progress_interval_s = 5;
   std::string config_hash;            ///< identity of the results, checked on resume
+  std::vector<InputFingerprint> inputs;  ///< the inputs' contents and the build, checked on resume
 };
 
 /// What one rank did (timing-dependent).
@@ -44,6 +46,10 @@ struct SweepOutcome {
 
 /// Installs SIGUSR1/SIGTERM handlers that request a checkpoint (idempotent).
 void install_checkpoint_signals();
+
+/// After the sweep's last setting (the results read back, tabulated and written): a SIGTERM or SIGUSR1
+/// received so far stops the run here with exit 75, the finished settings kept in the spool for --resume.
+void stop_if_signalled(const std::string& phase);
 
 /// Evaluates the settings across the ranks of `context`. A signal makes every rank stop, rank 0
 /// write the checkpoint, and every rank throw wavel::Error with exit code 75.

@@ -46,7 +46,7 @@ class ReadingScope {
 /// The outermost and innermost entries of the calling thread's HDF5 error stack, for messages.
 std::string error_stack_text();
 
-/// Creates (truncating) a file for collective MPI-IO access by every rank of comm.
+/// Creates a new file for collective MPI-IO access by every rank of comm; fails if the name exists.
 Handle create_file(const std::string& path, MPI_Comm comm);
 /// Opens an existing file read-only, for one process (no MPI-IO): wavel::InputMissingError if it is
 /// absent or unreadable, wavel::InputDataError if it is not an HDF5 file.

@@ -49,10 +49,13 @@ struct ResultFiles {
   std::vector<Attribute> attributes;  ///< on the HDF5 file's "/"
   std::vector<Table> h5_tables;
   std::vector<std::pair<std::string, std::string>> text_files;  ///< path and contents (root's are used)
+  /// Called on root between files and between HDF5 columns; a wavel::Error it throws stops the write
+  /// (nothing of the set is left) and is rethrown with its exit code.
+  std::function<void()> poll = nullptr;
 };
 
 /// Collective over comm; only `root`'s tables and texts are used, and root writes the text files. Every rank
-/// throws the same wavel::OutputError (or InternalError) if any part failed on any rank.
+/// throws the same wavel::OutputError (or InternalError, or the poll's Error) if any part failed on any rank.
 void write_result_files(const ResultFiles& files, MPI_Comm comm, int root = 0);
 
 /// write_result_files with one HDF5 file and no CSV.

@@ -1,5 +1,7 @@
 // The spool: an append-only file of the finished settings' packed results, kept by rank 0's hub so
-// that neither its memory nor its checkpoints grow with the settings already finished.
+// that neither its memory nor its checkpoints grow with the settings already finished. It describes
+// itself (a header binding it to the config, the inputs and the task plan; each record's task, size and
+// hash), so a sweep stopped after its last setting, or without any checkpoint, resumes from it alone.
 #pragma once
 
 #include <cstdint>
@@ -13,14 +15,24 @@
 
 namespace wavel::driver::detail {
 
+/// What a spool belongs to.
+struct SpoolHeader {
+  std::string config_hash;
+  std::vector<InputFingerprint> inputs;
+  std::uint64_t plan_fingerprint = 0;
+  std::uint64_t tasks = 0;
+};
+
 class Spool {
  public:
-  /// A spool at `path`, created empty (OutputError if it cannot be); "" keeps it in memory.
-  static Spool create(const std::string& path);
-  /// The spool of an interrupted run, for --resume: every entry of `finished` must lie in it with its
-  /// hash (InputMissingError if absent, InputDataError naming the file otherwise); what lies beyond
-  /// the last entry (appended after the checkpoint) is cut off.
-  static Spool reopen(const std::string& path, const std::vector<Checkpoint::Finished>& finished);
+  /// A spool at `path` holding only `header` (OutputError if it cannot be created); "" keeps it in memory.
+  static Spool create(const std::string& path, const SpoolHeader& header);
+  /// The spool of an interrupted run, for --resume: its header must match `expected` (InputDataError
+  /// naming what differs; InputMissingError if absent). Every intact record is put in `records` in file
+  /// order; a torn tail (an append cut short by a kill or a full disk) is cut off.
+  static Spool recover(const std::string& path, const SpoolHeader& expected, std::vector<Checkpoint::Finished>& records);
+  /// Checks the header's config hash and inputs only, as --resume does before it touches anything.
+  static void check(const std::string& path, const std::string& config_hash, const std::vector<InputFingerprint>& inputs);
 
   Spool() = default;
   Spool(Spool&& other) noexcept;
