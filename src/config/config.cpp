@@ -142,6 +142,9 @@ fs::path resolve_input_path(const std::string& given, const Node& node, const st
   return resolved;
 }
 
+// The parse's model texts (parse_config's `texts`), or none.
+thread_local InputTexts* g_texts = nullptr;
+
 std::optional<ModelChoice> read_model(Validator& v, const Node& node, const std::string& path,
                                       const std::string& config_file) {
   auto given = v.string(node, path);
@@ -168,7 +171,11 @@ std::optional<ModelChoice> read_model(Validator& v, const Node& node, const std:
     return std::nullopt;
   }
   try {
-    return ModelChoice{*given, workload::load_hf_config(resolved.string())};
+    const std::string file = resolved.string();
+    if (g_texts == nullptr) return ModelChoice{*given, workload::load_hf_config(file)};
+    auto it = g_texts->find(file);
+    if (it == g_texts->end()) it = g_texts->emplace(file, workload::read_hf_config_text(file)).first;
+    return ModelChoice{*given, workload::parse_hf_config(it->second, file)};
   } catch (const DiagnosticError& e) {
     v.error(node.where, path, "invalid HF config " + resolved.string() + ":");
     for (const auto& d : e.diagnostics()) {
@@ -506,7 +513,14 @@ void read_output(Validator& v, const Node& node, OutputConfig& o, const std::str
 
 }  // namespace
 
-Config parse_config(const std::string& text, const std::string& file, const std::vector<std::string>& overrides) {
+Config parse_config(const std::string& text, const std::string& file, const std::vector<std::string>& overrides,
+                    InputTexts* texts) {
+  struct Scope {
+    explicit Scope(InputTexts* t) { g_texts = t; }
+    ~Scope() { g_texts = nullptr; }
+    Scope(const Scope&) = delete;
+    Scope& operator=(const Scope&) = delete;
+  } scope(texts);
   Validator v;
   Node root = parse_yaml(text, file);  // a syntax error leaves nothing to validate
   for (std::size_t i = 0; i < overrides.size(); ++i) {

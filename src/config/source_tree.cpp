@@ -3,6 +3,8 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include "wavel/common/yaml_budget.hpp"
+
 #include <string>
 #include <vector>
 
@@ -97,6 +99,10 @@ Node parse_located(const std::string& text, const std::string& file, int column_
   if (text.size() > kMaxTextBytes) {
     throw ConfigError({Diagnostic{file, 0, 0, "", "input is " + std::to_string(text.size()) +
                                                       " bytes; the limit is " + std::to_string(kMaxTextBytes)}});
+  }
+  if (const auto over = first_node_past(text, kMaxNodes)) {
+    throw ConfigError({Diagnostic{file, over->line, over->column + (over->line == 1 ? column_offset : 0), "",
+                                  "too many YAML nodes (limit " + std::to_string(kMaxNodes) + ")"}});
   }
   YAML::Node yaml;
   try {

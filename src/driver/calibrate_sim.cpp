@@ -192,7 +192,7 @@ void calibrate_against_sim_command(const std::string& config_path, const std::st
   const std::string text = read_file_on_root(config_path, context.comm);
   std::vector<std::string> overrides;
   if (!params_path.empty()) overrides.push_back("cost.params_file=" + params_path);
-  const config::Config config = config::parse_config(text, config_path, overrides);
+  const config::Config config = parse_config_on_ranks(text, config_path, overrides, context.comm);
   const auto& start = config.cost.params;
 
   // Schedules of every setting: the search front and the placed baselines (every rank builds the

@@ -7,6 +7,8 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <exception>
+#include <optional>
 #include <cstring>
 #include <ctime>
 #include <utility>
@@ -19,6 +21,7 @@
 
 #include "wavel/common/error.hpp"
 #include "wavel/common/input_file.hpp"
+#include "wavel/common/pack.hpp"
 #include "wavel/common/output_file.hpp"
 
 namespace wavel::driver {
@@ -146,6 +149,51 @@ std::string read_file_on_root(const std::string& path, MPI_Comm comm, int root) 
   });
   broadcast_string(text, comm, root);
   return text;
+}
+
+config::Config parse_config_on_ranks(const std::string& text, const std::string& file,
+                                     const std::vector<std::string>& overrides, MPI_Comm comm) {
+  int rank = 0;
+  MPI_Comm_rank(comm, &rank);
+  config::InputTexts texts;
+  std::optional<config::Config> config;
+  std::exception_ptr failure;
+  int code = 0;
+  if (rank == 0) {
+    try {
+      config = config::parse_config(text, file, overrides, &texts);
+    } catch (const Error& e) {
+      failure = std::current_exception();
+      code = static_cast<int>(e.code());
+    } catch (...) {
+      failure = std::current_exception();
+      code = static_cast<int>(ExitCode::internal);
+    }
+  }
+  MPI_Bcast(&code, 1, MPI_INT, 0, comm);
+  if (code != 0) {
+    if (failure) std::rethrow_exception(failure);
+    throw Error(static_cast<ExitCode>(code), "the config could not be read (rank 0 says why)");
+  }
+  Packer packed;
+  if (rank == 0) {
+    packed.put(static_cast<std::uint64_t>(texts.size()));
+    for (const auto& [path, bytes] : texts) {
+      packed.put(path);
+      packed.put(bytes);
+    }
+  }
+  std::string bytes = packed.take();
+  broadcast_string(bytes, comm, 0);
+  if (rank == 0) return std::move(*config);
+  Unpacker u(bytes);
+  for (std::uint64_t n = u.get<std::uint64_t>(); n > 0; --n) {
+    std::string path, content;
+    u.get(path);
+    u.get(content);
+    texts.emplace(std::move(path), std::move(content));
+  }
+  return config::parse_config(text, file, overrides, &texts);
 }
 
 }  // namespace wavel::driver

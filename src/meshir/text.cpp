@@ -59,6 +59,11 @@ std::string list_text(const std::vector<std::string>& items) {
   return out;
 }
 
+// Supported sizes (README "Input limits"): far above the schedules the search writes, and small
+// enough that the verifier and the cost model check any file within seconds.
+constexpr std::size_t kMaxRegions = 4096;
+constexpr std::size_t kMaxOps = std::size_t{1} << 17;
+
 /// Collects the diagnostics of one text, line by line.
 class Parser {
  public:
@@ -583,6 +588,16 @@ ParsedSchedule Parser::run(const std::string& text) {
     if (!tokens.empty()) {
       const auto& last = tokens.back();
       parse_line(tokens, last.column + static_cast<int>(last.text.size()), damaged);
+    }
+    // Past these counts the checks' pairwise work would run for minutes: stop reading at once.
+    const Schedule& so_far = result_.schedule;
+    if (so_far.regions.size() > kMaxRegions || so_far.ops.size() > kMaxOps) {
+      const bool regions = so_far.regions.size() > kMaxRegions;
+      throw DataError({Diagnostic{file_, line_, 1, regions ? "regions" : "ops",
+                                  std::string("more than ") + std::to_string(regions ? kMaxRegions : kMaxOps) +
+                                      (regions ? " regions" : " ops") +
+                                      ", the most a schedule may have (the tool's own have a few dozen regions "
+                                      "and a few thousand ops)"}});
     }
     start = end + 1;
   }

@@ -13,6 +13,7 @@
 #include "wavel/common/checked.hpp"
 #include "wavel/common/error.hpp"
 #include "wavel/common/input_file.hpp"
+#include "wavel/common/yaml_budget.hpp"
 
 namespace wavel::workload {
 
@@ -99,6 +100,7 @@ constexpr std::int64_t kMaxHeads = 4096;
 constexpr std::int64_t kMaxExperts = 65536;
 constexpr std::int64_t kMaxVocab = std::int64_t{1} << 24;
 constexpr std::int64_t kMaxWidth = std::int64_t{1} << 20;  ///< hidden, FFN, head and latent widths
+constexpr std::size_t kMaxNodes = 200000;                  ///< values in the file, as for config files
 
 struct Entry {
   YAML::Node key;
@@ -394,9 +396,20 @@ std::optional<ModelSpec> find_model_preset(std::string_view name) {
   return std::nullopt;
 }
 
-ModelSpec load_hf_config(const std::string& path) {
+std::string read_hf_config_text(const std::string& path) {
   if (std::filesystem::is_directory(path)) throw InputMissingError("cannot read HF config '" + path + "'");
-  const std::string text = read_input_file(path, std::size_t{16} << 20, "HF config");
+  return read_input_file(path, std::size_t{16} << 20, "HF config");
+}
+
+ModelSpec load_hf_config(const std::string& path) { return parse_hf_config(read_hf_config_text(path), path); }
+
+ModelSpec parse_hf_config(const std::string& text, const std::string& path) {
+  // Counted before a tree is built: yaml-cpp spends about 500 bytes a node.
+  if (const auto over = first_node_past(text, kMaxNodes)) {
+    throw DataError({Diagnostic{path, over->line, over->column, "",
+                                "more than " + std::to_string(kMaxNodes) +
+                                    " JSON values; a model's config.json has a few hundred (is this the right file?)"}});
+  }
 
   YAML::Node root;
   try {

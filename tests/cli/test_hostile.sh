@@ -33,6 +33,12 @@ mkdir -p "$tmp/huge"
 sed 's/"num_hidden_layers": [0-9]*/"num_hidden_layers": 2147483648/' "$src/tests/data/hf/llama3-8b/config.json" >"$tmp/huge/config.json"
 expect 78 "num_hidden_layers: is 2147483648; the supported maximum is 1024" --dry-run "$tiny" --set "workloads.models=[$tmp/huge]"
 
+# A 14 MB config.json of 7 M values (under the 16 MiB cap): refused from its text at once, in a
+# fraction of the memory yaml-cpp's tree would take (3.4 GB): run under a 1 GiB address-space limit.
+python3 -c "import json,sys; d=json.load(open(sys.argv[1])); d['junk']=[0]*7000000; open(sys.argv[2],'w').write(json.dumps(d,separators=(',',':')))" \
+  "$src/tests/data/hf/llama3-8b/config.json" "$tmp/huge/config.json"
+(ulimit -v 1048576; expect 78 "more than 200000 JSON values" --dry-run "$tiny" --set "workloads.models=[$tmp/huge]") || fail=1
+
 # Kokkos is quiet: stdout of --help and --dry-run is only the data, even with OMP_PROC_BIND unset.
 env -u OMP_PROC_BIND "$exe" --help >"$tmp/help.txt" 2>&1
 grep -q "OMP_PROC_BIND environment" "$tmp/help.txt" && no "--help prints Kokkos warnings"
@@ -53,6 +59,24 @@ grep -q "OMP_PROC_BIND environment" "$tmp/run.log" && no "a run prints Kokkos wa
 env -u OMP_PROC_BIND "$exe" show "$tmp/run/results.h5" --setting 0 --schedule wavel >"$tmp/wavel.meshir" || no "show"
 expect 0 "verified OK" check "$tmp/wavel.meshir"
 grep -q "cost-model parameters: built-in defaults" "$tmp/err" || no "check does not say which parameters it uses"
+# Hostile MeshIR sizes: 100,000 one-PE regions are refused at the 4097th (it ran past 120 s), 4,000
+# regions each nested in every other are refused by their overlapping pairs before the SRAM sweep.
+python3 - "$tmp/wavel.meshir" "$tmp" <<'PY'
+import sys
+src = open(sys.argv[1]).read().splitlines()
+for name, n, nested in (("many", 100000, False), ("nested", 4000, True)):
+    out = []
+    for line in src:
+        out.append("grid 400 400" if line.startswith("grid ") else line)
+        if line.startswith("region 1 "):
+            for i in range(n):
+                x, y, w = (16 + i % 8, 16 + i % 8, 300 - i % 8) if nested else (16 + i % 384, i // 384, 1)
+                out.append(f"region {i + 2} {x} {y} {w} {w}")
+    open(f"{sys.argv[2]}/{name}.meshir", "w").write("\n".join(out) + "\n")
+PY
+expect 65 "more than 4096 regions, the most a schedule may have" check "$tmp/many.meshir"
+expect 65 "pairs of regions overlap" check "$tmp/nested.meshir"
+expect 65 "more than 4096 regions" simulate "$tmp/many.meshir"
 # show on files that are not results: 65 (bad data) or 66 (missing), never 73 (cannot write).
 expect 65 "not an HDF5 file" show "$tiny"
 expect 66 "does not exist" show "$tmp/absent.h5"

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -150,9 +151,15 @@ struct Config {
 /// `config` already is one point's.
 const Config& for_hardware(const Config& config, std::size_t index);
 
+/// The texts of the model files a config names, by the path opened: filled by one parse and given to
+/// another, so that a file is read once (on rank 0) and every rank parses the same bytes.
+using InputTexts = std::map<std::string, std::string>;
+
 /// Validates config text (read from `file`) with `overrides` applied on top. Relative model paths
 /// are resolved against the directory of `file`. Throws wavel::ConfigError listing every problem.
-Config parse_config(const std::string& text, const std::string& file, const std::vector<std::string>& overrides);
+/// With `texts`, a model file found there is not read again, and each one read is added.
+Config parse_config(const std::string& text, const std::string& file, const std::vector<std::string>& overrides,
+                    InputTexts* texts = nullptr);
 
 /// The resolved configuration as YAML: every default filled in, presets expanded.
 /// With `absolute_paths`, model and params files are written as the absolute paths that were opened,

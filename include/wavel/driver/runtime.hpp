@@ -5,6 +5,9 @@
 
 #include <functional>
 #include <string>
+#include <vector>
+
+#include "wavel/config/config.hpp"
 
 namespace wavel::driver {
 
@@ -24,6 +27,11 @@ RunContext make_run_context(MPI_Comm comm);
 /// Rank `root` reads the whole file and broadcasts the bytes, so every rank validates the same text.
 /// Throws wavel::InputMissingError on every rank if it cannot be read.
 std::string read_file_on_root(const std::string& path, MPI_Comm comm, int root = 0);
+
+/// config::parse_config on every rank, the model files read once: rank 0 parses first and sends the
+/// texts it read to the others. A failure on rank 0 is thrown on every rank (rank 0 has the message).
+config::Config parse_config_on_ranks(const std::string& text, const std::string& file,
+                                     const std::vector<std::string>& overrides, MPI_Comm comm);
 
 /// Broadcasts `text` from `root` (any size) into `text` on every rank.
 void broadcast_string(std::string& text, MPI_Comm comm, int root = 0);

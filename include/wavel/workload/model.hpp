@@ -56,6 +56,11 @@ std::optional<ModelSpec> find_model_preset(std::string_view name);
 /// Reads a HF config.json. Throws wavel::InputMissingError if it cannot be read and
 /// wavel::DataError naming every missing or unsupported key otherwise.
 ModelSpec load_hf_config(const std::string& path);
+/// The bytes of a HF config.json (at most 16 MiB; InputMissingError if unreadable).
+std::string read_hf_config_text(const std::string& path);
+/// load_hf_config on text already read from `path`; more than 200 000 values are refused (DataError)
+/// before anything is built.
+ModelSpec parse_hf_config(const std::string& text, const std::string& path);
 
 /// Total parameter count (embedding, all layers, final norm, LM head unless tied); checked arithmetic
 /// (wavel::InputDataError if it does not fit in 64 bits).
