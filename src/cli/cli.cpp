@@ -248,7 +248,10 @@ Options parse(const std::vector<std::string>& args) {
   if (o.help || o.version) return o;
   o.dry_run = vm.count("dry-run") > 0;
   if (vm.count("set")) o.overrides = vm["set"].as<std::vector<std::string>>();
-  if (vm.count("output")) o.output_dir = vm["output"].as<std::string>();
+  if (vm.count("output")) {
+    o.output_dir = vm["output"].as<std::string>();
+    if (o.output_dir.empty()) throw UsageError("-o/--output needs a directory; '' names none");
+  }
   if (vm.count("params")) {
     o.params_path = vm["params"].as<std::string>();
     std::error_code ec;

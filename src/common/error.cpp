@@ -1,6 +1,8 @@
 // Formatting of located diagnostics.
 #include "wavel/common/error.hpp"
 
+#include "wavel/common/text.hpp"
+
 #include <algorithm>
 #include <sstream>
 
@@ -8,14 +10,15 @@ namespace wavel {
 
 std::string Diagnostic::format() const {
   std::ostringstream out;
-  out << file;
+  // Everything here may come from a file: printed, it cannot drive the terminal.
+  out << printable(file);
   if (line > 0) {
     out << ':' << line;
     if (column > 0) out << ':' << column;
   }
   out << ": error: ";
-  if (!key_path.empty()) out << key_path << ": ";
-  out << message;
+  if (!key_path.empty()) out << printable(key_path) << ": ";
+  out << printable(message);
   return out.str();
 }
 

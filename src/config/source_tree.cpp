@@ -102,7 +102,10 @@ Node parse_located(const std::string& text, const std::string& file, int column_
   }
   if (const auto over = first_node_past(text, kMaxNodes)) {
     throw ConfigError({Diagnostic{file, over->line, over->column + (over->line == 1 ? column_offset : 0), "",
-                                  "too many YAML nodes (limit " + std::to_string(kMaxNodes) + ")"}});
+                                  "too many YAML nodes (limit " + std::to_string(kMaxNodes) +
+                                      "); a sweep this large is written as axes (workloads.models, phases, "
+                                      "concurrent_requests, input_tokens, ...), whose product the tool expands, "
+                                      "rather than case by case"}});
   }
   YAML::Node yaml;
   try {

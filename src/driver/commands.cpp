@@ -13,6 +13,7 @@
 #include "wavel/calibrate/predict.hpp"
 #include "wavel/calibrate/reference.hpp"
 #include "wavel/common/error.hpp"
+#include "wavel/common/text.hpp"
 #include "wavel/cost/model.hpp"
 #include "wavel/cost/params.hpp"
 #include "wavel/driver/reference_cv.hpp"
@@ -341,7 +342,7 @@ void check_command(const std::string& meshir_path, const std::string& wafer_pres
   const bool prefill = !checked.decode;
   const auto cost = cost::evaluate(s, checked.wafer, checked.params, checked.decode, checked.prompt_tokens);
   if (context.rank != 0) return;
-  out << "schedule '" << s.name << "': " << s.ops.size() << " ops, " << s.regions.size() << " regions, verified OK\n";
+  out << "schedule '" << printable(s.name) << "': " << s.ops.size() << " ops, " << s.regions.size() << " regions, verified OK\n";
   out << std::left << std::setw(5) << "op" << std::setw(34) << "name" << std::setw(13) << "kernel" << std::right
       << std::setw(7) << "region" << std::setw(6) << "step" << std::setw(12) << "compute" << std::setw(10)
       << "hops" << std::setw(12) << "stages" << std::setw(11) << "links" << std::setw(10) << "overhead"

@@ -6,6 +6,7 @@
 #include <iostream>
 
 #include "wavel/calibrate/fit.hpp"
+#include "wavel/common/text.hpp"
 #include "wavel/cost/model.hpp"
 #include "wavel/io/results.hpp"
 #include "wavel/meshir/schedule.hpp"
@@ -36,7 +37,7 @@ void simulate_command(const std::string& meshir_path, const std::string& wafer_p
     });
   }
   if (context.rank != 0) return;
-  out << "schedule '" << s.name << "': " << s.ops.size() << " ops, verified OK; simulated "
+  out << "schedule '" << printable(s.name) << "': " << s.ops.size() << " ops, verified OK; simulated "
       << simulated.ops_simulated << " ops (" << simulated.ops_reused << " reused), " << simulated.events
       << " events, " << simulated.wavelet_hops << " wavelet-hops, " << simulated.relays
       << " relays (routers out of colours)\n";

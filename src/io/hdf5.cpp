@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "wavel/common/error.hpp"
+#include "wavel/common/text.hpp"
 
 #include "impl/hdf5_detail.hpp"
 
@@ -220,7 +221,8 @@ void write_attribute(const Handle& obj, const std::string& name, const std::stri
   Handle type = detail::vl_utf8_type();
   Handle space = detail::scalar_space();
   Handle attr = detail::create_attribute(obj, name, type.id(), space.id());
-  const char* pointer = utf8_value.c_str();
+  const std::string valid = valid_utf8(utf8_value);  // a config's text or a path may hold any bytes
+  const char* pointer = valid.c_str();
   check(H5Awrite(attr.id(), type.id(), &pointer), "H5Awrite", [&] { return detail::child_path(obj, name); });
   attr.close();
 }
@@ -230,9 +232,12 @@ void write_attribute(const Handle& obj, const std::string& name, const std::vect
   Handle space = detail::vector_space(utf8_values.size());
   Handle attr = detail::create_attribute(obj, name, type.id(), space.id());
   if (!utf8_values.empty()) {
+    std::vector<std::string> valid;
+    valid.reserve(utf8_values.size());
+    for (const auto& value : utf8_values) valid.push_back(valid_utf8(value));
     std::vector<const char*> pointers;
-    pointers.reserve(utf8_values.size());
-    for (const auto& value : utf8_values) pointers.push_back(value.c_str());
+    pointers.reserve(valid.size());
+    for (const auto& value : valid) pointers.push_back(value.c_str());
     check(H5Awrite(attr.id(), type.id(), pointers.data()), "H5Awrite", [&] { return detail::child_path(obj, name); });
   }
   attr.close();
@@ -306,12 +311,15 @@ void write_column(const Handle& group, const std::string& name, const std::vecto
   int rank = 0;
   MPI_Comm_rank(comm, &rank);
   // Only root's strings are valid, so only root can know the width every rank must create.
+  // Stored as UTF-8: a byte that is not (a path, a name from a file) becomes U+FFFD.
+  std::vector<std::string> valid;
   std::size_t width_bytes = 1;
   if (rank == root) {
-    for (const auto& value : values) width_bytes = std::max(width_bytes, value.size());
+    valid.reserve(values.size());
+    for (const auto& value : values) width_bytes = std::max(width_bytes, valid.emplace_back(valid_utf8(value)).size());
   }
   detail::write_text_column(
-      group, name, values.size(), width_bytes, [&](std::size_t i, std::string&) { return std::string_view(values[i]); },
+      group, name, values.size(), width_bytes, [&](std::size_t i, std::string&) { return std::string_view(valid[i]); },
       rows, units, comm, root);
 }
 

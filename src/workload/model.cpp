@@ -13,6 +13,7 @@
 #include "wavel/common/checked.hpp"
 #include "wavel/common/error.hpp"
 #include "wavel/common/input_file.hpp"
+#include "wavel/common/text.hpp"
 #include "wavel/common/yaml_budget.hpp"
 
 namespace wavel::workload {
@@ -428,7 +429,8 @@ ModelSpec parse_hf_config(const std::string& text, const std::string& path) {
 
   ConfigReader in(path, root);
   ModelSpec model;
-  model.name = model_name_from_path(path, in.string("_name_or_path"));
+  // A name from a path or a file: valid UTF-8 for the results' string columns, safe to print.
+  model.name = printable(model_name_from_path(path, in.string("_name_or_path")));
   model.source = path;
 
   const auto layers = in.integer("num_hidden_layers", true, 1, kMaxLayers);

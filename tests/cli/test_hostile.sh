@@ -37,7 +37,7 @@ expect 78 "num_hidden_layers: is 2147483648; the supported maximum is 1024" --dr
 # fraction of the memory yaml-cpp's tree would take (3.4 GB): run under a 1 GiB address-space limit.
 python3 -c "import json,sys; d=json.load(open(sys.argv[1])); d['junk']=[0]*7000000; open(sys.argv[2],'w').write(json.dumps(d,separators=(',',':')))" \
   "$src/tests/data/hf/llama3-8b/config.json" "$tmp/huge/config.json"
-(ulimit -v 1048576; expect 78 "more than 200000 JSON values" --dry-run "$tiny" --set "workloads.models=[$tmp/huge]") || fail=1
+(ulimit -v 1048576; expect 78 "more than 200000 JSON values" --dry-run "$tiny" --set "workloads.models=[$tmp/huge]"; exit $fail) || fail=1
 
 # Kokkos is quiet: stdout of --help and --dry-run is only the data, even with OMP_PROC_BIND unset.
 env -u OMP_PROC_BIND "$exe" --help >"$tmp/help.txt" 2>&1
@@ -145,6 +145,28 @@ mkdir -p "$tmp/fifo"; mkfifo "$tmp/fifo/checkpoint.wckp"
 expect 65 "not a regular file" "$tiny" -o "$tmp/fifo" --resume
 mkdir -p "$tmp/dev"; ln -s /dev/zero "$tmp/dev/checkpoint.wckp"
 expect 65 "symbolic link" "$tiny" -o "$tmp/dev" --resume
+
+# Names from files reach terminals and UTF-8 columns safely: an invalid UTF-8 model folder name and a
+# schedule name with escape sequences; -o '' is a usage error, not ignored; a 40,000-case sweep is
+# told to use axes, not about aliases it does not have.
+bad=$(printf 'mod\xff\x1b[2Jel')
+mkdir -p "$tmp/$bad"; cp "$src/configs/models/tiny-llama/config.json" "$tmp/$bad/"
+expect 0 "results:" "$tiny" -o "$tmp/utf8" --set "workloads.models=['$tmp/$bad']"
+grep -q $'\x1b' "$tmp/out" "$tmp/err" && no "a model name's escape sequence reached the terminal"
+if /usr/bin/python3 -c 'import h5py' 2>/dev/null; then
+  /usr/bin/python3 -c 'import h5py,sys; f=h5py.File(sys.argv[1],"r"); [f[g][c].asstr()[:] for g in f for c in f[g] if f[g][c].dtype.kind in "SO"]; [f.attrs[a] for a in f.attrs]' \
+    "$tmp/utf8/results.h5" 2>"$tmp/err" || { no "results.h5 string columns are not valid UTF-8"; cat "$tmp/err"; }
+fi
+sed 's/^schedule "wavel"/schedule "x\x1b[31mred\x07"/' "$tmp/wavel.meshir" >"$tmp/esc.meshir"
+expect 0 'schedule '"'"'x\x1b[31mred\x07'"'"'' check "$tmp/esc.meshir"
+grep -q $'\x1b' "$tmp/out" "$tmp/err" && no "a schedule name's escape sequence reached the terminal"
+expect 64 "-o/--output needs a directory" "$tiny" -o ''
+python3 -c "
+print('workloads:\n  cases:')
+for i in range(40000): print('    - {model: llama3-8b, phase: decode, concurrent_requests: 1, input_tokens: %d, output_tokens: 1}' % (i + 1))
+" >"$tmp/cases.yaml"
+expect 78 "written as axes" --dry-run "$tmp/cases.yaml"
+grep -q "alias" "$tmp/err" && no "a large cases list is reported as an alias problem"
 
 # Outputs this run does not write are not left looking current, nor deleted: kept as *.stale, said so.
 expect 0 "results:" "$tiny" -o "$tmp/stale"
