@@ -74,6 +74,14 @@ std::string fingerprint_mismatch(const std::vector<InputFingerprint>& recorded, 
   return why;
 }
 
+void pack_binding(const std::string& config_hash, const std::vector<InputFingerprint>& inputs,
+                  std::uint64_t plan_fingerprint, std::uint64_t tasks, Packer& p) {
+  p.put(config_hash);
+  pack_fingerprints(inputs, p);
+  p.put(plan_fingerprint);
+  p.put(tasks);
+}
+
 void pack_fingerprints(const std::vector<InputFingerprint>& inputs, Packer& p) {
   p.put(static_cast<std::uint64_t>(inputs.size()));
   for (const auto& i : inputs) {
@@ -94,10 +102,7 @@ std::vector<InputFingerprint> unpack_fingerprints(Unpacker& u) {
 void write_checkpoint(const std::string& path, const Checkpoint& c) {
   Packer p;
   p.put(kFormat);
-  p.put(c.config_hash);
-  pack_fingerprints(c.inputs, p);
-  p.put(c.plan_fingerprint);
-  p.put(c.tasks);
+  pack_binding(c.config_hash, c.inputs, c.plan_fingerprint, c.tasks, p);
   p.put(static_cast<std::uint64_t>(c.finished.size()));
   for (const auto& f : c.finished) {
     p.put(f.task);

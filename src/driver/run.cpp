@@ -224,14 +224,14 @@ void run(const config::Config& config, const RunContext& context, std::ostream& 
       detail::Spool::check(spool_path.string(), config_hash, inputs);
     });
   }
-  std::vector<std::string> kept_stale;  // on rank 0: set aside, and not rewritten by this run
+  std::vector<fs::path> kept_stale;  // on rank 0: set aside as *.stale, and not rewritten by this run
   on_root_agreed(context.comm, 0, [&] {
     for (const auto& [path, written] : outputs) {
       std::error_code ec;
       if (!fs::exists(fs::symlink_status(path, ec))) continue;
       fs::rename(path, path.string() + ".stale", ec);
       if (ec) throw OutputError("cannot set the previous '" + path.string() + "' aside: " + ec.message());
-      if (!written) kept_stale.push_back(path.string() + ".stale");
+      if (!written) kept_stale.push_back(path);
     }
   });
 
@@ -307,9 +307,9 @@ void run(const config::Config& config, const RunContext& context, std::ostream& 
     for (const auto& [path, written] : outputs) {
       if (written) fs::remove(path.string() + ".stale", ignored);
     }
-    for (const auto& stale : kept_stale) {
-      std::cerr << "wavel-dse: note: the previous run's '" << stale.substr(0, stale.size() - 6)
-                << "' is kept as '" << stale << "' (this run does not write it)\n";
+    for (const auto& path : kept_stale) {
+      std::cerr << "wavel-dse: note: the previous run's '" << path.string() << "' is kept as '" << path.string()
+                << ".stale' (this run does not write it)\n";
     }
     print_settings(out, config, settings, results);
     if (wafer_counts) print_wafer_counts(out, config, settings, counts);

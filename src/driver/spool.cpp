@@ -28,10 +28,7 @@ constexpr std::size_t kRecordHeaderBytes = 3 * sizeof(std::uint64_t);  // task, 
 std::string header_bytes(const SpoolHeader& h) {
   Packer p;
   p.put(kFormat);
-  p.put(h.config_hash);
-  pack_fingerprints(h.inputs, p);
-  p.put(h.plan_fingerprint);
-  p.put(h.tasks);
+  pack_binding(h.config_hash, h.inputs, h.plan_fingerprint, h.tasks, p);
   Packer framed;
   framed.put(p.bytes());
   framed.put(fnv1a64(p.bytes()));

@@ -67,6 +67,11 @@ Checkpoint read_checkpoint(const std::string& path, const std::string& config_ha
                            const std::vector<InputFingerprint>& inputs, std::uint64_t plan_fingerprint,
                            std::uint64_t tasks);
 
+/// Packs what binds a checkpoint or a spool to its run: the config hash, the inputs' fingerprints, the
+/// task list's fingerprint and size, in that order (both files start so).
+void pack_binding(const std::string& config_hash, const std::vector<InputFingerprint>& inputs,
+                  std::uint64_t plan_fingerprint, std::uint64_t tasks, wavel::Packer& p);
+
 /// Packs and unpacks a fingerprint list (the checkpoint and the spool's header both carry one).
 void pack_fingerprints(const std::vector<InputFingerprint>& inputs, wavel::Packer& p);
 std::vector<InputFingerprint> unpack_fingerprints(wavel::Unpacker& u);
