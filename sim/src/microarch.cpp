@@ -30,6 +30,7 @@ MicroArch microarch_for(const wafer::WaferParams& wafer) {
   m.link_bytes_per_cycle = wafer.link_bytes_per_cycle;
   m.sram_read_bytes_per_cycle = wafer.sram_read_bytes_per_cycle;
   m.sram_write_bytes_per_cycle = wafer.sram_write_bytes_per_cycle;
+  m.scalar_division_cycles = wafer.scalar_division_cycles;
   m.hop_cycles = wafer.alpha_cycles_per_hop + wafer.pe_timing.router_cycles_per_hop;
   m.routable_colours = wafer.routable_colours;
   m.timing = wafer.pe_timing;

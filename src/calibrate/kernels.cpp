@@ -209,8 +209,7 @@ void check_on_wafer(const KernelSet& set, const wafer::WaferParams& wafer) {
 }
 
 double predict_kernel_cycles(const KernelPoint& point, const wafer::WaferParams& wafer, const cost::CostParams& params) {
-  cost::CostParams p = params;
-  p.kernel_overhead_cycles = 0.0;  // the timed repetitions run inside one launch
+  const cost::CostParams& p = params;  // the timed repetitions run inside one launch: no host launch
   const meshir::Schedule none;
   switch (point.kind) {
     case KernelKind::meshgemm: {

@@ -75,7 +75,8 @@ std::optional<ReferencePoint> read_point(Validator& v, const Node& node, const s
             "expected a map with model, phase, grid, tpr_tokens_per_s and context_tokens or input_tokens");
     return std::nullopt;
   }
-  v.check_map(node, path, {"model", "phase", "context_tokens", "input_tokens", "grid", "tpr_tokens_per_s"});
+  v.check_map(node, path, {"model", "phase", "context_tokens", "input_tokens", "grid", "tpr_tokens_per_s", "dim",
+                           "ffn_dim", "seq_len", "group_num"});
   bool ok = true;
   auto required = [&](const char* key) -> const Node* {
     const Node* found = node.find(key);
@@ -158,6 +159,31 @@ std::optional<ReferencePoint> read_point(Validator& v, const Node& node, const s
       point.tpr_tokens_per_s = *tpr;
     } else {
       ok = false;
+    }
+  }
+  // Optional run-configuration keys, checked against the grid once it is known.
+  const struct {
+    const char* key;
+    std::int64_t& value;
+  } shape_keys[] = {{"dim", point.dim}, {"ffn_dim", point.ffn_dim}, {"seq_len", point.seq_len}, {"group_num", point.group_num}};
+  for (const auto& k : shape_keys) {
+    const Node* n = node.find(k.key);
+    if (n == nullptr) continue;
+    const std::string key = config::join_key(path, k.key);
+    const auto value = v.integer(*n, key, 1, kMaxTokens);
+    if (!value) {
+      ok = false;
+    } else if (point.grid_pes > 0 && std::string(k.key) != "group_num" && *value % point.grid_pes != 0) {
+      v.error(n->where, key, "WaferLLM's kernels split it evenly over the grid: " + std::to_string(*value) +
+                                 " is not a multiple of " + std::to_string(point.grid_pes));
+      ok = false;
+    } else if (point.grid_pes > 0 && std::string(k.key) == "group_num" &&
+               (*value > point.grid_pes || point.grid_pes % *value != 0)) {
+      v.error(n->where, key, std::to_string(*value) + " groups do not divide the grid side " +
+                                 std::to_string(point.grid_pes) + " evenly");
+      ok = false;
+    } else {
+      k.value = *value;
     }
   }
   if (!ok) return std::nullopt;

@@ -90,9 +90,9 @@ po::options_description visible_options() {
        "cost-model parameters file (run: same as --set cost.params_file=FILE)")  //
       ("fit", po::value<std::string>()->value_name("A,B,..."),
        "calibrate: parameters to fit (defaults: kernel files: the constants of the kernels\n"
-       "given; a reference file: alpha_cycles_per_hop,gemm_k_cycles,kernel_overhead_cycles;\n"
+       "given; a reference file: alpha_cycles_per_hop,gemm_k_cycles,scalar_op_cycles;\n"
        "a config: alpha_cycles_per_hop,beta_cycles_per_stage,gemm_step_cycles,gemm_k_cycles,\n"
-       "kernel_overhead_cycles)")  //
+       "scalar_op_cycles)")  //
       ("setting", po::value<std::int64_t>()->value_name("N"), "show: setting id")  //
       ("schedule", po::value<std::string>()->value_name("NAME"),
        "show: schedule name: fullchip, waferllm, wavel (the best found) or front.N\n"

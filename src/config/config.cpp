@@ -51,7 +51,7 @@ void read_wafer(Validator& v, const Node& node, wafer::WaferParams& w) {
   v.check_map(node, path,
               {"preset", "fabric_w_pes", "fabric_h_pes", "io_border_cols", "io_border_rows", "grid_w_pes",
                "grid_h_pes", "sram_per_pe_bytes", "clock_hz", "simd_fp16_lanes", "link_bytes_per_cycle",
-               "sram_read_bytes_per_cycle", "sram_write_bytes_per_cycle", "alpha_cycles_per_hop", "beta_cycles_per_stage", "routable_colours", "defective_pes",
+               "sram_read_bytes_per_cycle", "sram_write_bytes_per_cycle", "scalar_division_cycles", "alpha_cycles_per_hop", "beta_cycles_per_stage", "routable_colours", "defective_pes",
                "defect_rate", "defect_seed", "sweep", "sweep_mode"});
   std::string preset = "wse3";
   if (present(node, "preset")) {
@@ -94,6 +94,7 @@ void read_wafer(Validator& v, const Node& node, wafer::WaferParams& w) {
   read_int(v, node, path, "link_bytes_per_cycle", w.link_bytes_per_cycle, 1, 1024);
   read_int(v, node, path, "sram_read_bytes_per_cycle", w.sram_read_bytes_per_cycle, 1, 1024);
   read_int(v, node, path, "sram_write_bytes_per_cycle", w.sram_write_bytes_per_cycle, 1, 1024);
+  read_double(v, node, path, "scalar_division_cycles", w.scalar_division_cycles, 0.0, 1e6);
   read_double(v, node, path, "alpha_cycles_per_hop", w.alpha_cycles_per_hop, 0.0, 1e6);
   read_double(v, node, path, "beta_cycles_per_stage", w.beta_cycles_per_stage, 0.0, 1e6);
   read_int(v, node, path, "routable_colours", w.routable_colours, 1, 1024);

@@ -42,6 +42,7 @@ std::string to_yaml(const Config& c, bool absolute_paths) {
   out << YAML::Key << "link_bytes_per_cycle" << YAML::Value << w.link_bytes_per_cycle;
   out << YAML::Key << "sram_read_bytes_per_cycle" << YAML::Value << w.sram_read_bytes_per_cycle;
   out << YAML::Key << "sram_write_bytes_per_cycle" << YAML::Value << w.sram_write_bytes_per_cycle;
+  out << YAML::Key << "scalar_division_cycles" << YAML::Value << num(w.scalar_division_cycles);
   out << YAML::Key << "alpha_cycles_per_hop" << YAML::Value << num(w.alpha_cycles_per_hop);
   out << YAML::Key << "beta_cycles_per_stage" << YAML::Value << num(w.beta_cycles_per_stage);
   out << YAML::Key << "routable_colours" << YAML::Value << w.routable_colours;

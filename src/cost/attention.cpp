@@ -15,6 +15,9 @@ constexpr double kFp32Bytes = 4.0;  // partial scores and sums accumulate in FP3
 
 std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return b <= 0 ? 0 : (a + b - 1) / b; }
 
+// The op's tree groups where they fit the line it reduces over; otherwise sqrt(line) (0).
+std::int64_t tree_group(const meshir::PlacedOp& op, std::int64_t line) { return op.group > 0 && op.group < line ? op.group : 0; }
+
 }  // namespace
 
 OpCost decode_attention(const meshir::PlacedOp& op, const wafer::WaferParams& wafer, const CostParams& p) {
@@ -40,15 +43,16 @@ OpCost decode_attention(const meshir::PlacedOp& op, const wafer::WaferParams& wa
   const auto r = static_cast<double>(requests);
 
   OpCost c;
-  c.overhead_cycles = p.kernel_overhead_cycles;
   if (op.attention == AttentionRole::softmax) {
     const double elements = static_cast<double>(std::max<std::int64_t>(1, w.batch * w.m * w.n));
     const double flops_per_element = static_cast<double>(w.flops) / elements;
-    const double local = flops_per_element * r * static_cast<double>(heads_per_pe * context_pe);
-    c.compute_cycles = local / (peak_flops_per_cycle(wafer) * p.elementwise_efficiency);
+    const double local_elements = r * static_cast<double>(heads_per_pe * context_pe);
+    c.compute_cycles = flops_per_element * local_elements / static_cast<double>(fmac_elements_per_cycle(wafer)) +
+                       local_elements * scalar_element_cycles(w, wafer, p);
     const double bytes = r * static_cast<double>(heads_per_pe) * kFp32Bytes;
     for (std::int64_t round = 0; round < std::max<std::int64_t>(1, op.rounds); ++round) {
-      add_to(c, streamed_allreduce(b, 0, bytes, wafer, p));
+      add_to(c, streamed_allreduce(b, tree_group(op, b), bytes, wafer, p));
+      c.overhead_cycles += p.gemv_fixed_cycles;  // the same tree call as a MeshGEMV's
     }
     finish(c);
     return c;
@@ -63,10 +67,11 @@ OpCost decode_attention(const meshir::PlacedOp& op, const wafer::WaferParams& wa
   const std::int64_t vector_length = scores ? context_pe : features_pe;
   const std::int64_t vectors = scores ? features_pe : context_pe;
   c.compute_cycles = fmac_loop_cycles(r * static_cast<double>(vectors), vector_length, p.gemv_fmac_issue_cycles, wafer);
+  c.overhead_cycles = p.gemv_fixed_cycles;
   if (scores) {
-    add_to(c, streamed_allreduce(segment, 0, r * static_cast<double>(heads_per_pe * context_pe) * kFp32Bytes, wafer, p));
+    add_to(c, streamed_allreduce(segment, tree_group(op, segment), r * static_cast<double>(heads_per_pe * context_pe) * kFp32Bytes, wafer, p));
   } else {
-    add_to(c, streamed_allreduce(b, 0, r * static_cast<double>(features_pe) * kFp32Bytes, wafer, p));
+    add_to(c, streamed_allreduce(b, tree_group(op, b), r * static_cast<double>(features_pe) * kFp32Bytes, wafer, p));
   }
   finish(c);
   return c;

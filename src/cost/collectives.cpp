@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <utility>
 
 namespace wavel::cost::detail {
 
@@ -56,6 +57,28 @@ double fmac_loop_cycles(double instructions, std::int64_t length, double issue_c
   const std::int64_t rate = fmac_elements_per_cycle(wafer);
   const double element_cycles = static_cast<double>(length / rate + (length % rate != 0 ? 1 : 0));
   return instructions * (element_cycles + issue_cycles);
+}
+
+double scalar_element_cycles(const meshir::OpWork& work, const wafer::WaferParams& wafer, const CostParams& p) {
+  return static_cast<double>(std::max<std::int64_t>(0, work.scalar_instructions)) * p.scalar_op_cycles +
+         static_cast<double>(std::max<std::int64_t>(0, work.scalar_divisions)) * wafer.scalar_division_cycles;
+}
+
+double pe_share(const meshir::PlacedOp& op, std::int64_t per_row) {
+  if (per_row < 1) return 0.0;
+  const meshir::Layout& l = op.in_layout;
+  std::int64_t token_parts = 1, feature_parts = 1;
+  for (const auto& [dim, part] : {std::pair{l.on_x, l.part_x}, std::pair{l.on_y, l.part_y}}) {
+    if (dim == meshir::Dim::tokens) token_parts *= std::max<std::int64_t>(1, part);
+    if (dim == meshir::Dim::features) feature_parts *= std::max<std::int64_t>(1, part);
+  }
+  const auto ceil_div = [](std::int64_t a, std::int64_t b) { return (a + b - 1) / b; };
+  const std::int64_t rows = std::max<std::int64_t>(1, op.work.batch) * std::max<std::int64_t>(1, op.work.m);
+  return static_cast<double>(ceil_div(rows, token_parts)) * static_cast<double>(ceil_div(per_row, feature_parts));
+}
+
+double scalar_loop_cycles(const meshir::PlacedOp& op, const wafer::WaferParams& wafer, const CostParams& p) {
+  return pe_share(op, op.work.scalar_elements) * scalar_element_cycles(op.work, wafer, p);
 }
 
 OpCost neighbour_shift(std::int64_t hops, std::int64_t elements, const CostParams& p) {

@@ -42,10 +42,13 @@ OpCost meshgemv(const PlacedOp& op, const wafer::WaferParams& wafer, const CostP
   const std::int64_t rows = op.work.batch * op.work.m;  // independent vectors (tokens)
   const std::int64_t k_pe = ceil_div(op.work.k, along);
   const std::int64_t n_pe = ceil_div(op.work.n, across);
-  c.compute_cycles = detail::fmac_loop_cycles(static_cast<double>(rows) * static_cast<double>(k_pe), n_pe,
-                                              p.gemv_fmac_issue_cycles, wafer);
+  // Fused GEMVs (WaferLLM's Q/K/V, gate/up) run their local loops one after another on their own
+  // output slices, then reduce the slices together in one allreduce.
+  const std::int64_t fused = std::max<std::int64_t>(1, op.work.fused);
+  c.compute_cycles = detail::fmac_loop_cycles(static_cast<double>(rows) * static_cast<double>(k_pe * fused),
+                                              ceil_div(n_pe, fused), p.gemv_fmac_issue_cycles, wafer);
   add_to(c, detail::streamed_allreduce(along, op.group, static_cast<double>(rows * n_pe) * kFp16Bytes, wafer, p));
-  c.overhead_cycles = p.gemv_fixed_cycles + p.kernel_overhead_cycles;
+  c.overhead_cycles = p.gemv_fixed_cycles;
   finish(c);
   return c;
 }
@@ -99,20 +102,27 @@ OpCost meshgemm(const PlacedOp& op, const wafer::WaferParams& wafer, const CostP
     c.link_cycles = s * step_link;
   }
   // Alignment of the activation operand: ring/2 shifts of 2 hops, each a step without compute.
-  const double skew_positions = std::floor(static_cast<double>(ring) / 2.0);
+  const double skew_positions = op.input_skewed ? 0.0 : std::floor(static_cast<double>(ring) / 2.0);
   c.hop_cycles += skew_positions * step_hops;
   c.link_cycles += skew_positions * static_cast<double>(detail::wavelets_for(a_bytes, wafer));
   c.hops = static_cast<std::int64_t>(2 * steps + 2 * static_cast<std::int64_t>(skew_positions));
-  c.overhead_cycles = (s + skew_positions) * p.gemm_step_cycles + p.kernel_overhead_cycles;
+  c.overhead_cycles = (s + skew_positions) * p.gemm_step_cycles;
   finish(c);
   return c;
 }
 
+// Vector work at the rate of a two-read, one-write FP16 instruction (@faddh, @fmulh: the FMAC's), one
+// element per flop over the PE's share of the op's rows x n (a replicated axis repeats it), and the
+// op's scalar loop. No launch: WaferLLM's layers are straight-line code.
 OpCost elementwise(const PlacedOp& op, const wafer::WaferParams& wafer, const CostParams& p) {
   OpCost c;
-  const double pes = static_cast<double>(std::max<std::int64_t>(1, op.used.pes()));
-  c.compute_cycles = static_cast<double>(op.work.flops) / pes / (peak_flops_per_cycle(wafer) * p.elementwise_efficiency);
-  c.overhead_cycles = p.kernel_overhead_cycles;
+  const double elements = static_cast<double>(std::max<std::int64_t>(1, op.work.batch)) *
+                          static_cast<double>(std::max<std::int64_t>(1, op.work.m)) *
+                          static_cast<double>(std::max<std::int64_t>(1, op.work.n));
+  const double flops_per_element = static_cast<double>(std::max<std::int64_t>(0, op.work.flops)) / elements;
+  c.compute_cycles = flops_per_element * detail::pe_share(op, std::max<std::int64_t>(1, op.work.n)) /
+                         static_cast<double>(detail::fmac_elements_per_cycle(wafer)) +
+                     detail::scalar_loop_cycles(op, wafer, p);
   finish(c);
   return c;
 }
@@ -125,7 +135,10 @@ OpCost scalar_allreduce(const PlacedOp& op, const wafer::WaferParams& wafer, con
   const std::int64_t across = std::max<std::int64_t>(1, side(op.used, other(op.reduce_axis)));
   const double rows = static_cast<double>(ceil_div(op.work.batch * op.work.m, across));
   const detail::Collective t = detail::streamed_allreduce(along, op.group, rows * kFp32Bytes, wafer, p);
-  for (std::int64_t round = 0; round < std::max<std::int64_t>(1, op.rounds); ++round) add_to(c, t);
+  for (std::int64_t round = 0; round < std::max<std::int64_t>(1, op.rounds); ++round) {
+    add_to(c, t);
+    c.overhead_cycles += p.gemv_fixed_cycles;  // the same tree call as a MeshGEMV's
+  }
   finish(c);
   return c;
 }
@@ -136,8 +149,6 @@ OpCost kv_shift(const PlacedOp& op, const CostParams& p) {
   const std::int64_t pes = std::max<std::int64_t>(1, op.used.pes());
   const std::int64_t elements = ceil_div(ceil_div(std::max<std::int64_t>(0, op.work.output_bytes), pes), 2);
   OpCost c = detail::neighbour_shift(1, elements, p);
-  c.overhead_cycles += p.kernel_overhead_cycles;
-  finish(c);
   return c;
 }
 
@@ -149,7 +160,7 @@ OpCost movement(std::int64_t hops, double bytes, std::int64_t lanes, const wafer
   c.hop_cycles = p.alpha_cycles_per_hop * static_cast<double>(hops);
   c.link_cycles = bytes / (static_cast<double>(wafer.link_bytes_per_cycle) *
                            static_cast<double>(std::max<std::int64_t>(1, lanes)));
-  c.overhead_cycles = p.kernel_overhead_cycles;
+  c.overhead_cycles = p.shift_fixed_cycles;  // a fabric transfer's set-up, as the shift kernel's
   finish(c);
   return c;
 }

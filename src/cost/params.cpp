@@ -10,6 +10,7 @@
 
 #include "wavel/common/error.hpp"
 #include "wavel/cost/draws.hpp"
+#include "wavel/cost/fit_provenance.hpp"
 #include "wavel/config/schema.hpp"
 #include "wavel/config/source_tree.hpp"
 
@@ -33,7 +34,7 @@ std::vector<ParamInfo> build_registry() {
       {"gemm_fmac_issue_cycles", "cycles/instruction", 0.0, 1e3, &CostParams::gemm_fmac_issue_cycles,
        "MeshGEMM: one vector FMAC instruction beyond its ceil(length / FMAC rate) element cycles"},
       {"gemv_fixed_cycles", "cycles/call", 0.0, 1e6, &CostParams::gemv_fixed_cycles,
-       "MeshGEMV: fixed cost of one call (local loop set-up, tree start, broadcast)"},
+       "MeshGEMV: fixed cost of one call (local loop set-up, tree start, broadcast); every allreduce call pays it"},
       {"gemv_fmac_issue_cycles", "cycles/instruction", 0.0, 1e3, &CostParams::gemv_fmac_issue_cycles,
        "MeshGEMV and decode attention: one vector FMAC instruction beyond its element cycles"},
       {"shift_fixed_cycles", "cycles/call", 0.0, 1e6, &CostParams::shift_fixed_cycles,
@@ -42,10 +43,8 @@ std::vector<ParamInfo> build_registry() {
        "neighbour shift: one store-and-forward hop of a tile (receive task, DSD set-up)"},
       {"shift_element_cycles", "cycles/element", 0.1, 100.0, &CostParams::shift_element_cycles,
        "neighbour shift: one FP16 element of the tile through the ramp and the link"},
-      {"elementwise_efficiency", "1", 0.01, 1.0, &CostParams::elementwise_efficiency,
-       "fraction of SIMD peak for elementwise work"},
-      {"kernel_overhead_cycles", "cycles/kernel", 0.0, 1e7, &CostParams::kernel_overhead_cycles,
-       "fixed cost of launching one kernel on a region"},
+      {"scalar_op_cycles", "cycles/instruction", 0.5, 50.0, &CostParams::scalar_op_cycles,
+       "one scalar instruction (a loop's loads, stores, multiplies; WaferLLM's MeshGEMM k-iteration runs 6: gemm_k_cycles / 6); divisions cost the wafer's scalar_division_cycles"},
       {"route_switch_cycles", "cycles/switch", 0.0, 1e6, &CostParams::route_switch_cycles,
        "re-configuring routes at run time (allreduce axis switch)"},
   };
@@ -62,6 +61,7 @@ std::vector<std::string> file_keys() {
   std::vector<std::string> keys = registry_names();
   keys.emplace_back("uncertainty");
   keys.emplace_back("sim_timing");
+  keys.emplace_back("fits");
   return keys;
 }
 
@@ -108,7 +108,26 @@ CostParams parse_params(const std::string& text, const std::string& file_label, 
   const config::Node root = config::parse_yaml(text, file_label);
   config::Validator v;
   CostParams params = base;
-  if (v.check_map(root, "", file_keys())) {
+  // Parameters of earlier versions, named with what replaced them rather than as unknown keys.
+  static const std::pair<const char*, const char*> removed[] = {
+      {"kernel_overhead_cycles",
+       "was removed: a uniform per-op launch has no hardware cause; WaferLLM's layers are straight-line code, "
+       "and what it stood for is now costed as scalar loops (scalar_op_cycles, the wafer's scalar_division_cycles), "
+       "MeshGEMV and allreduce calls (gemv_fixed_cycles) and route switches; regenerate the file with calibrate"},
+      {"elementwise_efficiency",
+       "was removed: elementwise ops run at the FMAC's port-bound rate (the wafer's SRAM ports) plus their scalar "
+       "loops; regenerate the file with calibrate"}};
+  std::vector<std::string> allowed = file_keys();
+  if (root.kind == config::Node::Kind::map) {
+    for (std::size_t i = 0; i < root.entries.size(); ++i) {
+      for (const auto& [key, why] : removed) {
+        if (root.entries[i].first != key) continue;
+        v.error(root.key_sources[i], key, why);
+        allowed.emplace_back(key);
+      }
+    }
+  }
+  if (v.check_map(root, "", allowed)) {
     for (const auto& info : param_registry()) {
       const config::Node* node = root.find(info.name);
       if (node == nullptr) continue;
@@ -119,6 +138,7 @@ CostParams parse_params(const std::string& text, const std::string& file_label, 
   // The other sections are checked with the values, so every command refuses a bad one up front.
   if (root.kind == config::Node::Kind::map && root.find("uncertainty") != nullptr) parse_uncertainty(text, file_label);
   if (root.kind == config::Node::Kind::map && root.find("sim_timing") != nullptr) parse_pe_timing(text, file_label, {});
+  if (root.kind == config::Node::Kind::map && root.find("fits") != nullptr) parse_fits(text, file_label);
   return params;
 }
 

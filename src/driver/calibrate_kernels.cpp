@@ -13,6 +13,7 @@
 #include "wavel/calibrate/fit.hpp"
 #include "wavel/calibrate/kernels.hpp"
 #include "wavel/common/error.hpp"
+#include "wavel/cost/fit_provenance.hpp"
 #include "wavel/driver/commands.hpp"
 #include "wavel/driver/reference_cv.hpp"
 #include "wavel/io/results.hpp"
@@ -200,12 +201,24 @@ void calibrate_kernels_command(const std::vector<std::string>& kernel_paths, con
   header << "\nThe other parameters keep their start values; end-to-end calibration fits those (see README, Calibration).";
   const std::string warnings = bound_warnings(result);
   for (const auto& name : calibrate::parameters_on_bounds(result)) header << "\nwarning: " << name << " ended on its bound";
+  std::vector<cost::FitStep> fits = params_path.empty() ? std::vector<cost::FitStep>{} : cost::load_fits(params_path);
+  fits.push_back({wafer_preset, "kernel runs: " + label, result.fit_names});
+  cost::CostParams written = result.fitted;
+  if (std::find(names.begin(), names.end(), "gemm_k_cycles") != names.end()) {
+    written.scalar_op_cycles = calibrate::scalar_op_cycles_from_k_iteration(written.gemm_k_cycles);
+    header << "\nscalar_op_cycles = gemm_k_cycles / " << calibrate::kScalarInstructionsPerKIteration
+           << ": the k-iteration's scalar instructions (calibrate/kernels.hpp)";
+    fits.push_back({wafer_preset, "derived: gemm_k_cycles / " + std::to_string(calibrate::kScalarInstructionsPerKIteration),
+                    {"scalar_op_cycles"}});
+  }
+  const std::string pairing = cost::generation_pairing_problem(fits);
+  if (!pairing.empty()) header << "\nwarning: " << pairing;
   std::string method = uncertainty.method;
   if (!uncertainty.fixed.empty()) method += "; held at a bound:";
   for (const auto& name : uncertainty.fixed) method += " " + name;
-  const std::string params_text = cost::params_to_yaml(result.fitted, header.str()) +
+  const std::string params_text = cost::params_to_yaml(written, header.str()) +
                                   cost::uncertainty_to_yaml({uncertainty.names, uncertainty.ln_covariance, method}) +
-                                  cost::pe_timing_to_yaml(sim_fit.fitted, sim_header.str());
+                                  cost::pe_timing_to_yaml(sim_fit.fitted, sim_header.str()) + cost::fits_to_yaml(fits);
 
   const io::Table table = kernel_table(points, result.before, result.after, cv, nominal, simulated);
   const io::Table fitted = calibrate::calibration_table(result);

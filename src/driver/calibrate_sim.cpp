@@ -16,6 +16,7 @@
 #include "wavel/calibrate/fit.hpp"
 #include "wavel/common/error.hpp"
 #include "wavel/config/config.hpp"
+#include "wavel/cost/fit_provenance.hpp"
 #include "wavel/config/sweep.hpp"
 #include "wavel/cost/model.hpp"
 #include "wavel/driver/commands.hpp"
@@ -183,7 +184,7 @@ void print_agreements(std::ostream& out, const std::vector<Agreement>& before, c
 
 std::vector<std::string> default_sim_fit_names() {
   return {"alpha_cycles_per_hop", "beta_cycles_per_stage", "gemm_step_cycles", "gemm_k_cycles",
-          "kernel_overhead_cycles"};
+          "scalar_op_cycles"};
 }
 
 void calibrate_against_sim_command(const std::string& config_path, const std::string& params_path,
@@ -348,9 +349,13 @@ void calibrate_against_sim_command(const std::string& config_path, const std::st
          << " %, Spearman " << rho_before << " -> " << rho_after;
   for (const auto& name : calibrate::parameters_on_bounds(result)) header << "\nwarning: " << name << " ended on its bound";
   header << "\nThese values make the model imitate the simulator; hardware predictions use configs/params/wse3.yaml.";
+  std::vector<cost::FitStep> fits =
+      config.cost.params_path.empty() ? std::vector<cost::FitStep>{} : cost::load_fits(config.cost.params_path);
+  fits.push_back({config.wafer.preset, "the simulator on " + config_path, result.fit_names});
   const std::string params_text =
       cost::params_to_yaml(result.fitted, header.str()) +
-      cost::pe_timing_to_yaml(config.cost.sim_timing, "The simulator's PE timing these values were fitted against.");
+      cost::pe_timing_to_yaml(config.cost.sim_timing, "The simulator's PE timing these values were fitted against.") +
+      cost::fits_to_yaml(fits);
   std::vector<io::Attribute> attrs{{"format_version", std::string("wavel-results/1")},
                                    {"tool_version", std::string(WAVEL_VERSION)},
                                    {"git_hash", std::string(WAVEL_GIT_HASH)},

@@ -14,6 +14,7 @@
 #include "wavel/calibrate/reference.hpp"
 #include "wavel/common/error.hpp"
 #include "wavel/common/text.hpp"
+#include "wavel/cost/fit_provenance.hpp"
 #include "wavel/cost/model.hpp"
 #include "wavel/cost/params.hpp"
 #include "wavel/driver/reference_cv.hpp"
@@ -119,7 +120,7 @@ std::vector<std::string> default_fit_names() {
   // Start from the WSE-3 kernel file. What no kernel measurement pins: the launch cost an end-to-end
   // layer pays per op. And what the WSE-2 fabric and ISA may do differently from WSE-3, where
   // the kernels were timed: the hop latency and the k-iteration set-up (WSE-2 has no kernel data).
-  return {"alpha_cycles_per_hop", "gemm_k_cycles", "kernel_overhead_cycles"};
+  return {"alpha_cycles_per_hop", "gemm_k_cycles", "scalar_op_cycles"};
 }
 
 void validate_command(const std::string& reference_path, const std::string& params_path,
@@ -178,6 +179,10 @@ void calibrate_command(const std::string& reference_path, const std::string& par
   header << "\nCross-validation: leave-one-model-out MAPE " << percent(cv_mape(cv, "cv_model_mape_pct"))
          << ", leave-one-grid-out MAPE " << percent(cv_mape(cv, "cv_grid_mape_pct"));
   for (const auto& name : calibrate::parameters_on_bounds(result)) header << "\nwarning: " << name << " ended on its bound";
+  std::vector<cost::FitStep> fits = params_path.empty() ? std::vector<cost::FitStep>{} : cost::load_fits(params_path);
+  fits.push_back({set.wafer, "end to end: " + set.source, result.fit_names});
+  const std::string pairing = cost::generation_pairing_problem(fits);
+  if (!pairing.empty()) header << "\nwarning: " << pairing;
   std::string method = uncertainty.method;
   if (!uncertainty.fixed.empty()) method += "; held at a bound:";
   for (const auto& name : uncertainty.fixed) method += " " + name;
@@ -208,7 +213,7 @@ void calibrate_command(const std::string& reference_path, const std::string& par
              << ", then fitted end to end through the simulator's own schedules:";
   for (const auto* info : sim_fit.fitted_names) sim_header << " " << info->name;
   sim_header << "\nSimulator against the reference: " << sim_summary.str() << '\n' << sim_timing_bound_warnings(sim_fit);
-  params_text += cost::pe_timing_to_yaml(sim_fit.fitted, sim_header.str());
+  params_text += cost::pe_timing_to_yaml(sim_fit.fitted, sim_header.str()) + cost::fits_to_yaml(fits);
 
   auto validation = calibrate::validation_table(set, result.after);
   validation.columns.push_back({"sim_tokens_per_s_start", "tokens/s", sim_fit.simulated_start});
@@ -242,6 +247,7 @@ void calibrate_command(const std::string& reference_path, const std::string& par
       << result.iterations << " iterations" << (result.converged ? "" : " (iteration cap reached)") << '\n';
   out << '\n' << cv.text;
   std::cerr << warnings << cv.warnings;
+  if (!pairing.empty()) std::cerr << "warning: " << pairing << '\n';
   out << "parameter uncertainty: " << uncertainty.method << " (written to params.yaml)\n";
   out << "\nsimulator (WaferLLM's schedules simulated; its timing fitted the same way):\n";
   print_sim_timing_fit(out, sim_fit);

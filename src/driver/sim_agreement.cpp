@@ -84,7 +84,7 @@ std::string physics_that_differ(const std::string& kernel) {
   }
   if (kernel == "elementwise") {
     return "elementwise: the simulator runs one lane-op per flop in vector loops over the PE's rows with a setup "
-           "per vector op, the model flops / (peak x elementwise_efficiency)";
+           "per vector op, the model one element per flop at the FMAC's port-bound rate; both add the op's scalar loop";
   }
   if (kernel == "kv_shift") {
     return "KV shift: the simulator queues every row's message on the ramps and links it shares; the model pays "

@@ -89,6 +89,10 @@ OpWork work_of(const workload::Op& op) {
   w.kv_cache_bytes = op.kv_cache_bytes;
   w.heads = op.heads;
   w.kv_heads = op.kv_heads;
+  w.fused = op.fused;
+  w.scalar_elements = op.scalar_elements;
+  w.scalar_instructions = op.scalar_instructions;
+  w.scalar_divisions = op.scalar_divisions;
   return w;
 }
 

@@ -52,6 +52,12 @@ std::string work_text(const OpWork& w) {
   out << "batch:" << w.batch << ",m:" << w.m << ",k:" << w.k << ",n:" << w.n << ",flops:" << w.flops
       << ",weight_bytes:" << w.weight_bytes << ",input_bytes:" << w.input_bytes << ",output_bytes:" << w.output_bytes
       << ",kv_cache_bytes:" << w.kv_cache_bytes << ",heads:" << w.heads << ",kv_heads:" << w.kv_heads;
+  // Written when set, so that schedules without them read back as before.
+  if (w.fused != 1) out << ",fused:" << w.fused;
+  if (w.scalar_elements != 0 || w.scalar_instructions != 0 || w.scalar_divisions != 0) {
+    out << ",scalar_elements:" << w.scalar_elements << ",scalar_instructions:" << w.scalar_instructions
+        << ",scalar_divisions:" << w.scalar_divisions;
+  }
   return out.str();
 }
 
@@ -97,7 +103,8 @@ std::string print(const Schedule& s) {
         << " stage=" << op.stage << " inputs=" << inputs_text(op.inputs) << " in=" << layout_text(op.in_layout)
         << " out=" << layout_text(op.out_layout) << " reduce=" << to_string(op.reduce_axis)
         << " group=" << op.group << " rounds=" << op.rounds << " to_region=" << op.to_region
-        << " repeat=" << (op.once ? "once" : "layers") << " attn=" << to_string(op.attention) << " work=" << work_text(op.work) << '\n';
+        << " repeat=" << (op.once ? "once" : "layers") << " attn=" << to_string(op.attention)
+        << (op.input_skewed ? " skewed=yes" : "") << " work=" << work_text(op.work) << '\n';
   }
   return out.str();
 }

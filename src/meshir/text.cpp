@@ -34,10 +34,11 @@ const std::vector<std::string> line_keywords{"meshir",   "schedule",     "grid",
                                              "colours",  "requests",     "microbatches", "layers",
                                              "wafers",   "defect",       "region", "op"};
 const std::vector<std::string> op_keys{"kernel", "region", "used",   "step", "stage",     "inputs",
-                                       "in",     "out",    "reduce", "group", "rounds", "to_region", "repeat", "attn", "work"};
+                                       "in",     "out",    "reduce", "group", "rounds", "to_region", "repeat", "attn", "skewed", "work"};
 const std::vector<std::string> layout_keys{"x", "y", "part", "repl", "tile"};
 const std::vector<std::string> work_keys{"batch", "m", "k", "n", "flops", "weight_bytes", "input_bytes",
-                                         "output_bytes", "kv_cache_bytes", "heads", "kv_heads"};
+                                         "output_bytes", "kv_cache_bytes", "heads", "kv_heads", "fused",
+                                         "scalar_elements", "scalar_instructions", "scalar_divisions"};
 
 std::vector<std::string> kernel_names() {
   std::vector<std::string> names;
@@ -350,6 +351,10 @@ void Parser::work(const Piece& piece, const std::string& key_path, OpWork& out) 
     if (key == "kv_cache_bytes") out.kv_cache_bytes = *v;
     if (key == "heads") out.heads = *v;
     if (key == "kv_heads") out.kv_heads = *v;
+    if (key == "fused") out.fused = *v;
+    if (key == "scalar_elements") out.scalar_elements = *v;
+    if (key == "scalar_instructions") out.scalar_instructions = *v;
+    if (key == "scalar_divisions") out.scalar_divisions = *v;
   }
 }
 
@@ -469,6 +474,12 @@ void Parser::parse_op(const std::vector<Piece>& tokens, int end_column) {
         op.once = value.text == "once";
       } else {
         error(value.column, key_path, "expected 'layers' or 'once', got '" + std::string(value.text) + "'");
+      }
+    } else if (key == "skewed") {
+      if (value.text == "yes" || value.text == "no") {
+        op.input_skewed = value.text == "yes";
+      } else {
+        error(value.column, key_path, "expected 'yes' or 'no', got '" + std::string(value.text) + "'");
       }
     } else if (key == "work") {
       work(value, key_path, op.work);

@@ -22,6 +22,7 @@ constexpr std::int64_t kMaxRounds = 64;
 constexpr std::int64_t kMaxGroup = std::int64_t{1} << 20;
 constexpr std::int64_t kMaxWork = std::int64_t{1} << 60;
 constexpr std::int64_t kMaxHeads = std::int64_t{1} << 20;
+constexpr std::int64_t kMaxScalarPerElement = 1024;
 constexpr std::size_t kMaxOverlappingRegionPairs = 100000;
 
 std::int64_t saturating_add(std::int64_t a, std::int64_t b) { return a > int64_max - b ? int64_max : a + b; }
@@ -293,6 +294,27 @@ void Checker::check_op(std::size_t i) {
       op_error(i, std::string("work.") + name,
                std::string(name) + " is " + std::to_string(value) + ", the supported maximum is 2^20");
     }
+  }
+  // Per-element counts of a scalar loop are instructions of one element's code: a few dozen at most.
+  for (const auto& [name, value] : {std::pair<const char*, std::int64_t>{"scalar_instructions", op.work.scalar_instructions},
+                                    {"scalar_divisions", op.work.scalar_divisions}}) {
+    if (value < 0 || value > kMaxScalarPerElement) {
+      op_error(i, std::string("work.") + name,
+               std::string(name) + " is " + std::to_string(value) + ", expected 0 to " + std::to_string(kMaxScalarPerElement));
+    }
+  }
+  if (op.work.scalar_elements < 0 || op.work.scalar_elements > kMaxWork) {
+    op_error(i, "work.scalar_elements", "scalar_elements is " + std::to_string(op.work.scalar_elements) +
+                                            ", expected 0 to 2^60");
+  }
+  if (op.work.fused < 1 || op.work.fused > kMaxHeads) {
+    op_error(i, "work.fused", "fused is " + std::to_string(op.work.fused) + ", expected 1 to 2^20");
+  } else if (op.work.fused > 1 && op.kernel != Kernel::meshgemv) {
+    op_error(i, "work.fused", "only a meshgemv fuses products into one reduction, this op is " +
+                                  std::string(to_string(op.kernel)));
+  }
+  if (op.input_skewed && op.kernel != Kernel::meshgemm) {
+    op_error(i, "skewed", "only a meshgemm skips its alignment shifts, this op is " + std::string(to_string(op.kernel)));
   }
   // Token rows (batch x m) are multiplied by tile sizes in the cost model and the simulator.
   if (op.work.batch > 0 && op.work.m > 0 && op.work.batch > kMaxWork / op.work.m) {

@@ -36,7 +36,8 @@ std::string block_fingerprint(const workload::Layer& layer) {
     f << op.name << ':' << static_cast<int>(op.kind) << ':' << op.batch << ',' << op.m << ',' << op.k << ',' << op.n
       << ',' << op.flops << ',' << op.weight_bytes << ',' << op.input_bytes << ',' << op.output_bytes << ','
       << op.kv_cache_bytes << ',' << op.experts << ',' << op.experts_per_token << ',' << op.heads << ','
-      << op.kv_heads << '[';
+      << op.kv_heads << ',' << op.fused << ',' << op.scalar_elements << ',' << op.scalar_instructions << ','
+      << op.scalar_divisions << '[';
     for (int in : op.inputs) f << in << ',';
     f << "];";
   }

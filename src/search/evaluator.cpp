@@ -161,7 +161,7 @@ void PlanEvaluator::Impl::share_tables(detail::BlockCostCache& cache) {
   context.precision(17);
   context << wafer.preset << ' ' << wafer.grid_w_pes << 'x' << wafer.grid_h_pes << ' ' << wafer.sram_per_pe_bytes << ' '
           << wafer.clock_hz << ' ' << wafer.simd_fp16_lanes << ' ' << wafer.link_bytes_per_cycle << ' '
-          << wafer.sram_read_bytes_per_cycle << ' ' << wafer.sram_write_bytes_per_cycle << ' '
+          << wafer.sram_read_bytes_per_cycle << ' ' << wafer.sram_write_bytes_per_cycle << ' ' << wafer.scalar_division_cycles << ' '
           << wafer.alpha_cycles_per_hop << ' ' << wafer.beta_cycles_per_stage << ' ' << wafer.routable_colours << " d";
   for (const auto& pe : wafer.defective_pes) context << ' ' << pe.x << ',' << pe.y;
   context << " p";

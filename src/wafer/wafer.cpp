@@ -12,20 +12,17 @@ namespace wavel::wafer {
 
 namespace {
 
-// Shared by both generations: 48 KiB SRAM per PE, 1.1 GHz, one 32-bit wavelet per link per cycle,
-// 24 colours. alpha is about one cycle per hop; beta is "tens of cycles" and meant to be calibrated,
-// so 30 is only a starting point.
+// Shared by both generations: 48 KiB SRAM per PE, one 32-bit wavelet per link per cycle, 24
+// colours, the scalar division of Cerebras's csl-examples. alpha is about one cycle per hop; beta is
+// "tens of cycles" and meant to be calibrated, so 30 is only a starting point.
 WaferParams common_params() {
   WaferParams p;
   p.sram_per_pe_bytes = 48 * 1024;
-  p.clock_hz = 1.1e9;
+  p.clock_hz = 1.1e9;  // WaferLLM's launch scripts; uncertain on WSE-3 (README, Clock)
   p.link_bytes_per_cycle = 4;
-  // 2 x 64-bit reads and 1 x 64-bit write per cycle: the vendor's 21 PB/s (WSE-3; 20 PB/s WSE-2) over
-  // 900k PEs at 1.1 GHz is 21 B/cycle per PE, which 3 x 32-bit ports (12 B) cannot carry and
-  // 3 x 64-bit (24 B) can. An FP16 FMAC reads two and writes one element, so both generations run
-  // it at 4 elements per cycle whatever their SIMD width (the MeshGEMM measurements at Mt = 16 agree).
-  p.sram_read_bytes_per_cycle = 16;
-  p.sram_write_bytes_per_cycle = 8;
+  // csl-examples benchmark-libs/allreduce/pe.csl: "about 50 cycles" for a scalar fp32 division. No
+  // WSE-3 figure is published; the same ISA's software division is assumed.
+  p.scalar_division_cycles = 50.0;
   p.alpha_cycles_per_hop = 1.0;
   p.beta_cycles_per_stage = 30.0;
   p.routable_colours = 24;
@@ -34,13 +31,17 @@ WaferParams common_params() {
   return p;
 }
 
-
 WaferParams wse2() {
   WaferParams p = common_params();
   p.preset = "wse2";
   p.fabric_w_pes = 757;
   p.fabric_h_pes = 996;
   p.simd_fp16_lanes = 4;
+  // Cerebras SDK appendix: "two 32-bit reads and one 32-bit write" per cycle. An FP16 FMAC reads two
+  // elements and writes one, so WSE-2 runs it at 2 elements per cycle (domain.md 2b; WaferLLM's
+  // WSE-2 end-to-end points behave so, see README, Calibration).
+  p.sram_read_bytes_per_cycle = 8;
+  p.sram_write_bytes_per_cycle = 4;
   p.grid_w_pes = p.max_grid_w_pes();
   p.grid_h_pes = p.max_grid_h_pes();
   return p;
@@ -52,6 +53,11 @@ WaferParams wse3() {
   p.fabric_w_pes = 762;
   p.fabric_h_pes = 1176;
   p.simd_fp16_lanes = 8;
+  // 2 x 64-bit reads and 1 x 64-bit write: WaferLLM's WSE-3 MeshGEMM runs at Mt = 8 and 16 imply
+  // 4 FMAC elements per cycle, and the vendor's 21 PB/s over 900k PEs at 1.1 GHz (21 B/cycle) needs
+  // them. The SIMD width of 8 is then bound by the ports.
+  p.sram_read_bytes_per_cycle = 16;
+  p.sram_write_bytes_per_cycle = 8;
   p.grid_w_pes = p.max_grid_w_pes();
   p.grid_h_pes = p.max_grid_h_pes();
   return p;

@@ -61,8 +61,17 @@ class LayerBuilder {
 
   /// RMSNorm over rows of width n, with an n-wide weight.
   int norm(std::string name, std::int64_t rows, std::int64_t n, std::vector<int> inputs) {
-    return elementwise(std::move(name), OpKind::norm, rows, n, mul(kNormFlopsPerElement, rows, n), n, 1,
-                       std::move(inputs));
+    const int i = elementwise(std::move(name), OpKind::norm, rows, n, mul(kNormFlopsPerElement, rows, n), n, 1,
+                              std::move(inputs));
+    scalar_loop(i, 1, kRsqrtLoop);
+    return i;
+  }
+  /// `per_row` elements of each token row of op `i` run `loop`.
+  void scalar_loop(int i, std::int64_t per_row, ScalarLoop loop) {
+    Op& o = op(i);
+    o.scalar_elements = per_row;
+    o.scalar_instructions = loop.instructions;
+    o.scalar_divisions = loop.divisions;
   }
 
   Op& op(int index) { return ops_[static_cast<std::size_t>(index)]; }
@@ -121,6 +130,7 @@ int attention_core(LayerBuilder& b, const ModelSpec& model, const StepDims& d, s
   const int softmax = b.elementwise("softmax", OpKind::softmax, d.query_rows, d.context,
                                     mul(kSoftmaxFlopsPerElement, batch, probs), 0, 1, {scores});
   // Softmax runs once per (request, head) like the products around it; the helper is unbatched.
+  b.scalar_loop(softmax, d.context, kExpLoop);
   Op& sm = b.op(softmax);
   sm.batch = batch;
   sm.input_bytes = mul(sm.input_bytes, batch);
@@ -156,6 +166,7 @@ int standard_attention(LayerBuilder& b, const ModelSpec& model, const StepDims& 
     const std::int64_t rows = mul(M, add(model.num_heads, model.num_kv_heads));
     const int qk = b.elementwise("qk_norm", OpKind::norm, rows, hd, mul(kNormFlopsPerElement, rows, hd), 2 * hd, 1,
                                  {q, k});
+    b.scalar_loop(qk, 1, kRsqrtLoop);
     rope_inputs = {qk};
   }
   const std::int64_t rope_rows = mul(M, add(model.num_heads, model.num_kv_heads));
@@ -222,6 +233,7 @@ void dense_mlp(LayerBuilder& b, const ModelSpec& model, std::int64_t M, int resi
   const int up = b.matmul("up_proj", OpKind::matmul, 1, M, h, f, mul(h, f), {norm});
   const int act = b.elementwise("act", OpKind::activation, M, f, mul(kActivationFlopsPerElement, M, f), 0, 2,
                                 {gate, up});
+  b.scalar_loop(act, f, kSiluLoop);
   const int down = b.matmul("down_proj", OpKind::matmul, 1, M, f, h, mul(f, h), {act});
   b.elementwise("mlp_residual", OpKind::residual, M, h, mul(kResidualFlopsPerElement, M, h), 0, 2, {residual, down});
 }
@@ -239,6 +251,7 @@ void moe_mlp(LayerBuilder& b, const ModelSpec& model, std::int64_t M, int residu
                                mul(e.num_experts, h, 2, e.expert_ffn), {dispatch});
   const int act = b.elementwise("expert_act", OpKind::activation, routed, e.expert_ffn,
                                 mul(kActivationFlopsPerElement, routed, e.expert_ffn), 0, 2, {gate_up});
+  b.scalar_loop(act, e.expert_ffn, kSiluLoop);
   const int down = b.matmul("expert_down", OpKind::expert_matmul, 1, routed, e.expert_ffn, h,
                             mul(e.num_experts, e.expert_ffn, h), {act});
   const int combine = b.elementwise("moe_combine", OpKind::moe_combine, routed, h,
@@ -255,6 +268,7 @@ void moe_mlp(LayerBuilder& b, const ModelSpec& model, std::int64_t M, int residu
     const int s_gate_up = b.matmul("shared_gate_up", OpKind::matmul, 1, M, h, mul(2, sf), mul(h, 2, sf), {norm});
     const int s_act = b.elementwise("shared_act", OpKind::activation, M, sf, mul(kActivationFlopsPerElement, M, sf),
                                     0, 2, {s_gate_up});
+    b.scalar_loop(s_act, sf, kSiluLoop);
     const int s_down = b.matmul("shared_down", OpKind::matmul, 1, M, sf, h, mul(sf, h), {s_act});
     addends.push_back(s_down);
   }

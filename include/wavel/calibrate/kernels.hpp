@@ -54,8 +54,18 @@ void check_on_wafer(const KernelSet& set, const wafer::WaferParams& wafer);
 
 /// The cost model's cycles for one repetition of the point's kernel on a P x P region of `wafer`,
 /// through the model's own op costs (MeshGEMM and MeshGEMV as placed ops, the shift through its
-/// neighbour-shift term). The timed span is inside one launch: kernel_overhead_cycles is not charged.
+/// neighbour-shift term). The timed span is inside one launch: no host launch is charged.
 double predict_kernel_cycles(const KernelPoint& point, const wafer::WaferParams& wafer, const cost::CostParams& params);
+
+/// Scalar instructions of one MeshGEMM k-iteration as WaferLLM's tile loop writes it (prefill.csl
+/// matmul_compute): a base-address set, three DSR loads and two offset increments around the @map.
+inline constexpr int kScalarInstructionsPerKIteration = 6;
+
+/// A scalar instruction's cycles from a fitted k-iteration: gemm_k_cycles / 6. (On WSE-2, where both
+/// are fitted end to end, the two agree within about 10 %: README, Calibration.)
+inline double scalar_op_cycles_from_k_iteration(double gemm_k_cycles) {
+  return gemm_k_cycles / kScalarInstructionsPerKIteration;
+}
 
 /// The parameters kernel measurements pin, in registry order: alpha, beta and the gemm_*, gemv_* and
 /// shift_* constants of the kernels present in `sets`.

@@ -9,8 +9,8 @@
 
 namespace wavel::calibrate {
 
-/// WaferLLM's single-layer schedule on the point's P x P region (what WaferLLM's code times).
-/// Decode points attend to `context_tokens` with one request; prefill points process `input_tokens`.
+/// The layer WaferLLM's code timed for the point (calibrate/waferllm_layer.hpp): its shapes, fusions
+/// and scalar loops on the point's P x P region, scaled to the model's depth.
 meshir::Schedule waferllm_reference_schedule(const ReferencePoint& p, const wafer::WaferParams& wafer);
 
 /// A Predictor for points measured on `wafer`: it builds WaferLLM's single-layer schedule on the

@@ -17,6 +17,12 @@ struct ReferencePoint {
   std::int64_t input_tokens = 0;                 ///< prefill: prompt tokens; 0 for decode
   std::int64_t grid_pes = 0;                     ///< side P of the square region, in PEs
   double tpr_tokens_per_s = 0;                   ///< throughput per request: 1/TPOT (decode), prompt tokens/s (prefill)
+  // WaferLLM's run configuration where it departs from what its scripts derive from the model and P
+  // (calibrate/waferllm_layer.hpp); 0: derived.
+  std::int64_t dim = 0;                          ///< padded hidden size (a multiple of grid)
+  std::int64_t ffn_dim = 0;                      ///< padded FFN width (a multiple of grid)
+  std::int64_t seq_len = 0;                      ///< padded sequence: KV length (decode) or prompt (prefill)
+  std::int64_t group_num = 0;                    ///< decode: groups of the two-level allreduce tree
   int line = 0;                                  ///< 1-based position of the point in its file, for messages
   int column = 0;
 

@@ -23,9 +23,8 @@ struct CostParams {
   double shift_fixed_cycles = 50.0;         ///< neighbour shift: fixed cost of one call
   double shift_hop_cycles = 73.0;           ///< neighbour shift: one store-and-forward hop of a tile (task, DSDs)
   double shift_element_cycles = 1.0;        ///< neighbour shift: one FP16 element through the ramp and link
-  // Costs the kernels do not show, fitted on end-to-end measurements (configs/params/wse2-waferllm.yaml).
-  double elementwise_efficiency = 0.5;      ///< fraction of SIMD peak for elementwise work
-  double kernel_overhead_cycles = 100.0;    ///< fixed cost of launching one kernel on a region
+  // Costs the kernels do not show; WaferLLM's WSE-2 end-to-end layers pin them (configs/params/wse2-waferllm.yaml).
+  double scalar_op_cycles = 6.4;            ///< one scalar instruction (exp, SiLU, rsqrt loops): WSE-3's gemm_k_cycles / 6
   double route_switch_cycles = 50.0;        ///< re-configuring routes at run time (allreduce axis switch)
 };
 

@@ -91,6 +91,12 @@ struct OpWork {
   std::int64_t kv_cache_bytes = 0;
   std::int64_t heads = 0;     ///< attention ops: query heads in `batch` (0: not attention)
   std::int64_t kv_heads = 0;  ///< attention ops: KV heads; heads / kv_heads query heads share one (GQA)
+  std::int64_t fused = 1;     ///< meshgemv: independent GEMVs (outputs side by side along n) sharing one allreduce
+  // A scalar loop (exp, SiLU's division, a norm's sqrt): elements per token row (split over the
+  // PEs that share a row), each `scalar_instructions` scalar instructions and `scalar_divisions` divisions.
+  std::int64_t scalar_elements = 0;
+  std::int64_t scalar_instructions = 0;
+  std::int64_t scalar_divisions = 0;
 };
 
 /// One op placed in a region with its layout and kernel.
@@ -109,6 +115,8 @@ struct PlacedOp {
   int step = 0;                     ///< ops of one step run at the same time on disjoint regions
   int stage = 0;                    ///< pipeline stage (concurrent requests flow through stages)
   AttentionRole attention = AttentionRole::none;
+  bool input_skewed = false;        ///< meshgemm: the moving operand is already skewed (WaferLLM's K and V
+                                    ///< projections reuse Q's aligned input): no alignment shifts
   bool once = false;                ///< runs once per pass even in a layer subset (embedding, LM head):
                                     ///< Schedule::layer_scale multiplies only the other ops
   OpWork work;

@@ -30,8 +30,9 @@ struct WaferParams {
   double clock_hz = 0;
   std::int64_t simd_fp16_lanes = 0;         ///< FP16 FMACs per cycle per PE
   std::int64_t link_bytes_per_cycle = 0;    ///< one 32-bit wavelet per cycle per direction
-  std::int64_t sram_read_bytes_per_cycle = 0;   ///< a PE's SRAM read ports together (2 x 64 bits)
-  std::int64_t sram_write_bytes_per_cycle = 0;  ///< a PE's SRAM write port (64 bits)
+  std::int64_t sram_read_bytes_per_cycle = 0;   ///< a PE's SRAM read ports together (WSE-2 2 x 32, WSE-3 2 x 64 bits)
+  std::int64_t sram_write_bytes_per_cycle = 0;  ///< a PE's SRAM write port (WSE-2 32, WSE-3 64 bits)
+  double scalar_division_cycles = 0;        ///< one scalar (software) division, sqrt or reciprocal
   double alpha_cycles_per_hop = 0;          ///< pre-routed hop latency
   double beta_cycles_per_stage = 0;         ///< software routing stage (receive + re-send); fit it
   std::int64_t routable_colours = 0;        ///< virtual channels per router

@@ -39,6 +39,20 @@ enum class OpKind {
 /// Stable lower-case name of an op kind.
 std::string_view to_string(OpKind kind);
 
+/// One element of a scalar loop as WaferLLM's CSL writes it (Decode/WSE-2/src/decode.csl): scalar
+/// instructions beyond its divisions (loads, stores, multiplies, adds), and its software divisions,
+/// square roots or reciprocals, each costing the wafer's scalar_division_cycles.
+struct ScalarLoop {
+  std::int64_t instructions = 0;
+  std::int64_t divisions = 0;
+};
+/// fast_exp: 1 + x / 256 (a power of two: a multiply) squared twice; load and store.
+inline constexpr ScalarLoop kExpLoop{5, 0};
+/// SiLU: val / (1 + fast_exp(-val)): a negation, fast_exp, an add and one division.
+inline constexpr ScalarLoop kSiluLoop{7, 1};
+/// RMSNorm's scale per token: 1 / sqrt(sum / dim + eps): a division, a square root and a reciprocal.
+inline constexpr ScalarLoop kRsqrtLoop{2, 3};
+
 /// One operator. Matmul-like ops fill m/k/n (output m x n, reduction k, `batch` independent products).
 /// Elementwise ops fold requests into m; `batch` is used only by attention-shaped ops (incl. softmax).
 struct Op {
@@ -56,6 +70,10 @@ struct Op {
   std::int64_t experts_per_token = 0;  ///< ... and the top-k each token is routed to
   std::int64_t heads = 0;              ///< attention ops (scores, softmax, values): query heads per request
   std::int64_t kv_heads = 0;           ///< ... and KV heads (GQA: heads / kv_heads queries share one)
+  std::int64_t fused = 1;              ///< decode matmul: products sharing one reduction (n is their sum)
+  std::int64_t scalar_elements = 0;    ///< elements per token row put through a scalar loop (exp, division, sqrt)
+  std::int64_t scalar_instructions = 0;  ///< ... scalar instructions per element beyond its divisions
+  std::int64_t scalar_divisions = 0;   ///< ... software divisions, sqrts or reciprocals per element
 };
 
 /// One layer (embedding, decoder block, or head) with its ops in execution order.

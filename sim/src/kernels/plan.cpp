@@ -1,6 +1,7 @@
 // Plans each MeshIR kernel: the simulated mesh, which lines are sampled (seeded, every work class
 // covered), and each PE's work from its tiles, SIMD lanes and loop structure.
 #include <algorithm>
+#include <cmath>
 #include <string>
 
 #include "wavel/common/error.hpp"
@@ -48,18 +49,38 @@ std::int64_t rows_per_pe(const PlacedOp& op) {
   return at_least_1(ceil_div(mul(at_least_1(op.work.batch), at_least_1(op.work.m)), parts));
 }
 
-// Local elementwise work of a PE: its share of the flops on the SIMD lanes, or of the bytes it reads
-// and writes through the SRAM ports, whichever is slower, plus a vector setup per row it holds.
-double elementwise_cycles(const PlacedOp& op, std::int64_t pes, const MicroArch& micro) {
-  const std::int64_t flops = ceil_div(std::max<std::int64_t>(0, op.work.flops), pes);
-  if (flops == 0) return 0.0;
-  const std::int64_t rows = std::min(rows_per_pe(op), flops);
+// Feature columns of each row a PE holds: a row's `per_row` split over the axes that carry features.
+std::int64_t features_per_pe(const PlacedOp& op, std::int64_t per_row) {
+  const meshir::Layout& l = op.in_layout;
+  std::int64_t parts = 1;
+  if (l.on_x == meshir::Dim::features) parts *= at_least_1(l.part_x);
+  if (l.on_y == meshir::Dim::features) parts *= at_least_1(l.part_y);
+  return ceil_div(std::max<std::int64_t>(0, per_row), parts);
+}
+
+// Local elementwise work of a PE: the rows x columns of the op it holds (an axis without the tensor
+// holds a copy), on the SIMD lanes or through the SRAM ports, whichever is slower, plus a vector
+// setup per row it holds, then its scalar loop element by element.
+double elementwise_cycles(const PlacedOp& op, std::int64_t /*pes*/, const MicroArch& micro) {
+  const std::int64_t rows = rows_per_pe(op);
+  const std::int64_t cols = at_least_1(features_per_pe(op, at_least_1(op.work.n)));
+  const std::int64_t all = mul(mul(at_least_1(op.work.batch), at_least_1(op.work.m)), at_least_1(op.work.n));
+  const std::int64_t held = mul(rows, cols);
+  // The op's totals scaled to what this PE holds (rounded up: the fullest PE sets the time).
+  const auto held_part = [&](std::int64_t total) {
+    const double scaled = static_cast<double>(std::max<std::int64_t>(0, total)) * static_cast<double>(held) /
+                          static_cast<double>(all);
+    return static_cast<std::int64_t>(std::ceil(scaled));
+  };
+  const double scalar = static_cast<double>(mul(rows, features_per_pe(op, op.work.scalar_elements))) *
+                        micro.scalar_element_cycles(op.work.scalar_instructions, op.work.scalar_divisions);
+  const std::int64_t flops = held_part(op.work.flops);
+  if (flops == 0) return scalar;
+  const std::int64_t vector_rows = std::min(rows, flops);
   const double simd = static_cast<double>(ceil_div(flops, micro.fmac_lanes)) * micro.simd_op_cycles;
-  const double reads = static_cast<double>(ceil_div(ceil_div(std::max<std::int64_t>(0, op.work.input_bytes), pes),
-                                                    micro.sram_read_bytes_per_cycle));
-  const double writes = static_cast<double>(ceil_div(ceil_div(std::max<std::int64_t>(0, op.work.output_bytes), pes),
-                                                     micro.sram_write_bytes_per_cycle));
-  return static_cast<double>(rows) * micro.timing.vector_op_setup_cycles + std::max({simd, reads, writes});
+  const double reads = static_cast<double>(ceil_div(held_part(op.work.input_bytes), micro.sram_read_bytes_per_cycle));
+  const double writes = static_cast<double>(ceil_div(held_part(op.work.output_bytes), micro.sram_write_bytes_per_cycle));
+  return static_cast<double>(vector_rows) * micro.timing.vector_op_setup_cycles + std::max({simd, reads, writes}) + scalar;
 }
 
 }  // namespace
@@ -230,7 +251,10 @@ KernelPlan plan_kernel(const meshir::Schedule& schedule, const PlacedOp& op, con
         const std::int64_t k_pe = ceil_div(work.k, along);
         set_lines(along, across, work.n % across, op.reduce_axis, true, what, [&](std::int64_t l) {
           const std::int64_t n_l = share(std::max<std::int64_t>(0, work.n), across, l);
-          return LineWork{0, micro.vector_loop_cycles(mul(rows, k_pe), n_l), mul(mul(rows, n_l), kFp16WireBytes)};
+          // Fused GEMVs (Q/K/V, gate/up) loop over their own output slices, then share the tree.
+          const std::int64_t fused = at_least_1(work.fused);
+          return LineWork{0, micro.vector_loop_cycles(mul(mul(rows, k_pe), fused), ceil_div(n_l, fused)),
+                          mul(mul(rows, n_l), kFp16WireBytes)};
         });
       } else {
         plan.rounds = at_least_1(op.rounds);
@@ -288,7 +312,7 @@ KernelPlan plan_kernel(const meshir::Schedule& schedule, const PlacedOp& op, con
       plan.x_bytes = op.kernel == Kernel::gemm_t ? out_bytes : a_bytes;
       plan.y_bytes = b_bytes;
       plan.skew_bytes = a_bytes;
-      plan.skew_rounds = ring / 2;
+      plan.skew_rounds = op.input_skewed ? 0 : ring / 2;  // K and V reuse Q's aligned input
       plan.x_ring_pes = w;
       plan.y_ring_pes = h;
       s.steps_total = plan.steps;

@@ -39,7 +39,8 @@ Collective streamed_allreduce(std::int64_t pes, std::int64_t group, double bytes
 Collective multicast(std::int64_t pes, double bytes, const wafer::WaferParams& wafer, const CostParams& params);
 
 /// FP16 elements a vector FMAC (acc += x * scalar) retires per cycle: the SIMD width, or what the
-/// SRAM ports carry (each element reads 4 bytes and writes 2), whichever is less. 4 on WSE-2 and WSE-3.
+/// SRAM ports carry (each element reads 4 bytes and writes 2), whichever is less: 2 on WSE-2 (32-bit
+/// ports), 4 on WSE-3 (64-bit ports). @faddh and @fmulh read and write as much, so they share it.
 std::int64_t fmac_elements_per_cycle(const wafer::WaferParams& wafer);
 
 /// Cycles of `instructions` vector FMAC instructions of `length` elements each, as WaferLLM's loops
@@ -49,6 +50,18 @@ double fmac_loop_cycles(double instructions, std::int64_t length, double issue_c
 /// A tile of `elements` FP16 values shifted `hops` PEs along a line, one store-and-forward hop at a
 /// time (WaferLLM's shift): shift_fixed + hops x (shift_hop + elements x shift_element) cycles.
 OpCost neighbour_shift(std::int64_t hops, std::int64_t elements, const CostParams& params);
+
+/// Cycles of one element of a work's scalar loop: scalar_instructions x scalar_op_cycles +
+/// scalar_divisions x the wafer's scalar_division_cycles.
+double scalar_element_cycles(const meshir::OpWork& work, const wafer::WaferParams& wafer, const CostParams& params);
+
+/// Elements a PE holds of an op's rows x `per_row` tensor: the token rows split over the in-layout's
+/// token axes times each row's `per_row` split over its feature axes (a replicated axis splits nothing).
+double pe_share(const meshir::PlacedOp& op, std::int64_t per_row);
+
+/// A PE's scalar loop in `op`: the token rows it holds (the rows split over the in-layout's token
+/// axes) x its share of each row's scalar_elements (split over the feature axes) x one element's cycles.
+double scalar_loop_cycles(const meshir::PlacedOp& op, const wafer::WaferParams& wafer, const CostParams& params);
 
 /// Adds a collective's critical path to an op's cost (sequentially).
 void add_to(OpCost& cost, const Collective& collective);

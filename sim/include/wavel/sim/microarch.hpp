@@ -3,6 +3,7 @@
 // structure, never from the cost model's fitted efficiencies.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 
 #include "wavel/wafer/wafer.hpp"
@@ -17,6 +18,7 @@ struct MicroArch {
   double simd_op_cycles = 1.0;             ///< one SIMD issue of fmac_lanes lanes
   std::int64_t sram_read_bytes_per_cycle = 0;   ///< wafer sram_read_bytes_per_cycle
   std::int64_t sram_write_bytes_per_cycle = 0;  ///< wafer sram_write_bytes_per_cycle
+  double scalar_division_cycles = 0;       ///< a software division, sqrt or reciprocal (wafer scalar_division_cycles)
   std::int64_t k_iteration_scalar_ops = 6; ///< MeshGEMM k-iteration: a DSD base set, 3 DSR loads, 2 offset increments
   double hop_cycles = 0;                   ///< head latency per link on a pre-configured route (wafer alpha + router)
   std::int64_t link_bytes_per_cycle = 0;   ///< per link and per ramp (wafer link_bytes_per_cycle)
@@ -26,6 +28,12 @@ struct MicroArch {
   /// A MeshGEMM k-iteration's own instructions, before its FMACs.
   [[nodiscard]] double k_iteration_cycles() const {
     return static_cast<double>(k_iteration_scalar_ops) * timing.scalar_op_cycles;
+  }
+
+  /// One element of a scalar loop: its scalar instructions and its software divisions.
+  [[nodiscard]] double scalar_element_cycles(std::int64_t instructions, std::int64_t divisions) const {
+    return static_cast<double>(std::max<std::int64_t>(0, instructions)) * timing.scalar_op_cycles +
+           static_cast<double>(std::max<std::int64_t>(0, divisions)) * scalar_division_cycles;
   }
 
   /// A software relay (a router out of colours): the PE wakes a task, takes the wavelets down its
