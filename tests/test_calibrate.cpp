@@ -65,14 +65,14 @@ double synthetic_tpr(const ReferencePoint& point, const CostParams& p) {
   const double clock_hz = 1.1e9;
   if (point.phase == Phase::decode) {
     const double work = 4.0e8 + 2.0e4 * static_cast<double>(point.context_tokens);
-    const double cycles = work / (side * side * p.elementwise_efficiency) + p.alpha_cycles_per_hop * 4.0 * side +
-                          p.beta_cycles_per_stage * 2.0 * std::sqrt(side) + p.kernel_overhead_cycles * 7.0;
+    const double cycles = work / (side * side) * (p.scalar_op_cycles / 3.0) + p.alpha_cycles_per_hop * 4.0 * side +
+                          p.beta_cycles_per_stage * 2.0 * std::sqrt(side) + p.gemv_fixed_cycles * 7.0;
     return clock_hz / (layers * cycles);
   }
   const double tokens = static_cast<double>(point.input_tokens);
   const double work = 3.0e6 * tokens;
   const double cycles = work * (p.gemm_k_cycles / 40.0) / (side * side) + p.alpha_cycles_per_hop * 2.0 * side * 8.0 +
-                        p.beta_cycles_per_stage * std::sqrt(side) * 3.0 + p.kernel_overhead_cycles * 7.0;
+                        p.beta_cycles_per_stage * std::sqrt(side) * 3.0 + p.gemv_fixed_cycles * 7.0;
   return tokens * clock_hz / (layers * cycles);
 }
 
@@ -261,9 +261,9 @@ TEST_CASE("params YAML round-trips bit for bit, with units in comments") {
   p.beta_cycles_per_stage = 1.0 / 3.0 * 100.0;
   p.gemm_k_cycles = 0.7000000000000001;
   p.gemv_fmac_issue_cycles = 1e-2;
-  p.elementwise_efficiency = std::nextafter(0.5, 1.0);
+  p.scalar_op_cycles = std::nextafter(6.4, 7.0);
   p.gemm_step_cycles = 0.0;
-  p.kernel_overhead_cycles = 9999999.999999998;
+  p.gemv_fixed_cycles = 999999.9999999999;
   p.route_switch_cycles = 5e-324;  // smallest subnormal
   const std::string text = wavel::cost::params_to_yaml(p, "fitted by test\nsecond line");
   CHECK(text.rfind("# fitted by test\n# second line\n", 0) == 0);
@@ -295,17 +295,24 @@ TEST_CASE("params file errors are located config errors") {
   const std::string errors = params_errors(
       "alpha_cycles_per_hop: 1\n"
       "beta_cycles_per_stag: 30\n"
-      "elementwise_efficiency: 1.5\n"
+      "scalar_op_cycles: 60\n"
       "gemv_fixed_cycles: fast\n"
       "alpha_cycles_per_hop: 2\n"
       "gemm_step_cycles: -1\n");
   CHECK(errors ==
         "params.yaml:2:1: error: beta_cycles_per_stag: unknown key; did you mean 'beta_cycles_per_stage'?\n"
-        "params.yaml:3:25: error: elementwise_efficiency: must be <= 1, got 1.5\n"
+        "params.yaml:3:19: error: scalar_op_cycles: must be <= 50, got 60\n"
         "params.yaml:4:20: error: gemv_fixed_cycles: expected a number, got 'fast'\n"
         "params.yaml:5:1: error: alpha_cycles_per_hop: duplicate key (first given at line 1)\n"
         "params.yaml:6:19: error: gemm_step_cycles: must be >= 0, got -1");
   CHECK(params_errors("[1, 2]\n").find("params.yaml:1:1: error: expected a map") == 0);
+  // Keys of earlier versions say what replaced them.
+  const std::string removed = params_errors("alpha_cycles_per_hop: 1\nkernel_overhead_cycles: 247\nelementwise_efficiency: 0.5\n");
+  CHECK(removed.find("params.yaml:2:1: error: kernel_overhead_cycles: was removed: a uniform per-op launch has no "
+                     "hardware cause") == 0);
+  CHECK(removed.find("params.yaml:3:1: error: elementwise_efficiency: was removed: elementwise ops run at the FMAC's "
+                     "port-bound rate") != std::string::npos);
+  CHECK(removed.find("unknown key") == std::string::npos);
 }
 
 TEST_CASE("validate reports per-point errors and MAPE on each side of the split") {
@@ -363,16 +370,16 @@ TEST_CASE("the fit recovers known shared parameters from exact synthetic measure
   CostParams truth;
   truth.alpha_cycles_per_hop = 1.37;
   truth.beta_cycles_per_stage = 41.5;
-  truth.elementwise_efficiency = 0.37;
+  truth.scalar_op_cycles = 8.65;
   truth.gemm_k_cycles = 52.3;
   const ReferenceSet set = synthetic_set(truth);
   const std::vector<std::string> names{"gemm_k_cycles", "beta_cycles_per_stage", "alpha_cycles_per_hop",
-                                       "elementwise_efficiency"};
-  const CostParams start;  // the defaults: 1, 30, 38, 0.5
+                                       "scalar_op_cycles"};
+  const CostParams start;  // the defaults: 1, 30, 38, 6.4
   const auto result = wavel::calibrate::calibrate(set, synthetic_tpr, start, names);
   CHECK(result.converged);
   CHECK(result.fit_names == std::vector<std::string>{"alpha_cycles_per_hop", "beta_cycles_per_stage",
-                                                     "gemm_k_cycles", "elementwise_efficiency"});
+                                                     "gemm_k_cycles", "scalar_op_cycles"});
   for (const auto& info : wavel::cost::param_registry()) {
     CAPTURE(info.name);
     const double want = truth.*info.field;
@@ -380,7 +387,7 @@ TEST_CASE("the fit recovers known shared parameters from exact synthetic measure
     CHECK(std::abs(got - want) <= 1e-3 * want);
   }
   // Fields not named stay exactly at the start.
-  CHECK(same_bits(result.fitted.kernel_overhead_cycles, start.kernel_overhead_cycles));
+  CHECK(same_bits(result.fitted.gemv_fixed_cycles, start.gemv_fixed_cycles));
   CHECK(same_bits(result.fitted.route_switch_cycles, start.route_switch_cycles));
   CHECK(result.before.train_mape_pct > 1.0);
   CHECK(result.after.train_mape_pct < 1e-4);
@@ -408,7 +415,7 @@ TEST_CASE("the fit recovers known shared parameters from exact synthetic measure
     other.alpha_cycles_per_hop = 3.0;
     other.beta_cycles_per_stage = 10.0;
     other.gemm_k_cycles = 120.0;
-    other.elementwise_efficiency = 0.15;
+    other.scalar_op_cycles = 3.0;
     const auto from_other = wavel::calibrate::calibrate(set, synthetic_tpr, other, names);
     CAPTURE(from_other.objective_final);
     CAPTURE(from_other.converged);
@@ -434,12 +441,12 @@ TEST_CASE("the fit recovers known shared parameters from exact synthetic measure
 
 TEST_CASE("the fit stays inside the registry bounds") {
   CostParams truth;
-  truth.elementwise_efficiency = 1.3;  // impossible: the best in-bounds value is the upper bound, 1
+  truth.scalar_op_cycles = 65.0;  // impossible: the best in-bounds value is the upper bound, 50
   const ReferenceSet set = synthetic_set(truth);
-  const auto result = wavel::calibrate::calibrate(set, synthetic_tpr, CostParams{}, {"elementwise_efficiency"});
-  CHECK(result.fitted.elementwise_efficiency <= 1.0);
-  CHECK(result.fitted.elementwise_efficiency > 0.995);
-  CHECK(wavel::calibrate::parameters_on_bounds(result) == std::vector<std::string>{"elementwise_efficiency"});
+  const auto result = wavel::calibrate::calibrate(set, synthetic_tpr, CostParams{}, {"scalar_op_cycles"});
+  CHECK(result.fitted.scalar_op_cycles <= 50.0);
+  CHECK(result.fitted.scalar_op_cycles > 49.75);
+  CHECK(wavel::calibrate::parameters_on_bounds(result) == std::vector<std::string>{"scalar_op_cycles"});
 }
 
 TEST_CASE("calibration refuses what it cannot do honestly") {
@@ -449,7 +456,7 @@ TEST_CASE("calibration refuses what it cannot do honestly") {
       wavel::calibrate::calibrate(set, synthetic_tpr, CostParams{},
                                   {"alpha_cycles_per_hop", "beta_cycles_per_stage", "gemm_step_cycles",
                                    "gemm_k_cycles", "gemm_fmac_issue_cycles", "gemv_fixed_cycles",
-                                   "elementwise_efficiency", "kernel_overhead_cycles", "route_switch_cycles"});
+                                   "scalar_op_cycles", "shift_fixed_cycles", "route_switch_cycles"});
       FAIL("expected a DataError");
     } catch (const wavel::DataError& e) {
       CHECK(e.code() == wavel::ExitCode::data_error);

@@ -157,15 +157,15 @@ TEST_CASE("models by HF config.json path, relative to the config file") {
 TEST_CASE("baselines and cost sections") {
   const auto c = parse_config(std::string(kMinimal) +
                                   "baselines: {waferllm_region_side_pes: 360}\n"
-                                  "cost: {elementwise_efficiency: 0.4, beta_cycles_per_stage: 12}\n",
+                                  "cost: {scalar_op_cycles: 7.5, beta_cycles_per_stage: 12}\n",
                               "x.yaml", {});
   CHECK(c.baselines.waferllm_region_side_pes == 360);
-  CHECK(c.cost.params.elementwise_efficiency == 0.4);
+  CHECK(c.cost.params.scalar_op_cycles == 7.5);
   CHECK(c.cost.params.beta_cycles_per_stage == 12.0);
   CHECK(errors_of(std::string(kMinimal) + "baselines: {waferllm_region_side_pes: 2000}\n") ==
         "test.yaml:3:39: error: baselines.waferllm_region_side_pes: must be <= 755, got 2000");
-  CHECK(errors_of(std::string(kMinimal) + "cost: {elementwise_eficiency: 0.4}\n") ==
-        "test.yaml:3:8: error: cost.elementwise_eficiency: unknown key; did you mean 'elementwise_efficiency'?");
+  CHECK(errors_of(std::string(kMinimal) + "cost: {scalar_op_cyles: 7}\n") ==
+        "test.yaml:3:8: error: cost.scalar_op_cyles: unknown key; did you mean 'scalar_op_cycles'?");
   CHECK(errors_of(std::string(kMinimal) + "cost: {params_file: nowhere.yaml}\n") ==
         "test.yaml:3:21: error: cost.params_file: params file not found: nowhere.yaml");
   // Values from a params file replace the defaults.
@@ -173,7 +173,7 @@ TEST_CASE("baselines and cost sections") {
   const auto with_file = parse_config(std::string(kMinimal) + "cost: {params_file: " + params.string() + "}\n",
                                       "x.yaml", {});
   CHECK(with_file.cost.params_file == params.string());
-  CHECK(with_file.cost.params.kernel_overhead_cycles != wavel::cost::CostParams{}.kernel_overhead_cycles);
+  CHECK(with_file.cost.params.scalar_op_cycles != wavel::cost::CostParams{}.scalar_op_cycles);
 }
 
 TEST_CASE("the cluster section: the wafer's system by default, each figure overridable within bounds") {

@@ -15,13 +15,13 @@ using namespace wavel;
 namespace {
 
 cost::ParamUncertaintySpec two_by_two() {
-  return {{"beta_cycles_per_stage", "elementwise_efficiency"}, {{4.0, 2.0}, {2.0, 3.0}}, "by hand"};
+  return {{"beta_cycles_per_stage", "scalar_op_cycles"}, {{4.0, 2.0}, {2.0, 3.0}}, "by hand"};
 }
 
 }  // namespace
 
 TEST_CASE("pinning conditions the covariance on the pinned parameters, by hand") {
-  const auto pinned = cost::pin(two_by_two(), {"elementwise_efficiency"});
+  const auto pinned = cost::pin(two_by_two(), {"scalar_op_cycles"});
   REQUIRE(pinned.names == std::vector<std::string>{"beta_cycles_per_stage"});
   // Schur complement: 4 - 2 x (1/3) x 2 = 8/3.
   CHECK(pinned.ln_covariance[0][0] == doctest::Approx(8.0 / 3.0));
@@ -36,7 +36,7 @@ TEST_CASE("the uncertainty section round-trips and bad matrices are located") {
   CHECK(back.ln_covariance == spec.ln_covariance);
   CHECK(back.method == "by hand");
   CHECK(cost::parse_params(text, "p.yaml", {}).beta_cycles_per_stage == 10.0);
-  CHECK_THROWS_WITH_AS(cost::parse_uncertainty("uncertainty:\n  names: [beta_cycles_per_stage, elementwise_efficiency]\n"
+  CHECK_THROWS_WITH_AS(cost::parse_uncertainty("uncertainty:\n  names: [beta_cycles_per_stage, scalar_op_cycles]\n"
                                                "  ln_covariance:\n    - [1, 2]\n    - [0, 1]\n",
                                                "p.yaml"),
                        doctest::Contains("p.yaml:5:7: error: uncertainty.ln_covariance: the matrix must be symmetric"),
@@ -46,7 +46,7 @@ TEST_CASE("the uncertainty section round-trips and bad matrices are located") {
   // A covariance that is not positive semi-definite, or a parameter named twice, is refused where the
   // file is read (params files of every command), not at the first draw.
   const std::string not_psd =
-      "beta_cycles_per_stage: 10\nuncertainty:\n  names: [beta_cycles_per_stage, elementwise_efficiency]\n"
+      "beta_cycles_per_stage: 10\nuncertainty:\n  names: [beta_cycles_per_stage, scalar_op_cycles]\n"
       "  ln_covariance:\n    - [1, 2]\n    - [2, 1]\n";
   CHECK_THROWS_WITH_AS(cost::parse_params(not_psd, "p.yaml", {}),
                        doctest::Contains("p.yaml:5:5: error: uncertainty.ln_covariance: the covariance is not positive "
@@ -62,7 +62,7 @@ TEST_CASE("the uncertainty section round-trips and bad matrices are located") {
 TEST_CASE("draws are counter-based, bounded and centred in ln space") {
   cost::CostParams center;
   center.beta_cycles_per_stage = 10.0;
-  center.elementwise_efficiency = 0.5;
+  center.scalar_op_cycles = 6.0;
   auto spec = two_by_two();
   spec.ln_covariance = {{0.04, 0.0}, {0.0, 0.01}};
   const auto a = cost::draw_params(center, spec, 4096, 7);
@@ -71,7 +71,7 @@ TEST_CASE("draws are counter-based, bounded and centred in ln space") {
   double mean_ln_beta = 0, var_ln_beta = 0;
   for (std::size_t i = 0; i < a.size(); ++i) {
     CHECK(a[i].beta_cycles_per_stage == b[i].beta_cycles_per_stage);  // same seed, same draws
-    CHECK(a[i].elementwise_efficiency <= 1.0);
+    CHECK(a[i].scalar_op_cycles <= 50.0);
     CHECK(a[i].alpha_cycles_per_hop == center.alpha_cycles_per_hop);  // not in the spec: untouched
     mean_ln_beta += std::log(a[i].beta_cycles_per_stage / 10.0) / 4096.0;
   }

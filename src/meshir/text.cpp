@@ -34,11 +34,13 @@ const std::vector<std::string> line_keywords{"meshir",   "schedule",     "grid",
                                              "colours",  "requests",     "microbatches", "layers",
                                              "wafers",   "defect",       "region", "op"};
 const std::vector<std::string> op_keys{"kernel", "region", "used",   "step", "stage",     "inputs",
-                                       "in",     "out",    "reduce", "group", "rounds", "to_region", "repeat", "attn", "skewed", "work"};
+                                       "in",     "out",    "reduce", "group", "rounds", "to_region", "repeat", "attn", "work"};
+// Fields added after MeshIR 2 was published: written when set, absent means their default.
+const std::vector<std::string> optional_op_keys{"skewed"};
 const std::vector<std::string> layout_keys{"x", "y", "part", "repl", "tile"};
 const std::vector<std::string> work_keys{"batch", "m", "k", "n", "flops", "weight_bytes", "input_bytes",
-                                         "output_bytes", "kv_cache_bytes", "heads", "kv_heads", "fused",
-                                         "scalar_elements", "scalar_instructions", "scalar_divisions"};
+                                         "output_bytes", "kv_cache_bytes", "heads", "kv_heads"};
+const std::vector<std::string> optional_work_keys{"fused", "scalar_elements", "scalar_instructions", "scalar_divisions"};
 
 std::vector<std::string> kernel_names() {
   std::vector<std::string> names;
@@ -92,7 +94,8 @@ class Parser {
   std::optional<Dim> dim(const Piece& piece, const std::string& key_path);
   std::vector<std::pair<std::string, Piece>> fields(const std::vector<Piece>& items, char separator,
                                                     const std::vector<std::string>& keys,
-                                                    const std::string& key_prefix, int missing_column);
+                                                    const std::string& key_prefix, int missing_column,
+                                                    const std::vector<std::string>& optional = {});
   void layout(const Piece& piece, const std::string& key_path, Layout& out);
   void work(const Piece& piece, const std::string& key_path, OpWork& out);
 
@@ -284,8 +287,11 @@ std::optional<Dim> Parser::dim(const Piece& piece, const std::string& key_path) 
 /// of `keys` that are missing (at `missing_column`). Returns the good items in input order.
 std::vector<std::pair<std::string, Piece>> Parser::fields(const std::vector<Piece>& items, char separator,
                                                           const std::vector<std::string>& keys,
-                                                          const std::string& key_prefix, int missing_column) {
+                                                          const std::string& key_prefix, int missing_column,
+                                                          const std::vector<std::string>& optional) {
   std::vector<std::pair<std::string, Piece>> out;
+  std::vector<std::string> allowed = keys;
+  allowed.insert(allowed.end(), optional.begin(), optional.end());
   std::map<std::string, int> seen;
   for (const auto& item : items) {
     const auto at = item.text.find(separator);
@@ -297,9 +303,9 @@ std::vector<std::pair<std::string, Piece>> Parser::fields(const std::vector<Piec
     const std::string key(item.text.substr(0, at));
     const std::string path = key_prefix + "." + key;
     bool known = false;
-    for (const auto& k : keys) known = known || k == key;
+    for (const auto& k : allowed) known = known || k == key;
     if (!known) {
-      error(item.column, path, "unknown field '" + key + "'" + suggestion_suffix(key, keys));
+      error(item.column, path, "unknown field '" + key + "'" + suggestion_suffix(key, allowed));
       continue;
     }
     if (const auto it = seen.find(key); it != seen.end()) {
@@ -337,7 +343,7 @@ void Parser::layout(const Piece& piece, const std::string& key_path, Layout& out
 
 void Parser::work(const Piece& piece, const std::string& key_path, OpWork& out) {
   const int end = piece.column + static_cast<int>(piece.text.size());
-  for (const auto& [key, value] : fields(split(piece, ','), ':', work_keys, key_path, end)) {
+  for (const auto& [key, value] : fields(split(piece, ','), ':', work_keys, key_path, end, optional_work_keys)) {
     const auto v = integer<std::int64_t>(value, key_path + "." + key);
     if (!v) continue;
     if (key == "batch") out.batch = *v;
@@ -428,7 +434,7 @@ void Parser::parse_op(const std::vector<Piece>& tokens, int end_column) {
   if (auto name = quoted(tokens[2], path + ".name")) op.name = std::move(*name);
 
   const std::vector<Piece> items(tokens.begin() + 3, tokens.end());
-  for (const auto& [key, value] : fields(items, '=', op_keys, path, end_column)) {
+  for (const auto& [key, value] : fields(items, '=', op_keys, path, end_column, optional_op_keys)) {
     const std::string key_path = path + "." + key;
     if (key == "kernel") {
       if (const auto k = parse_kernel(value.text)) {

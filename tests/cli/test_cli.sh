@@ -83,7 +83,7 @@ expect 65 "no setting of the sweep could be placed on the wafer" -- "$src/config
 grep -q "^no fit, setting 0, fullchip: weights + KV cache" "$tmp/out" || { echo "FAIL: no-fit reasons not under the table"; cat "$tmp/out"; fail=1; }
 [ -s "$tmp/nofit/summary.csv" ] && [ -s "$tmp/nofit/results.h5" ] || { echo "FAIL: a sweep with nothing placed wrote no results"; fail=1; }
 # A params file whose covariance is not positive semi-definite is refused where it is read (issue 24, item 5).
-printf 'beta_cycles_per_stage: 10\nuncertainty:\n  names: [beta_cycles_per_stage, elementwise_efficiency]\n  ln_covariance:\n    - [1, 2]\n    - [2, 1]\n' >"$tmp/notpsd.yaml"
+printf 'beta_cycles_per_stage: 10\nuncertainty:\n  names: [beta_cycles_per_stage, scalar_op_cycles]\n  ln_covariance:\n    - [1, 2]\n    - [2, 1]\n' >"$tmp/notpsd.yaml"
 expect 78 "notpsd.yaml:5:5: error: uncertainty.ln_covariance: the covariance is not positive semi-definite" -- validate "$src/tests/data/reference/waferllm_measured.yaml" --params "$tmp/notpsd.yaml" --output "$tmp/calx"
 expect 78 "notpsd.yaml:5:5: error: uncertainty.ln_covariance" -- --dry-run "$src/configs/tiny.yaml" --params "$tmp/notpsd.yaml"
 expect 78 "notpsd.yaml:5:5: error: uncertainty.ln_covariance" -- check "$tmp/wavel.meshir" --params "$tmp/notpsd.yaml"
