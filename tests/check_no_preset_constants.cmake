@@ -11,7 +11,7 @@ foreach(f IN LISTS files)
   foreach(line IN LISTS lines)
     # Clock, SRAM size, preset names, and any wafer-key field given a literal default.
     if(line MATCHES "1\\.1e9|1100000000|49152|48 \\* 1024|\"wse[23]\"" OR
-       line MATCHES "(fmac_lanes|simd_fp16_lanes|link_bytes_per_cycle|sram_read_bytes_per_cycle|sram_write_bytes_per_cycle|routable_colours|sram_per_pe_bytes|clock_hz|grid_w_pes|grid_h_pes) = [1-9]")
+       line MATCHES "(fmac_lanes|simd_fp16_lanes|link_bytes_per_cycle|sram_read_bytes_per_cycle|sram_write_bytes_per_cycle|scalar_division_cycles|routable_colours|sram_per_pe_bytes|clock_hz|grid_w_pes|grid_h_pes) = [1-9]")
       list(APPEND failures "${f}: ${line}")
     endif()
   endforeach()

@@ -9,7 +9,7 @@ namespace wavel::cost {
 
 /// One calibration step behind a params file.
 struct FitStep {
-  std::string wafer;               ///< preset whose measurements were fitted ("wse2", "wse3")
+  std::string wafer;               ///< the wafer preset whose measurements were fitted
   std::string data;                ///< what was fitted, in words (kernel files, a reference, a derivation)
   std::vector<std::string> names;  ///< the parameters this step set (registry names)
 };
