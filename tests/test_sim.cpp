@@ -475,3 +475,41 @@ TEST_CASE("sim: a MeshGEMM step as WaferLLM's loop runs it, by hand") {
   op.work.n = 64;
   CHECK(sim::plan_kernel(s, op, narrow, {}).step_compute_cycles == 2912.0);
 }
+
+TEST_CASE("sim: fused GEMVs, a launch-free scalar loop and a skewed MeshGEMM input, by hand") {
+  // Two fused GEMVs on gemv_8x8's shape: each PE loops 2 x 8 FMACs over 2 outputs, 3 setup + 1 each:
+  // 64 cycles where the unfused one took 32; the tree is the same (4 outputs a PE): 124 + 32.
+  auto fused = gemv_8x8();
+  fused.ops[0].work.fused = 2;
+  CHECK(sim::simulate_op(fused, 0, wse3(), round_options()).cycles == 156.0);
+  // SiLU on decode's layout (features along Y in 8 parts, the token on every PE): 4 columns a PE.
+  // Vector part: 3 setup + max(SIMD 1, reads 16 B / 16, writes 8 B / 8) = 4; scalar loop 4 x (7
+  // instructions of 1 cycle + one 50-cycle division) = 228. No launch: straight-line code.
+  auto s = one_region(8, 8);
+  auto act = op_on(s.regions[0], meshir::Kernel::elementwise);
+  act.in_layout = {meshir::Dim::none, meshir::Dim::features, 1, 8, 1, 1, 0, 0};
+  act.work.m = 1;
+  act.work.n = 32;
+  act.work.flops = 32;
+  act.work.input_bytes = 128;
+  act.work.output_bytes = 64;
+  act.work.scalar_elements = 32;
+  act.work.scalar_instructions = 7;
+  act.work.scalar_divisions = 1;
+  s.ops = {act};
+  auto options = round_options();
+  options.micro->scalar_division_cycles = 50.0;
+  CHECK(sim::simulate_op(s, 0, wse3(), options).cycles == 232.0);
+  // A MeshGEMM whose input is already skewed runs no alignment rounds.
+  auto g = one_region(4, 4);
+  auto mm = op_on(g.regions[0], meshir::Kernel::meshgemm);
+  mm.work = {1, 64, 64, 64, 2 * 64 * 64 * 64, 0, 0, 0, 0};
+  g.ops = {mm};
+  const auto plain = sim::simulate_op(g, 0, wse3(), round_options());
+  g.ops[0].input_skewed = true;
+  const auto skewed = sim::simulate_op(g, 0, wse3(), round_options());
+  CHECK(skewed.cycles < plain.cycles);
+  // 2 alignment rounds of a 16 x 16 tile two hops along X (1 KiB of wire bytes: 256 wavelets) and a
+  // task each: at least 2 x (16 + 256).
+  CHECK(plain.cycles - skewed.cycles >= 2.0 * (16.0 + 256.0));
+}

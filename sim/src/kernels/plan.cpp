@@ -58,21 +58,19 @@ std::int64_t features_per_pe(const PlacedOp& op, std::int64_t per_row) {
   return ceil_div(std::max<std::int64_t>(0, per_row), parts);
 }
 
-// Local elementwise work of a PE: the rows x columns of the op it holds (an axis without the tensor
-// holds a copy), on the SIMD lanes or through the SRAM ports, whichever is slower, plus a vector
-// setup per row it holds, then its scalar loop element by element.
-double elementwise_cycles(const PlacedOp& op, std::int64_t /*pes*/, const MicroArch& micro) {
-  const std::int64_t rows = rows_per_pe(op);
-  const std::int64_t cols = at_least_1(features_per_pe(op, at_least_1(op.work.n)));
+// Local elementwise work of a PE over `held` of the op's batch x m x n elements: its share of the
+// flops on the SIMD lanes or of the bytes through the SRAM ports, whichever is slower, plus a vector
+// setup per row it holds, then its scalar loop, one element at a time (`scalar_held` elements).
+double local_elementwise_cycles(const PlacedOp& op, std::int64_t held, std::int64_t rows, std::int64_t scalar_held,
+                                const MicroArch& micro) {
   const std::int64_t all = mul(mul(at_least_1(op.work.batch), at_least_1(op.work.m)), at_least_1(op.work.n));
-  const std::int64_t held = mul(rows, cols);
   // The op's totals scaled to what this PE holds (rounded up: the fullest PE sets the time).
   const auto held_part = [&](std::int64_t total) {
     const double scaled = static_cast<double>(std::max<std::int64_t>(0, total)) * static_cast<double>(held) /
                           static_cast<double>(all);
     return static_cast<std::int64_t>(std::ceil(scaled));
   };
-  const double scalar = static_cast<double>(mul(rows, features_per_pe(op, op.work.scalar_elements))) *
+  const double scalar = static_cast<double>(scalar_held) *
                         micro.scalar_element_cycles(op.work.scalar_instructions, op.work.scalar_divisions);
   const std::int64_t flops = held_part(op.work.flops);
   if (flops == 0) return scalar;
@@ -81,6 +79,14 @@ double elementwise_cycles(const PlacedOp& op, std::int64_t /*pes*/, const MicroA
   const double reads = static_cast<double>(ceil_div(held_part(op.work.input_bytes), micro.sram_read_bytes_per_cycle));
   const double writes = static_cast<double>(ceil_div(held_part(op.work.output_bytes), micro.sram_write_bytes_per_cycle));
   return static_cast<double>(vector_rows) * micro.timing.vector_op_setup_cycles + std::max({simd, reads, writes}) + scalar;
+}
+
+// The same over the rows and columns the op's layout gives a PE (an axis without the tensor holds a copy).
+double elementwise_cycles(const PlacedOp& op, const MicroArch& micro) {
+  const std::int64_t rows = rows_per_pe(op);
+  const std::int64_t cols = at_least_1(features_per_pe(op, at_least_1(op.work.n)));
+  return local_elementwise_cycles(op, mul(rows, cols), rows, mul(rows, features_per_pe(op, op.work.scalar_elements)),
+                                  micro);
 }
 
 }  // namespace
@@ -220,7 +226,10 @@ KernelPlan plan_kernel(const meshir::Schedule& schedule, const PlacedOp& op, con
     } else {
       // Values: weighted sums over the PE's context entries, reduced over the context axis.
       // Softmax: max and sum over the context, `rounds` dependent reductions.
-      const double cycles = softmax ? elementwise_cycles(op, pes, micro)
+      // Softmax: the PE's heads and context entries, a scalar exp on each.
+      const std::int64_t local = mul(mul(requests, heads_pe), context_pe);
+      const double cycles = softmax ? local_elementwise_cycles(op, local, mul(requests, heads_pe),
+                                                               work.scalar_elements > 0 ? local : 0, micro)
                                     : static_cast<double>(requests) * micro.vector_loop_cycles(context_pe, features_pe);
       const std::int64_t bytes = softmax ? mul(mul(requests, heads_pe), kFp32Bytes)
                                          : mul(mul(requests, features_pe), kFp32Bytes);
@@ -258,7 +267,7 @@ KernelPlan plan_kernel(const meshir::Schedule& schedule, const PlacedOp& op, con
         });
       } else {
         plan.rounds = at_least_1(op.rounds);
-        const double cycles = elementwise_cycles(op, pes, micro);
+        const double cycles = elementwise_cycles(op, micro);
         set_lines(along, across, rows % across, op.reduce_axis, true, what, [&](std::int64_t l) {
           return LineWork{0, cycles, mul(at_least_1(share(rows, across, l)), kFp32Bytes)};
         });
@@ -267,7 +276,8 @@ KernelPlan plan_kernel(const meshir::Schedule& schedule, const PlacedOp& op, con
     }
     case Kernel::elementwise: {
       plan.shape = Shape::compute;
-      const double cycles = elementwise_cycles(op, pes, micro);
+      plan.launch_cycles = 0.0;  // straight-line vector code (WaferLLM's layers): no task, no fabric descriptors
+      const double cycles = elementwise_cycles(op, micro);
       if (full) {
         // Every PE: the rows of the region as lines.
         set_lines(w, h, 0, Axis::x, true, "rows, every PE (compute only)",
