@@ -544,7 +544,14 @@ void print_settings(std::ostream& out, const config::Config& config, const std::
   const auto& w = config.wafer;
   out << "wafer " << w.preset << ": " << w.grid_w_pes << " x " << w.grid_h_pes << " PEs (" << w.usable_pes()
       << " usable), " << human(static_cast<double>(w.total_sram_bytes()), "B") << " SRAM, peak "
-      << human(w.peak_flops_per_s(), "FLOP/s") << " FP16\n";
+      << human(w.peak_flops_per_s(), "FLOP/s") << " FP16, clock " << human(w.clock_hz, "Hz") << '\n';
+  if (w.clock_hz_documented_min > 0 && w.clock_hz_documented_min < w.clock_hz_documented_max) {
+    // Every cost is in cycles: a prediction at another clock is this one times clock'/clock.
+    out << "the " << w.preset << " clock is uncertain: public sources give " << human(w.clock_hz_documented_min, "Hz")
+        << " to " << human(w.clock_hz_documented_max, "Hz") << ", so every tokens/s above spans x"
+        << std::setprecision(3) << w.clock_hz_documented_min / w.clock_hz << " to x"
+        << w.clock_hz_documented_max / w.clock_hz << std::setprecision(6) << " of its value (latencies the inverse)\n";
+  }
   if (hardware) {
     out << "hardware points (hw):";
     for (std::size_t h = 0; h < config.hardware.size(); ++h) {

@@ -37,6 +37,9 @@ WaferParams wse2() {
   p.fabric_w_pes = 757;
   p.fabric_h_pes = 996;
   p.simd_fp16_lanes = 4;
+  // 850 MHz in Cerebras's SDK benchmarks, 1.1 GHz in WaferLLM's scripts (domain.md 2).
+  p.clock_hz_documented_min = 0.85e9;
+  p.clock_hz_documented_max = 1.1e9;
   // Cerebras SDK appendix: "two 32-bit reads and one 32-bit write" per cycle. An FP16 FMAC reads two
   // elements and writes one, so WSE-2 runs it at 2 elements per cycle (domain.md 2b; WaferLLM's
   // WSE-2 end-to-end points behave so, see README, Calibration).
@@ -53,6 +56,10 @@ WaferParams wse3() {
   p.fabric_w_pes = 762;
   p.fabric_h_pes = 1176;
   p.simd_fp16_lanes = 8;
+  // 1.1 GHz in WaferLLM's code, 875 MHz in other WSE-3 codebases, about 750 MHz effective in one CS-3
+  // timer sweep (domain.md 2b): uncertain.
+  p.clock_hz_documented_min = 0.75e9;
+  p.clock_hz_documented_max = 1.1e9;
   // 2 x 64-bit reads and 1 x 64-bit write: WaferLLM's WSE-3 MeshGEMM runs at Mt = 8 and 16 imply
   // 4 FMAC elements per cycle, and the vendor's 21 PB/s over 900k PEs at 1.1 GHz (21 B/cycle) needs
   // them. The SIMD width of 8 is then bound by the ports.

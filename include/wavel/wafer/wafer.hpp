@@ -28,6 +28,10 @@ struct WaferParams {
   std::int64_t grid_h_pes = 0;
   std::int64_t sram_per_pe_bytes = 0;
   double clock_hz = 0;
+  /// The range of clocks public sources give for this generation (0: none documented). Costs are in
+  /// cycles, so every time scales with 1 / clock_hz: the range is printed beside each prediction.
+  double clock_hz_documented_min = 0;
+  double clock_hz_documented_max = 0;
   std::int64_t simd_fp16_lanes = 0;         ///< FP16 FMACs per cycle per PE
   std::int64_t link_bytes_per_cycle = 0;    ///< one 32-bit wavelet per cycle per direction
   std::int64_t sram_read_bytes_per_cycle = 0;   ///< a PE's SRAM read ports together (WSE-2 2 x 32, WSE-3 2 x 64 bits)
