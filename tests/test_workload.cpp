@@ -86,28 +86,27 @@ TEST_CASE("workload: LLaMA-3-8B decode, 4 requests, 2048 in, 128 out") {
 
   const Layer& l0 = layer(w, "layer.0");
   CHECK_FALSE(l0.is_moe);
-  CHECK(op_names(l0) == std::vector<std::string>{"attn_norm", "q_proj", "k_proj", "v_proj", "rope", "kv_append",
-                                                 "attn_scores", "softmax", "attn_values", "o_proj",
-                                                 "attn_residual", "mlp_norm", "gate_proj", "up_proj", "act",
-                                                 "down_proj", "mlp_residual"});
+  // Decode's Q/K/V and gate/up reduce together, as WaferLLM's decode does (fuse_decode_reductions).
+  CHECK(op_names(l0) == std::vector<std::string>{"attn_norm", "qkv_proj", "rope", "kv_append", "attn_scores",
+                                                 "softmax", "attn_values", "o_proj", "attn_residual", "mlp_norm",
+                                                 "gate_up_proj", "act", "down_proj", "mlp_residual"});
 
   // attn_norm: 4 FLOPs x 4 tokens x 4096 = 65,536; weight 4096 x 2 B.
   CHECK(op(l0, "attn_norm").flops == 65'536);
   CHECK(op(l0, "attn_norm").weight_bytes == 8'192);
-  // q_proj: 2 x 4 x 4096 x 4096 = 134,217,728; weight 4096^2 x 2 B = 33,554,432; in = out = 4 x 4096 x 2 B.
-  const Op& q = op(l0, "q_proj");
+  // q: 2 x 4 x 4096 x 4096 = 134,217,728, weight 4096^2 x 2 B = 33,554,432; k and v (GQA, 8 KV
+  // heads): 2 x 4 x 4096 x 1024 = 33,554,432 each, weight 8,388,608 each. Fused: n = 4096 + 2 x 1024.
+  const Op& q = op(l0, "qkv_proj");
   CHECK(q.kind == OpKind::matmul);
+  CHECK(q.fused == 3);
   CHECK(q.m == 4);
   CHECK(q.k == 4096);
-  CHECK(q.n == 4096);
-  CHECK(q.flops == 134'217'728);
-  CHECK(q.weight_bytes == 33'554'432);
+  CHECK(q.n == 6144);
+  CHECK(q.flops == 134'217'728 + 2 * 33'554'432);
+  CHECK(q.weight_bytes == 33'554'432 + 2 * 8'388'608);
   CHECK(q.input_bytes == 32'768);
-  CHECK(q.output_bytes == 32'768);
+  CHECK(q.output_bytes == 32'768 + 2 * 8'192);
   CHECK(q.inputs == std::vector<int>{0});
-  // k_proj (GQA, 8 KV heads): 2 x 4 x 4096 x 1024 = 33,554,432; weight 4096 x 1024 x 2 B = 8,388,608.
-  CHECK(op(l0, "k_proj").flops == 33'554'432);
-  CHECK(op(l0, "k_proj").weight_bytes == 8'388'608);
   // rope: (32 + 8) heads x 4 tokens x 128 = 20,480 elements = 10,240 pairs x 6 = 61,440.
   CHECK(op(l0, "rope").flops == 61'440);
   // kv_append: writes K and V of 4 tokens: 4 x 2 x 1024 x 2 B = 16,384.
@@ -124,19 +123,23 @@ TEST_CASE("workload: LLaMA-3-8B decode, 4 requests, 2048 in, 128 out") {
   CHECK(scores.flops == 69'206'016);
   CHECK(scores.kv_cache_bytes == 17'825'792);
   CHECK(scores.output_bytes == 128 * 2112 * 2);
-  CHECK(scores.inputs == std::vector<int>{4, 5});
+  CHECK(scores.inputs == std::vector<int>{2, 3});
+  CHECK(op(l0, "rope").inputs == std::vector<int>{1});  // Q and K both from qkv_proj
+  CHECK(op(l0, "kv_append").inputs == std::vector<int>{2, 1});
   // softmax: 5 x 128 x 2112 = 1,351,680.
   CHECK(op(l0, "softmax").flops == 1'351'680);
   // attn_values: 2 x 128 x 2112 x 128 = 69,206,016; V cache as K.
   CHECK(op(l0, "attn_values").flops == 69'206'016);
   CHECK(op(l0, "attn_values").kv_cache_bytes == 17'825'792);
-  // gate_proj: 2 x 4 x 4096 x 14336 = 469,762,048; weight 4096 x 14336 x 2 B = 117,440,512.
-  CHECK(op(l0, "gate_proj").flops == 469'762'048);
-  CHECK(op(l0, "gate_proj").weight_bytes == 117'440'512);
-  // act: 5 x 4 x 14336 = 286,720, reading gate and up.
+  // gate and up: 2 x 4 x 4096 x 14336 = 469,762,048 each; weight 4096 x 14336 x 2 B = 117,440,512 each.
+  CHECK(op(l0, "gate_up_proj").flops == 2 * 469'762'048LL);
+  CHECK(op(l0, "gate_up_proj").weight_bytes == 2 * 117'440'512LL);
+  CHECK(op(l0, "gate_up_proj").fused == 2);
+  // act: 5 x 4 x 14336 = 286,720, reading gate and up; SiLU a scalar loop over the FFN columns.
   CHECK(op(l0, "act").flops == 286'720);
-  CHECK(op(l0, "act").inputs == std::vector<int>{12, 13});
-  CHECK(op(l0, "mlp_residual").inputs == std::vector<int>{10, 15});
+  CHECK(op(l0, "act").inputs == std::vector<int>{10});
+  CHECK(op(l0, "act").scalar_elements == 14336);
+  CHECK(op(l0, "mlp_residual").inputs == std::vector<int>{8, 12});
 
   // Layer: norms 2 x 65,536 + q,o 2 x 134,217,728 + k,v 2 x 33,554,432 + rope 61,440
   //   + scores, values 2 x 69,206,016 + softmax 1,351,680 + residuals 2 x 16,384
@@ -195,7 +198,7 @@ TEST_CASE("workload: Mixtral MoE ops and expert weight bytes") {
   const Workload w = build_workload(preset("mixtral-8x7b"), shape(Phase::decode, 3, 1024, 64));
   const Layer& l = layer(w, "layer.0");
   CHECK(l.is_moe);
-  CHECK(op_names(l) == std::vector<std::string>{"attn_norm", "q_proj", "k_proj", "v_proj", "rope", "kv_append",
+  CHECK(op_names(l) == std::vector<std::string>{"attn_norm", "qkv_proj", "rope", "kv_append",
                                                 "attn_scores", "softmax", "attn_values", "o_proj",
                                                 "attn_residual", "mlp_norm", "router", "moe_dispatch",
                                                 "expert_gate_up", "expert_act", "expert_down", "moe_combine",
@@ -231,7 +234,7 @@ TEST_CASE("workload: DeepSeek-V2-Lite MLA latent KV cache and shared experts") {
   const Workload w = build_workload(preset("deepseek-v2-lite"), shape(Phase::decode, 4, 2048, 128));
   const Layer& dense = layer(w, "layer.0");
   CHECK_FALSE(dense.is_moe);
-  CHECK(has_op(dense, "gate_proj"));
+  CHECK(has_op(dense, "gate_up_proj"));
   const Layer& l = layer(w, "layer.1");
   CHECK(l.is_moe);
   CHECK(op_names(l) == std::vector<std::string>{"attn_norm", "q_proj", "kv_a_proj", "kv_a_norm", "kv_b_proj",
@@ -294,7 +297,7 @@ TEST_CASE("workload: layer parameters sum to parameter_count x dtype for every p
 }
 
 TEST_CASE("workload: Qwen biases and QK norms land in the op weights") {
-  const Workload qwen2 = build_workload(preset("qwen2-72b"), shape(Phase::decode, 1, 128, 8));
+  const Workload qwen2 = build_workload(preset("qwen2-72b"), shape(Phase::prefill, 1, 128, 8));
   // k_proj: 8192 x 1024 weights + 1024 bias, 2 B each.
   CHECK(op(layer(qwen2, "layer.0"), "k_proj").weight_bytes == (8192LL * 1024 + 1024) * 2);
   const Workload qwen3 = build_workload(preset("qwen3-30b-a3b"), shape(Phase::decode, 1, 128, 8));

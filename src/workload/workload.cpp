@@ -446,7 +446,8 @@ Workload build_workload(const ModelSpec& model, const WorkloadShape& shape) {
       if (op.input_bytes > kMaxFigure || op.output_bytes > kMaxFigure) checked::overflow("an op's activation bytes");
     }
   }
-  return w;
+  // Decode reduces Q/K/V and gate/up together, as WaferLLM's decode does: every schedule starts there.
+  return fuse_decode_reductions(w);
 }
 
 namespace {

@@ -134,6 +134,12 @@ Workload split_requests(const Workload& w, std::int64_t parts);
 Workload stage_workload(const ModelSpec& model, const WorkloadShape& shape, std::int64_t first_layer,
                         std::int64_t layers, bool embedding, bool head);
 
+/// WaferLLM's decode fusions: in each decoder layer Q, K and V become one matmul `qkv_proj` and gate
+/// and up one `gate_up_proj`, each with `fused` products sharing one reduction (decode.csl,
+/// decode_struct). Prefill workloads, and layers without those ops, are returned unchanged.
+/// build_workload applies it, so every decode schedule (baselines and search) has the fusions.
+Workload fuse_decode_reductions(const Workload& w);
+
 /// The divisors of `requests`, ascending: the micro-batch counts that split them exactly.
 std::vector<std::int64_t> request_divisors(std::int64_t requests);
 
