@@ -223,7 +223,13 @@ class Hub {
       try {
         finished_[task.setting] = spool_.append(t, results_[t]);
       } catch (const Error& e) {
-        fail(static_cast<int>(e.code()), e.what());
+        // The checkpoint names the spool's settings: while a signal asks for one, a spool that
+        // cannot take a finished setting means no checkpoint, and the message says so.
+        const int sig = stop_signal_ != 0 ? stop_signal_ : g_signal.load();
+        fail(static_cast<int>(e.code()),
+             sig == 0 ? std::string(e.what())
+                      : std::string("stopped by ") + (sig == SIGTERM ? "SIGTERM" : "SIGUSR1") +
+                            " but no checkpoint was written: " + e.what());
       }
       state_[t] = State::consumed;
       std::string().swap(results_[t]);

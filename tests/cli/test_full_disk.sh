@@ -83,22 +83,17 @@ for free in 0 4096 65536 4259840 4325376; do
   check "calibrate kernels, $free bytes free" $? results.h5 params.yaml kernel_validation.csv calibration.csv
 done
 
-# SIGUSR1 when the disk is full: no "checkpoint written" and no requeue code when there is none.
-# A setting that finishes between the filling and the signal fails its spool append first (also
-# exit 73, nothing claimed); that attempt did not reach the checkpoint, so it is run again.
-for attempt in 1 2 3 4 5; do
-  umount "$mnt" 2>/dev/null
-  mount -t tmpfs -o size=150k tmpfs "$mnt"
-  "$exe" "$src/configs/quickstart.yaml" -o "$mnt/sig" >"$tmp/sig.log" 2>&1 &
-  pid=$!
-  for _ in $(seq 1 200); do [ -s "$mnt/sig/.wavel-dse.lock" ] && break; sleep 0.05; done
-  dd if=/dev/zero of="$mnt/filler" bs=4k status=none 2>/dev/null
-  t0=$(date +%s); kill -USR1 "$pid"; wait "$pid"; rc=$?; echo "SIGUSR1 run stopped after $(( $(date +%s) - t0 )) s (attempt $attempt)"
-  [ $rc = 73 ] || { no "SIGUSR1 on a full disk exited $rc, expected 73"; cat "$tmp/sig.log"; }
-  grep -q "checkpoint written" "$tmp/sig.log" && no "SIGUSR1 on a full disk claims a checkpoint"
-  [ -e "$mnt/sig/checkpoint.wckp" ] && no "a checkpoint file appeared on a full disk"
-  grep -q "no checkpoint was written" "$tmp/sig.log" && break
-  grep -q "cannot write the spool file" "$tmp/sig.log" || break
-done
-grep -q "no checkpoint was written" "$tmp/sig.log" || { no "SIGUSR1 on a full disk does not say the checkpoint failed"; cat "$tmp/sig.log"; }
+# SIGUSR1 when the disk is full: no "checkpoint written" and no requeue code when there is none
+# (whether the checkpoint itself or a setting's spool append, which it names, is the write that fails).
+umount "$mnt" 2>/dev/null
+mount -t tmpfs -o size=150k tmpfs "$mnt"
+"$exe" "$src/configs/quickstart.yaml" -o "$mnt/sig" >"$tmp/sig.log" 2>&1 &
+pid=$!
+for _ in $(seq 1 200); do [ -s "$mnt/sig/.wavel-dse.lock" ] && break; sleep 0.05; done
+dd if=/dev/zero of="$mnt/filler" bs=4k status=none 2>/dev/null
+t0=$(date +%s); kill -USR1 "$pid"; wait "$pid"; rc=$?; echo "SIGUSR1 run stopped after $(( $(date +%s) - t0 )) s"
+[ $rc = 73 ] || { no "SIGUSR1 on a full disk exited $rc, expected 73"; cat "$tmp/sig.log"; }
+grep -q "no checkpoint was written" "$tmp/sig.log" || no "SIGUSR1 on a full disk does not say the checkpoint failed"
+grep -q "checkpoint written" "$tmp/sig.log" && no "SIGUSR1 on a full disk claims a checkpoint"
+[ -e "$mnt/sig/checkpoint.wckp" ] && no "a checkpoint file appeared on a full disk"
 exit $fail
