@@ -89,11 +89,13 @@ umount "$mnt" 2>/dev/null
 mount -t tmpfs -o size=150k tmpfs "$mnt"
 "$exe" "$src/configs/quickstart.yaml" -o "$mnt/sig" >"$tmp/sig.log" 2>&1 &
 pid=$!
-for _ in $(seq 1 200); do [ -s "$mnt/sig/.wavel-dse.lock" ] && break; sleep 0.05; done
+# Fill the disk once the run holds its lock and has started its spool (its header is written at the
+# start), so that the write that fails is the checkpoint's, not the run's set-up.
+for _ in $(seq 1 200); do [ -s "$mnt/sig/.wavel-dse.lock" ] && [ -s "$mnt/sig/settings.spool" ] && break; sleep 0.05; done
 dd if=/dev/zero of="$mnt/filler" bs=4k status=none 2>/dev/null
 t0=$(date +%s); kill -USR1 "$pid"; wait "$pid"; rc=$?; echo "SIGUSR1 run stopped after $(( $(date +%s) - t0 )) s"
 [ $rc = 73 ] || { no "SIGUSR1 on a full disk exited $rc, expected 73"; cat "$tmp/sig.log"; }
-grep -q "no checkpoint was written" "$tmp/sig.log" || no "SIGUSR1 on a full disk does not say the checkpoint failed"
+grep -q "no checkpoint was written" "$tmp/sig.log" || { no "SIGUSR1 on a full disk does not say the checkpoint failed"; cat "$tmp/sig.log"; }
 grep -q "checkpoint written" "$tmp/sig.log" && no "SIGUSR1 on a full disk claims a checkpoint"
 [ -e "$mnt/sig/checkpoint.wckp" ] && no "a checkpoint file appeared on a full disk"
 exit $fail
