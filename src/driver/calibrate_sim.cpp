@@ -132,6 +132,27 @@ double held_out_spearman(const calibrate::ValidationReport& r) {
   return spearman(predicted, measured);
 }
 
+// The fitted sample's rows (op cycles, training and held out) go in the same table as the schedules'
+// and kernels', so each MAPE is printed once, with one definition.
+void append_sample_agreements(const calibrate::CalibrationResult& result, std::vector<Agreement>* before,
+                              std::vector<Agreement>* after) {
+  for (const bool held : {false, true}) {
+    std::vector<double> model_b, model_a, sim;
+    for (std::size_t i = 0; i < result.before.points.size(); ++i) {
+      if (result.before.points[i].held_out != held) continue;
+      model_b.push_back(result.before.points[i].predicted);
+      model_a.push_back(result.after.points[i].predicted);
+      sim.push_back(result.before.points[i].measured);
+    }
+    const std::string scope = held ? "sampled ops, held out" : "sampled ops, training";
+    for (auto [rows, model] : {std::pair{before, &model_b}, std::pair{after, &model_a}}) {
+      Agreement a = agreement(scope, "", *model, sim);
+      if (!a.meets_targets) a.differs = "the kernels above, 8 ops per (kernel, phase, size) stratum";
+      rows->push_back(a);
+    }
+  }
+}
+
 // Per-setting (schedule latencies) and per-kernel (op cycles) agreement of the model at `params`.
 std::vector<Agreement> agreements(const std::vector<Entry>& entries, const std::vector<Outcome>& sims,
                                   const std::vector<OpSample>& ops, const config::Config& config,
@@ -229,7 +250,7 @@ void calibrate_against_sim_command(const std::string& config_path, const std::st
     }
   }
   std::vector<double> model_latency_before, model_latency_after;
-  const auto before = agreements(entries, sims, all, config, start, &model_latency_before);
+  auto before = agreements(entries, sims, all, config, start, &model_latency_before);
 
   // The fit: a stratified sample by (kernel, phase, power-of-two region size), 8 per stratum.
   std::map<std::tuple<std::string, std::string, int>, std::vector<std::size_t>> strata;
@@ -244,32 +265,34 @@ void calibrate_against_sim_command(const std::string& config_path, const std::st
     for (std::size_t j : pick.indices) samples.push_back(all[members[j]]);
   }
   if (samples.empty()) throw DataError({Diagnostic{config_path, 0, 0, "workloads", "no op was simulated"}});
-  // Each sample becomes a "measurement" whose rate is 1e9 / cycles, so the reference fitter (least
-  // squares in log space, held-out split by kernel/phase group and size) applies unchanged.
-  calibrate::ReferenceSet set;
-  set.file = config_path;
-  set.source = "wavel-dse simulator on the schedules of " + config_path;
-  set.wafer = config.wafer.preset;
+  // The held-out split is the reference one (groups of kernel and phase, ordered by size), applied to
+  // the sampled ops; the fit and every MAPE are on op cycles, the quantity the simulator measured.
+  calibrate::ReferenceSet split;
   for (std::size_t i = 0; i < samples.size(); ++i) {
     calibrate::ReferencePoint p;
     p.model = samples[i].kernel;
     p.phase = samples[i].phase == "decode" ? workload::Phase::decode : workload::Phase::prefill;
     p.grid_pes = samples[i].used_pes;
-    p.line = static_cast<int>(i);
-    (p.phase == workload::Phase::decode ? p.context_tokens : p.input_tokens) = 1;
-    p.tpr_tokens_per_s = 1e9 / samples[i].sim_cycles;
-    set.points.push_back(p);
+    split.points.push_back(p);
+  }
+  calibrate::LogFitProblem problem;
+  problem.held_out = calibrate::held_out_mask(split);
+  calibrate::PointSource source{config_path, {}, {}};
+  for (std::size_t i = 0; i < samples.size(); ++i) {
+    problem.measured.push_back(samples[i].sim_cycles);
+    source.lines.push_back(0);
+    source.columns.push_back(0);
   }
   const auto wafer = config.wafer;
-  const calibrate::Predictor predict = [&samples, &entries, wafer](const calibrate::ReferencePoint& p,
-                                                                   const cost::CostParams& params) {
-    const OpSample& s = samples[static_cast<std::size_t>(p.line)];
+  problem.predict = [&samples, &entries, wafer](std::size_t i, const cost::CostParams& params) {
+    const OpSample& s = samples[i];
     const auto& schedule = entries[s.entry].schedule;
-    return 1e9 / cost::op_cost(schedule, schedule.ops[static_cast<std::size_t>(s.op)], wafer, params).total_cycles;
+    return cost::op_cost(schedule, schedule.ops[static_cast<std::size_t>(s.op)], wafer, params).total_cycles;
   };
   const auto names = fit_names.empty() ? default_sim_fit_names() : fit_names;
-  const auto result = calibrate::calibrate(set, predict, start, names);
-  const auto after = agreements(entries, sims, all, config, result.fitted, &model_latency_after);
+  const auto result = calibrate::calibrate(problem, source, start, names, {});
+  auto after = agreements(entries, sims, all, config, result.fitted, &model_latency_after);
+  append_sample_agreements(result, &before, &after);
 
   const std::string dir = output_dir.empty() ? "results/runs/calibrate-sim-" + fs::path(config_path).stem().string() : output_dir;
   const OutputDirLock lock = make_output_dir(dir, context.comm);
@@ -284,8 +307,8 @@ void calibrate_against_sim_command(const std::string& config_path, const std::st
     op.push_back(samples[i].op);
     held.push_back(result.after.points[i].held_out ? 1 : 0);
     sim_cycles.push_back(samples[i].sim_cycles);
-    model_before.push_back(1e9 / result.before.points[i].predicted);
-    model_after.push_back(1e9 / result.after.points[i].predicted);
+    model_before.push_back(result.before.points[i].predicted);
+    model_after.push_back(result.after.points[i].predicted);
   }
   const io::Table op_pairs{"sim_calibration_pairs",
                            {{"kernel", "", kernel},
@@ -381,13 +404,12 @@ void calibrate_against_sim_command(const std::string& config_path, const std::st
   if (context.rank != 0) return;
   out << "calibration against the simulator: " << entries.size() << " schedules (front and baselines of each setting), "
       << all.size() << " distinct ops simulated\n";
-  out << "model against simulator before any fitting (schedules: TPOT/TTFT; kernels: op cycles), and after the fit:\n";
+  out << "model against simulator before any fitting (schedules: TPOT/TTFT; kernels and sampled ops: op cycles), and after "
+         "the fit; MAPE is the mean of |model - sim| / sim:\n";
   print_agreements(out, before, after);
-  out << std::setprecision(4) << "fit on " << samples.size() << " ops sampled from " << strata.size()
-      << " strata (kernel, phase, power-of-two region size); held-out (" << result.after.test_points << " ops): MAPE "
-      << result.before.test_mape_pct << " % -> " << result.after.test_mape_pct << " %, Spearman " << rho_before << " -> "
-      << rho_after << "; training (" << result.after.train_points << " ops): MAPE " << result.before.train_mape_pct
-      << " % -> " << result.after.train_mape_pct << " %\n";
+  out << "fitted on the " << result.after.train_points << " training ops of " << samples.size()
+      << " sampled from " << strata.size() << " strata (kernel, phase, power-of-two region size); the "
+      << result.after.test_points << " held-out ops were not fitted\n";
   print_fitted_parameters(out, result);
   std::cerr << bound_warnings(result);
   std::cerr << "written: " << dir << "/params.yaml (the model fitted to the simulator, not to hardware), "

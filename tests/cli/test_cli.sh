@@ -58,6 +58,18 @@ expect 0 "model against simulator over ops, MAPE (mean |model - sim| / sim)" -- 
 expect 0 "Spearman" -- calibrate "$src/configs/tiny.yaml" --output "$tmp/cal"
 data_only "calibrate CONFIG.yaml"
 [ -s "$tmp/cal/params.yaml" ] && [ -s "$tmp/cal/sim_pairs.csv" ] || { echo "FAIL: calibrate wrote no params.yaml or sim_pairs.csv"; fail=1; }
+# One MAPE (issue 40, item 1): the printed held-out row, the CSV row and the mean over sim_pairs.csv agree.
+/usr/bin/python3 - "$tmp/cal" "$tmp/out" <<'PY' || { echo "FAIL: calibrate CONFIG's MAPEs disagree"; fail=1; }
+import csv, sys
+d = sys.argv[1]
+pairs = [r for r in csv.DictReader(open(d + "/sim_pairs.csv")) if r["held_out"] == "1"]
+for col, key in (("model_cycles_before", "mape_pct_before_fit"), ("model_cycles_after", "mape_pct_after_fit")):
+    mean = 100 * sum(abs(float(r[col]) - float(r["sim_cycles"])) / float(r["sim_cycles"]) for r in pairs) / len(pairs)
+    row = [r for r in csv.DictReader(open(d + "/sim_agreement.csv")) if r["scope"] == "sampled ops, held out"][0]
+    assert abs(float(row[key]) - mean) < 1e-9 * max(1, mean), (key, row[key], mean)
+printed = [l for l in open(sys.argv[2]) if l.startswith("sampled ops, held out")][0].split()
+assert abs(float(printed[5]) - float(row["mape_pct_before_fit"])) < 0.006, printed
+PY
 expect 0 "results: $tmp/tuned/results.h5" -- "$src/configs/tiny.yaml" --params "$tmp/cal/params.yaml" --output "$tmp/tuned"
 expect 0 "held-out test" -- calibrate "$src/tests/data/reference/waferllm_measured.yaml" --output "$tmp/calref"
 data_only calibrate
