@@ -7,6 +7,8 @@
 
 #include "test_support.hpp"
 #include "wavel/cli/cli.hpp"
+#include "wavel/common/error.hpp"
+#include "wavel/driver/costed_with.hpp"
 
 namespace fs = std::filesystem;
 
@@ -132,4 +134,28 @@ TEST_CASE("an output directory that cannot be created exits 73") {
   const auto blocker = write_config(dir, "file", "not a directory");
   auto r = cli({config.string(), "--output", (blocker / "sub").string()});
   CHECK(r.code == 73);
+}
+
+TEST_CASE("a shown schedule's param lines: applied by name, unknown names and out-of-bounds values located (issue 40)") {
+  wavel::meshir::Schedule s;
+  s.costed_params = {{"alpha_cycles_per_hop", 2.5}, {"sim_timing.task_launch_cycles", 40}};
+  wavel::meshir::ParsedSchedule parsed{s, {}};
+  parsed.lines.costed_params = {7, 8};
+  wavel::cost::CostParams params;
+  wavel::wafer::PeTiming timing;
+  wavel::driver::apply_costed_params(parsed, "x.meshir", params, timing);
+  CHECK(params.alpha_cycles_per_hop == 2.5);
+  CHECK(timing.task_launch_cycles == 40);
+  parsed.schedule.costed_params = {{"alpha_cycles_per_hp", 2.5}, {"gemm_k_cycles", -1}};
+  try {
+    wavel::driver::apply_costed_params(parsed, "x.meshir", params, timing);
+    FAIL("no error");
+  } catch (const wavel::DataError& e) {
+    REQUIRE(e.diagnostics().size() == 2);
+    CHECK(e.diagnostics()[0].format() ==
+          "x.meshir:7: error: param: unknown parameter 'alpha_cycles_per_hp'; did you mean 'alpha_cycles_per_hop'?");
+    CHECK(e.diagnostics()[1].line == 8);
+    CHECK(e.diagnostics()[1].message.find("gemm_k_cycles = -1") == 0);
+    CHECK(e.code() == wavel::ExitCode::data_error);
+  }
 }

@@ -2,12 +2,15 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <filesystem>
 #include <string>
 #include <vector>
 
 #include "test_support.hpp"
 #include "wavel/common/error.hpp"
 #include "wavel/config/config.hpp"
+#include "wavel/cost/params.hpp"
 #include "wavel/config/schema.hpp"
 
 using wavel::config::parse_config;
@@ -167,13 +170,46 @@ TEST_CASE("baselines and cost sections") {
   CHECK(errors_of(std::string(kMinimal) + "cost: {scalar_op_cyles: 7}\n") ==
         "test.yaml:3:8: error: cost.scalar_op_cyles: unknown key; did you mean 'scalar_op_cycles'?");
   CHECK(errors_of(std::string(kMinimal) + "cost: {params_file: nowhere.yaml}\n") ==
-        "test.yaml:3:21: error: cost.params_file: params file not found: nowhere.yaml");
+        "test.yaml:3:21: error: cost.params_file: params file not found: nowhere.yaml (nor " +
+            wavel::cost::data_dir() + "/nowhere.yaml in the tool's data directory)");
   // Values from a params file replace the defaults.
   const auto params = wavel::test::source_path("configs/params/wse2-waferllm.yaml");
   const auto with_file = parse_config(std::string(kMinimal) + "cost: {params_file: " + params.string() + "}\n",
                                       "x.yaml", {});
   CHECK(with_file.cost.params_file == params.string());
   CHECK(with_file.cost.params.scalar_op_cycles != wavel::cost::CostParams{}.scalar_op_cycles);
+}
+
+TEST_CASE("cost parameters: the preset's calibrated file by default, found from any directory (issue 40)") {
+  namespace fs = std::filesystem;
+  const auto wse3_file = wavel::test::source_path("configs/params/wse3.yaml");
+  const auto calibrated = wavel::cost::load_params(wse3_file.string(), wavel::cost::CostParams{});
+  // No params_file: the committed calibration of the preset, not the uncalibrated built-in values.
+  const auto plain = parse_config(kMinimal, "/nowhere/x.yaml", {});
+  CHECK(plain.cost.params_file.empty());
+  CHECK(fs::equivalent(plain.cost.params_path, wse3_file));
+  CHECK(plain.cost.params.gemm_k_cycles == calibrated.gemm_k_cycles);
+  CHECK(plain.cost.params.gemm_k_cycles != wavel::cost::CostParams{}.gemm_k_cycles);
+  CHECK(wavel::config::describe_params(plain).find("the calibrated wse3 parameters") == 0);
+  const auto wse2 = parse_config(kMinimal, "/nowhere/x.yaml", {"wafer.preset=wse2"});
+  CHECK(fs::equivalent(wse2.cost.params_path, wavel::test::source_path("configs/params/wse2-waferllm.yaml")));
+  // A relative name not beside the config is looked up in the data directory (a copied quickstart).
+  const auto copied = parse_config(std::string(kMinimal) + "cost: {params_file: params/wse3.yaml}\n", "/nowhere/my.yaml", {});
+  CHECK(copied.cost.params_from_data_dir);
+  CHECK(fs::equivalent(copied.cost.params_path, wse3_file));
+  CHECK(wavel::config::describe_params(copied) == "parameters from params/wse3.yaml in the tool's data directory");
+  // `builtin` asks for the uncalibrated values, and says so.
+  const auto builtin = parse_config(std::string(kMinimal) + "cost: {params_file: builtin}\n", "/nowhere/x.yaml", {});
+  CHECK(builtin.cost.params_path.empty());
+  CHECK(builtin.cost.params.gemm_k_cycles == wavel::cost::CostParams{}.gemm_k_cycles);
+  CHECK(wavel::config::describe_params(builtin) == "built-in default parameters, uncalibrated");
+  // A data directory without the file: a located error that says how to fix it.
+  ::setenv("WAVEL_DATA_DIR", "/nonexistent-wavel-data", 1);
+  const std::string missing = errors_of(kMinimal);
+  ::unsetenv("WAVEL_DATA_DIR");
+  CHECK(missing.find("cost.params_file: no cost.params_file given and the calibrated parameters for wse3 are missing: "
+                     "/nonexistent-wavel-data/params/wse3.yaml") != std::string::npos);
+  CHECK(missing.find("'params_file: builtin'") != std::string::npos);
 }
 
 TEST_CASE("the cluster section: the wafer's system by default, each figure overridable within bounds") {

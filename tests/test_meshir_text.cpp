@@ -293,3 +293,32 @@ TEST_CASE("meshir text: every truncation either parses or throws DataError") {
   CHECK(parsed >= 2);  // the whole text, with and without its final newline
 }
 
+
+TEST_CASE("meshir text: what a run costed a schedule with round-trips; malformed lines are located (issue 40)") {
+  Schedule s = decode_schedule();
+  s.costed_on = "wse2";
+  s.costed_params = {{"alpha_cycles_per_hop", 1.25}, {"sim_timing.task_launch_cycles", 70.85}, {"gemm_k_cycles", 0.1 + 0.2}};
+  const std::string text = wavel::meshir::print(s);
+  CHECK(text.find("\ncosted_on wse2\nparam alpha_cycles_per_hop 1.25\n"
+                  "param sim_timing.task_launch_cycles 70.85\nparam gemm_k_cycles 0.30000000000000004\n") != std::string::npos);
+  const auto back = wavel::meshir::parse_with_lines(text, "x.meshir");
+  CHECK(back.schedule.costed_on == "wse2");
+  REQUIRE(back.schedule.costed_params.size() == 3);
+  CHECK(back.schedule.costed_params[2].value == 0.1 + 0.2);  // exactly: the shortest round-trip digits
+  CHECK(back.lines.costed_params[1] == locate(text, "param sim_timing").line);
+  CHECK(wavel::meshir::print(back.schedule) == text);
+  CHECK(wavel::meshir::print(decode_schedule()).find("costed_on") == std::string::npos);  // absent unless recorded
+
+  const std::string good = wavel::meshir::print(decode_schedule());
+  const auto first_error = [](const std::string& t) { return parse_errors(t).at(0).format(); };
+  CHECK(first_error(good + "param alpha_cycles_per_hop 1e999\n").find("expected a finite number, got '1e999'") !=
+        std::string::npos);
+  CHECK(first_error(good + "param alpha_cycles_per_hop 1.5x\n").find("param[0].alpha_cycles_per_hop") != std::string::npos);
+  CHECK(first_error(good + "param a 1\nparam a 2\n").find("duplicate parameter 'a' (first on line") != std::string::npos);
+  CHECK(first_error(good + "param Alpha 1\n").find("expected a parameter name, got 'Alpha'") != std::string::npos);
+  CHECK(first_error(good + "param a\n").find("param NAME VALUE") != std::string::npos);
+  CHECK(first_error(good + "costed_on wse3\ncosted_on wse2\n").find("duplicate 'costed_on' line") != std::string::npos);
+  std::string many = good;
+  for (int i = 0; i < 300; ++i) many += "param p" + std::to_string(i) + " 1\n";
+  CHECK(first_error(many).find("more than 256 'param' lines") != std::string::npos);
+}

@@ -331,9 +331,9 @@ void execute(const Options& o, std::ostream& out, MPI_Comm comm) {
     return driver::calibrate_command(o.config_path, o.params_path, o.fit_names, o.output_dir, context, out);
   }
   if (o.subcommand == "show") return driver::show_command(o.config_path, o.setting, o.schedule, context, out);
-  if (o.subcommand == "check") return driver::check_command(o.config_path, o.wafer, o.params_path, context, out);
+  if (o.subcommand == "check") return driver::check_command(o.config_path, o.wafer_given ? o.wafer : "", o.params_path, context, out);
   if (o.subcommand == "simulate") {
-    return driver::simulate_command(o.config_path, o.wafer, o.params_path, o.trace_path, context, out);
+    return driver::simulate_command(o.config_path, o.wafer_given ? o.wafer : "", o.params_path, o.trace_path, context, out);
   }
   const std::string text = driver::read_file_on_root(o.config_path, comm);
   std::vector<std::string> overrides = o.overrides;

@@ -302,6 +302,8 @@ void read_workloads(Validator& v, const Node& root, const Node& node, WorkloadAx
   read_double(v, node, path, "layer_subset_max_fill", axes.layer_subset_max_fill, 0.0, 1.0, true);
 }
 
+void read_cost_values(Validator& v, const Node& node, const std::string& path, CostConfig& c);
+
 void read_cost(Validator& v, const Node& node, const wafer::WaferParams& wafer, CostConfig& c,
                const std::string& file) {
   const std::string path = "cost";
@@ -318,28 +320,56 @@ void read_cost(Validator& v, const Node& node, const wafer::WaferParams& wafer, 
     c.pinned = v.axis(child_or_null(node, "pinned"), "cost.pinned",
                       [&](const Node& n, const std::string& p) { return v.choice(n, p, names); });
   }
+  const auto load = [&](const fs::path& resolved, const Source& where) {
+    c.params_path = resolved.string();
+    try {
+      c.params = cost::load_params(resolved.string(), c.params);
+      c.uncertainty = cost::load_uncertainty(resolved.string());
+      c.sim_timing = cost::load_pe_timing(resolved.string(), c.sim_timing);
+    } catch (const DiagnosticError& e) {
+      for (const auto& d : e.diagnostics()) v.error(Source{d.file, d.line, d.column}, d.key_path, d.message);
+    } catch (const Error& e) {
+      v.error(where, "cost.params_file", e.what());
+    }
+  };
+  std::error_code ec;
   if (present(node, "params_file")) {
     const Node& n = child_or_null(node, "params_file");
     if (auto given = v.string(n, "cost.params_file")) {
       c.params_file = *given;
-      const fs::path resolved = resolve_input_path(*given, n, file);
-      c.params_path = resolved.string();
-      std::error_code ec;
+      if (*given == kBuiltinParams) return read_cost_values(v, node, path, c);
+      fs::path resolved = resolve_input_path(*given, n, file);
+      // A relative name not next to the config is looked up in the tool's data directory, so a
+      // copied config (params_file: params/wse3.yaml) works from anywhere.
+      const fs::path in_data = fs::path(cost::data_dir()) / *given;
+      if (!fs::is_regular_file(resolved, ec) && fs::path(*given).is_relative() && fs::is_regular_file(in_data, ec)) {
+        resolved = in_data;
+        c.params_from_data_dir = true;
+      }
       if (!fs::is_regular_file(resolved, ec)) {
-        v.error(n.where, "cost.params_file", "params file not found: " + resolved.string());
+        v.error(n.where, "cost.params_file",
+                "params file not found: " + resolved.string() +
+                    (fs::path(*given).is_relative() ? " (nor " + in_data.string() + " in the tool's data directory)" : ""));
       } else {
-        try {
-          c.params = cost::load_params(resolved.string(), c.params);
-          c.uncertainty = cost::load_uncertainty(resolved.string());
-          c.sim_timing = cost::load_pe_timing(resolved.string(), c.sim_timing);
-        } catch (const DiagnosticError& e) {
-          for (const auto& d : e.diagnostics()) v.error(Source{d.file, d.line, d.column}, d.key_path, d.message);
-        } catch (const Error& e) {
-          v.error(n.where, "cost.params_file", e.what());
-        }
+        load(resolved, n.where);
       }
     }
+  } else if (const std::string calibrated = cost::calibrated_params_path(wafer.preset); !calibrated.empty()) {
+    // No file named: the committed calibrated parameters of the preset, not the uncalibrated values.
+    if (fs::is_regular_file(calibrated, ec)) {
+      load(calibrated, Source{file, 0, 0});
+    } else {
+      v.error(Source{file, 0, 0}, "cost.params_file",
+              "no cost.params_file given and the calibrated parameters for " + wafer.preset + " are missing: " +
+                  calibrated + " (set WAVEL_DATA_DIR to the tool's configs/ directory, name a params file, or write "
+                  "'params_file: " + kBuiltinParams + "' for the uncalibrated built-in values)");
+    }
   }
+  read_cost_values(v, node, path, c);
+}
+
+// The parameter values set in the section itself, over the file's; each one is then pinned.
+void read_cost_values(Validator& v, const Node& node, const std::string& path, CostConfig& c) {
   std::vector<std::string> pinned = c.pinned;
   for (const auto& info : cost::param_registry()) {
     read_double(v, node, path, info.name, c.params.*(info.field), info.min_value, info.max_value);

@@ -11,6 +11,16 @@ namespace wavel::config {
 
 namespace fs = std::filesystem;
 
+std::string describe_params(const Config& config) {
+  const CostConfig& c = config.cost;
+  if (c.params_file == kBuiltinParams || c.params_path.empty()) return "built-in default parameters, uncalibrated";
+  if (c.params_file.empty()) return "the calibrated " + config.wafer.preset + " parameters, " + c.params_path;
+  if (c.params_from_data_dir) {
+    return "parameters from " + c.params_file + " in the tool's data directory";
+  }
+  return "parameters from " + c.params_file;
+}
+
 std::string format_double(double value) {
   char text[64];
   const auto result = std::to_chars(text, text + sizeof text, value);  // shortest exact form

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <system_error>
@@ -85,6 +86,21 @@ CostParams default_params(const wafer::WaferParams& wafer) {
   params.alpha_cycles_per_hop = wafer.alpha_cycles_per_hop;
   params.beta_cycles_per_stage = wafer.beta_cycles_per_stage;
   return params;
+}
+
+std::string data_dir() {
+  if (const char* env = std::getenv("WAVEL_DATA_DIR"); env != nullptr && *env != '\0') return env;
+  return WAVEL_DATA_DIR;
+}
+
+std::string calibrated_params_path(const std::string& wafer_preset) {
+  // Which committed file each preset's predictions use (README, Calibration: how each was fitted).
+  static const std::pair<const char*, const char*> files[] = {{"wse3", "params/wse3.yaml"},
+                                                               {"wse2", "params/wse2-waferllm.yaml"}};
+  for (const auto& [preset, file] : files) {
+    if (wafer_preset == preset) return data_dir() + "/" + file;
+  }
+  return "";
 }
 
 static std::string read_params_file(const std::string& path) {

@@ -17,6 +17,7 @@
 #include "wavel/cost/fit_provenance.hpp"
 #include "wavel/cost/model.hpp"
 #include "wavel/cost/params.hpp"
+#include "wavel/driver/costed_with.hpp"
 #include "wavel/driver/reference_cv.hpp"
 #include "wavel/driver/sim_timing_fit.hpp"
 #include "wavel/io/results.hpp"
@@ -95,6 +96,12 @@ cost::CostParams params_for(const wafer::WaferParams& wafer, const std::string& 
   return p;
 }
 
+std::string existing_calibrated_params(const std::string& preset) {
+  const std::string path = cost::calibrated_params_path(preset);
+  std::error_code ec;
+  return !path.empty() && fs::is_regular_file(path, ec) ? path : "";
+}
+
 std::string default_dir(const std::string& command, const std::string& input) {
   return "results/runs/" + command + "-" + fs::path(input).stem().string();
 }
@@ -123,10 +130,11 @@ std::vector<std::string> default_fit_names() {
   return {"alpha_cycles_per_hop", "gemm_k_cycles", "scalar_op_cycles"};
 }
 
-void validate_command(const std::string& reference_path, const std::string& params_path,
+void validate_command(const std::string& reference_path, const std::string& given_params,
                       const std::string& output_dir, const RunContext& context, std::ostream& out) {
   const auto set = calibrate::load_reference(reference_path);
   const auto wafer = wafer_named(set.wafer, reference_path);
+  const std::string params_path = given_params.empty() ? existing_calibrated_params(wafer.preset) : given_params;
   const auto params = params_for(wafer, params_path);
   const auto predict = calibrate::waferllm_predictor(wafer);
   const auto report = calibrate::validate(set, predict, params);
@@ -147,7 +155,8 @@ void validate_command(const std::string& reference_path, const std::string& para
   if (context.rank != 0) return;
   print_validation(out, set, report,
                    "Validation of WaferLLM's schedule against " + set.source + " (" + set.wafer + "), params: " +
-                       (params_path.empty() ? "built-in defaults" : params_path));
+                       (params_path.empty() ? "built-in defaults" : params_path) +
+                       (given_params.empty() && !params_path.empty() ? " (the calibrated file for " + set.wafer + ")" : ""));
   out << '\n' << cv.text;
   std::cerr << cv.warnings << "written: " << dir << "/validation.csv, " << dir << "/results.h5\n";
 }
@@ -256,6 +265,25 @@ void calibrate_command(const std::string& reference_path, const std::string& par
   std::cerr << "written: " << dir << "/params.yaml (use with --params), validation.csv, calibration.csv, results.h5\n";
 }
 
+// The run's `costed_on` and `param` lines for a schedule shown from `results_path`, or "" (with a
+// note) for a file written before runs stored them.
+std::string costed_lines(const std::string& results_path) {
+  std::vector<io::Table> tables;
+  try {
+    tables = io::read_tables_h5_sandboxed(results_path, {"cost_params"});
+  } catch (const InputDataError&) {
+    std::cerr << "wavel-dse: note: " << results_path << " does not record the parameters its run used (written "
+                 "before 0.1.0 stored table cost_params); check and simulate will use the wafer's calibrated ones\n";
+    return "";
+  }
+  meshir::Schedule costed;
+  std::string params_file;
+  attach_costed_with(tables.front(), results_path, costed, params_file);
+  return "# costed by the run that wrote " + results_path +
+         (params_file.empty() ? std::string(" with built-in parameters") : ", parameters from " + params_file) + "\n" +
+         meshir::costed_text(costed);
+}
+
 void show_command(const std::string& results_path, std::int64_t setting, const std::string& schedule,
                   const RunContext& context, std::ostream& out) {
   on_root_agreed(context.comm, 0, [&] {
@@ -288,7 +316,7 @@ void show_command(const std::string& results_path, std::int64_t setting, const s
         const io::Table one = std::move(io::read_tables_h5_sandboxed(results_path, {"schedules"}, {}, row).front());
         const auto& text = column_of<std::string>(one, "meshir", results_path);
         if (text.size() != 1) throw InputDataError(results_path + ": schedules/meshir is shorter than its index");
-        out << text.front();
+        out << text.front() << costed_lines(results_path);
         return;
       }
       available += "  --setting " + std::to_string(ids[i]) + " --schedule " + names[i] + "\n";
@@ -312,7 +340,9 @@ CheckedSchedule load_checked_schedule(const std::string& meshir_path, const std:
   CheckedSchedule c;
   c.schedule = parsed.schedule;
   const auto& s = c.schedule;
-  c.wafer = wafer_named(wafer_preset, meshir_path);
+  // The wafer: --wafer, else the one the run costed it on, else WSE-3.
+  const std::string preset = !wafer_preset.empty() ? wafer_preset : !s.costed_on.empty() ? s.costed_on : "wse3";
+  c.wafer = wafer_named(preset, meshir_path);
   // The schedule names the grid it was built for; the preset supplies clock, SIMD and links.
   c.wafer.grid_w_pes = s.grid_w_pes;
   c.wafer.grid_h_pes = s.grid_h_pes;
@@ -322,14 +352,27 @@ CheckedSchedule load_checked_schedule(const std::string& meshir_path, const std:
   for (const auto& [x, y] : s.defective_pes) c.wafer.defective_pes.push_back({x, y});
   meshir::VerifyOptions options{meshir_path, parsed.lines, [](const meshir::PlacedOp& op) { return cost::colours_needed(op); }};
   meshir::verify_or_throw(s, options);
-  c.params = params_for(c.wafer, params_path);
-  if (!params_path.empty()) c.wafer.pe_timing = cost::load_pe_timing(params_path, c.wafer.pe_timing);
-  if (context.rank == 0) {  // stdout holds only the report; say which parameters on stderr
-    std::cerr << "wavel-dse: cost-model parameters: "
-              << (params_path.empty() ? std::string("built-in defaults for the " + wafer_preset + " preset")
-                                      : "'" + params_path + "'")
-              << '\n';
+  // Parameters: --params, else the schedule's own (a run's, carried by `show`), else the wafer's
+  // calibrated file, else the built-in values; stderr says which (stdout holds only the report).
+  std::string source;
+  if (!params_path.empty()) {
+    c.params = params_for(c.wafer, params_path);
+    c.wafer.pe_timing = cost::load_pe_timing(params_path, c.wafer.pe_timing);
+    source = "'" + params_path + "' (--params)";
+  } else if (!s.costed_params.empty()) {
+    c.params = cost::default_params(c.wafer);
+    apply_costed_params(parsed, meshir_path, c.params, c.wafer.pe_timing);
+    source = "the schedule's own 'param' lines (what the run that stored it used)";
+  } else if (const std::string calibrated = existing_calibrated_params(c.wafer.preset); !calibrated.empty()) {
+    c.params = params_for(c.wafer, calibrated);
+    c.wafer.pe_timing = cost::load_pe_timing(calibrated, c.wafer.pe_timing);
+    source = "the calibrated ones for " + c.wafer.preset + ", '" + calibrated + "'";
+  } else {
+    c.params = cost::default_params(c.wafer);
+    source = "built-in defaults for the " + c.wafer.preset + " preset (no calibrated file found)";
   }
+  c.params_source = source;
+  if (context.rank == 0) std::cerr << "wavel-dse: cost-model parameters: " << source << '\n';
   // A schedule with MeshGEMMs is a prefill; its prompt length is the GEMM rows per request.
   const std::int64_t per_batch = (s.concurrent_requests + s.microbatches - 1) / std::max<std::int64_t>(1, s.microbatches);
   for (const auto& op : s.ops) {
@@ -367,7 +410,7 @@ void check_command(const std::string& meshir_path, const std::string& wafer_pres
     out << ' ' << r << ':' << meshir::resident_bytes_per_pe(s, static_cast<int>(r)) << 'B';
   }
   out << " of " << s.sram_per_pe_bytes << "B\n";
-  out << "PREDICTED (" << (params_path.empty() ? std::string("built-in parameters") : params_path) << "): "
+  out << "PREDICTED (parameters: " << checked.params_source << "): "
       << (prefill ? "TTFT " : "TPOT ") << cost.latency_s << " s, " << cost.tokens_per_s << " tokens/s, "
       << cost.pes_used << " PEs, SRAM headroom " << 100.0 * cost.sram_headroom << " %"
       << (s.layer_scale > 1 ? ", costs scaled x" + std::to_string(s.layer_scale) + " (layer subset)" : "") << '\n';

@@ -592,8 +592,7 @@ void print_settings(std::ostream& out, const config::Config& config, const std::
       out << "No intervals: the params file has no uncertainty section or cost.draws is 0.\n";
     }
     out << "All throughputs and latencies are PREDICTED by the cost model ("
-        << (config.cost.params_file.empty() ? std::string("built-in default parameters")
-                                            : "parameters from " + config.cost.params_file)
+        << config::describe_params(config)
         << "); TPOT for decode, TTFT for prefill.\n";
   } else {
     out << "roofline bound = FLOPs / wafer peak: an upper bound on throughput, not a prediction.\n";

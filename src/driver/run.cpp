@@ -20,6 +20,7 @@
 #include "wavel/common/error.hpp"
 #include "wavel/common/hash.hpp"
 #include "wavel/driver/checkpoint.hpp"
+#include "wavel/driver/costed_with.hpp"
 #include "wavel/driver/detail/spool.hpp"
 #include "wavel/driver/distribute.hpp"
 #include "wavel/driver/format.hpp"
@@ -73,7 +74,7 @@ std::vector<io::Attribute> provenance(const config::Config& config, const RunCon
       {"config_overrides", overrides},
       {"config_resolved", resolved},
       {"config_hash_fnv1a64", to_hex(fnv1a64(results_identity(config)))},
-      {"params_file", config.cost.params_file},
+      {"params_file", config.cost.params_path},
       {"mpi_ranks", std::int64_t{context.ranks}},
       {"kokkos_backend", context.kokkos_backend},
       {"kokkos_threads", std::int64_t{context.kokkos_threads}},
@@ -291,6 +292,7 @@ void run(const config::Config& config, const RunContext& context, std::ostream& 
         files.h5_tables.push_back(hardware_front_table(config, settings, results));
       }
       files.h5_tables.push_back(schedules_table(results, outcome.texts));
+      files.h5_tables.push_back(cost_params_table(config));
       stop_if_signalled("gathering the schedules");
       files.h5_tables.push_back(sim_pairs_table(results));
       files.h5_tables.push_back(sim_op_pairs_table(results));

@@ -22,9 +22,9 @@ void simulate_command(const std::string& meshir_path, const std::string& wafer_p
   if (context.rank == 0) {
     std::cerr << "wavel-dse: simulator PE timing: "
               << (wafer::is_nominal(checked.wafer.pe_timing)
-                      ? std::string("nominal (no sim_timing section in --params; configs/params/wse3.yaml has the "
-                                    "one measured on WSE-3, 3-5x slower)")
-                      : "the sim_timing section of '" + params_path + "'")
+                      ? std::string("nominal (the parameters used have no sim_timing section; configs/params/wse3.yaml "
+                                    "has the one measured on WSE-3, 3-5x slower)")
+                      : "the sim_timing constants of " + checked.params_source)
               << '\n';
   }
   sim::SimOptions options;

@@ -1,5 +1,6 @@
 // Printer of the MeshIR text form (see text.hpp); parse(print(s)) == s is tested.
 #include <cstdio>
+#include <charconv>
 #include <sstream>
 #include <string>
 
@@ -106,7 +107,22 @@ std::string print(const Schedule& s) {
         << " repeat=" << (op.once ? "once" : "layers") << " attn=" << to_string(op.attention)
         << (op.input_skewed ? " skewed=yes" : "") << " work=" << work_text(op.work) << '\n';
   }
+  out << costed_text(s);
   return out.str();
+}
+
+std::string costed_text(const Schedule& s) {
+  std::string out;
+  if (!s.costed_on.empty() || !s.costed_params.empty()) {
+    out += "# what the run costed this schedule with; check and simulate use it unless --wafer/--params say otherwise\n";
+  }
+  if (!s.costed_on.empty()) out += "costed_on " + s.costed_on + "\n";
+  for (const auto& p : s.costed_params) {
+    char digits[32];
+    const auto end = std::to_chars(digits, digits + sizeof digits, p.value).ptr;  // shortest round-trip form
+    out += "param " + p.name + " " + std::string(digits, end) + "\n";
+  }
+  return out;
 }
 
 }  // namespace wavel::meshir

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <charconv>
 #include <cstdio>
 #include <limits>
@@ -32,7 +33,8 @@ const std::vector<std::string> header_keywords{"meshir",  "schedule", "grid",   
                                                "colours", "requests", "microbatches", "layers"};
 const std::vector<std::string> line_keywords{"meshir",   "schedule",     "grid",   "sram_per_pe_bytes",
                                              "colours",  "requests",     "microbatches", "layers",
-                                             "wafers",   "defect",       "region", "op"};
+                                             "wafers",   "defect",       "region", "op",
+                                             "costed_on", "param"};
 const std::vector<std::string> op_keys{"kernel", "region", "used",   "step", "stage",     "inputs",
                                        "in",     "out",    "reduce", "group", "rounds", "to_region", "repeat", "attn", "work"};
 // Fields added after MeshIR 2 was published: written when set, absent means their default.
@@ -66,6 +68,16 @@ std::string list_text(const std::vector<std::string>& items) {
 // enough that the verifier and the cost model check any file within seconds.
 constexpr std::size_t kMaxRegions = 4096;
 constexpr std::size_t kMaxOps = std::size_t{1} << 17;
+constexpr std::size_t kMaxCostedParams = 256;  // the tool writes about 20
+
+// A preset or parameter name: lower-case letters, digits, '_' and '.'.
+bool is_name(std::string_view text) {
+  if (text.empty() || text.size() > 64) return false;
+  for (const char c : text) {
+    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '.')) return false;
+  }
+  return true;
+}
 
 /// Collects the diagnostics of one text, line by line.
 class Parser {
@@ -100,6 +112,7 @@ class Parser {
   void work(const Piece& piece, const std::string& key_path, OpWork& out);
 
   void parse_region(const std::vector<Piece>& tokens, int end_column);
+  void parse_param(const std::vector<Piece>& tokens, int end_column);
   void parse_op(const std::vector<Piece>& tokens, int end_column);
 
   std::string file_;
@@ -388,6 +401,37 @@ bool Parser::first_header(const std::string& keyword, int column) {
   return true;
 }
 
+void Parser::parse_param(const std::vector<Piece>& tokens, int end_column) {
+  Schedule& s = result_.schedule;
+  const std::string path = "param[" + std::to_string(s.costed_params.size()) + "]";
+  if (s.costed_params.size() >= kMaxCostedParams) {
+    error(tokens[0].column, path, "more than " + std::to_string(kMaxCostedParams) + " 'param' lines");
+    return;
+  }
+  s.costed_params.emplace_back();
+  result_.lines.costed_params.push_back(line_);
+  if (!check_arity(tokens, 2, "param NAME VALUE", path, end_column)) return;
+  const std::string_view name = tokens[1].text, value = tokens[2].text;
+  if (!is_name(name)) {
+    error(tokens[1].column, path, "expected a parameter name, got '" + std::string(name) + "'");
+    return;
+  }
+  for (std::size_t i = 0; i + 1 < s.costed_params.size(); ++i) {
+    if (s.costed_params[i].name == name) {
+      error(tokens[1].column, path, "duplicate parameter '" + std::string(name) + "' (first on line " +
+                                        std::to_string(result_.lines.costed_params[i]) + ")");
+      return;
+    }
+  }
+  double v = 0;
+  const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), v);
+  if (ec != std::errc() || end != value.data() + value.size() || !std::isfinite(v)) {
+    error(tokens[2].column, path + "." + std::string(name), "expected a finite number, got '" + std::string(value) + "'");
+    return;
+  }
+  s.costed_params.back() = CostedParam{std::string(name), v};
+}
+
 void Parser::parse_region(const std::vector<Piece>& tokens, int end_column) {
   Schedule& s = result_.schedule;
   const int index = static_cast<int>(s.regions.size());
@@ -510,6 +554,9 @@ void Parser::parse_line(const std::vector<Piece>& tokens, int end_column, bool d
     } else if (keyword == "defect") {
       s.defective_pes.emplace_back(0, 0);
       result_.lines.defects.push_back(line_);
+    } else if (keyword == "param" && s.costed_params.size() < kMaxCostedParams) {
+      s.costed_params.emplace_back();
+      result_.lines.costed_params.push_back(line_);
     } else if (result_.lines.header.count(keyword) == 0) {
       result_.lines.header.emplace(keyword, line_);
     }
@@ -581,6 +628,15 @@ void Parser::parse_line(const std::vector<Piece>& tokens, int end_column, bool d
     if (!check_arity(tokens, 2, "defect X Y", path, end_column)) return;
     if (const auto v = integer<std::int64_t>(tokens[1], path + ".x")) s.defective_pes.back().first = *v;
     if (const auto v = integer<std::int64_t>(tokens[2], path + ".y")) s.defective_pes.back().second = *v;
+  } else if (keyword == "costed_on") {
+    if (!header(1, "costed_on PRESET")) return;
+    if (is_name(tokens[1].text)) {
+      s.costed_on = std::string(tokens[1].text);
+    } else {
+      error(tokens[1].column, keyword, "expected a wafer preset name, got '" + std::string(tokens[1].text) + "'");
+    }
+  } else if (keyword == "param") {
+    parse_param(tokens, end_column);
   } else if (keyword == "region") {
     parse_region(tokens, end_column);
   } else if (keyword == "op") {

@@ -35,13 +35,23 @@ grep -q "will take long" "$tmp/out" && { echo "FAIL: the default search is calle
 grep -qE "^#  0 .* 1x$" "$tmp/out" || { echo "FAIL: dry run lacks the search size 1x of setting 0"; fail=1; }
 expect 0 "warning: setting 0: its search is 3.3" -- --dry-run "$src/configs/quickstart.yaml" --set search.cut_step_pes=64
 grep -q "# 8 settings will take long." "$tmp/out" || { echo "FAIL: cut_step_pes 64 not called long"; fail=1; }
-expect 0 "results: $tmp/run/results.h5" -- "$src/configs/quickstart.yaml" --output "$tmp/run"
+# The README's "Run your own sweep", verbatim, from a directory outside the source tree (issue 40, item 2):
+# the copied config's params_file (params/wse3.yaml) is found in the tool's data directory.
+exe_abs=$(cd "$(dirname "$exe")" && pwd)/$(basename "$exe")
+mkdir -p "$tmp/elsewhere" && cp "$src/configs/quickstart.yaml" "$tmp/elsewhere/my.yaml"
+sed -i 's|dir: results/runs/quickstart|dir: results/runs/my|' "$tmp/elsewhere/my.yaml"
+(cd "$tmp/elsewhere" && "$exe_abs" my.yaml >"$tmp/out" 2>"$tmp/err"); got=$?
+if [ "$got" != 0 ]; then echo "FAIL: the README recipe (my.yaml in another directory) exited $got"; cat "$tmp/err"; fail=1
+elif ! grep -q "parameters from params/wse3.yaml in the tool's data directory" "$tmp/out"; then
+  echo "FAIL: the README recipe did not use the calibrated parameters"; tail -3 "$tmp/out"; fail=1
+else echo "ok: the README recipe from another directory -> 0"; fi
+ln -sfn "$tmp/elsewhere/results/runs/my" "$tmp/run"
 # stdout carries data only: notes (search statistics, where the results went) go to stderr.
 data_only() {  # data_only WHAT: the last command's stdout has no note lines
   if grep -qE '^(search|results|written|warning):' "$tmp/out"; then echo "FAIL: $1 printed notes on stdout"; grep -E '^(search|results|written|warning):' "$tmp/out"; fail=1; fi
 }
 data_only run
-grep -q "^results: $tmp/run/results.h5" "$tmp/err" || { echo "FAIL: run's results line is not on stderr"; fail=1; }
+grep -q "^results: results/runs/my/results.h5" "$tmp/err" || { echo "FAIL: run's results line is not on stderr"; fail=1; }
 h5dump -a /config_hash_fnv1a64 "$tmp/run/results.h5" >/dev/null || { echo "FAIL: no provenance attribute"; fail=1; }
 /usr/bin/python3 "$src/scripts/read_results.py" "$tmp/run/results.h5" >"$tmp/read.txt" || { echo "FAIL: read_results.py"; fail=1; }
 grep -q "llama2-13b" "$tmp/read.txt" || { echo "FAIL: read_results.py printed no rows"; fail=1; }
@@ -51,6 +61,19 @@ expect 65 "no setting 99 in this file (its settings: 0..7)" -- show "$tmp/run/re
 expect 64 "--setting must be a setting id (0 or more), got -1" -- show "$tmp/run/results.h5" --setting -1
 "$exe" show "$tmp/run/results.h5" --setting 2 --schedule wavel >"$tmp/wavel.meshir" || { echo "FAIL: show wavel"; fail=1; }
 expect 0 "verified OK" -- check "$tmp/wavel.meshir" --params "$src/configs/params/wse2-waferllm.yaml"
+grep -q "PREDICTED (parameters: '$src/configs/params/wse2-waferllm.yaml' (--params))" "$tmp/out" || { echo "FAIL: --params not named"; fail=1; }
+# A shown schedule carries the run's parameters; check and simulate use them and say so (item 3).
+expect 0 "the schedule's own 'param' lines" -- check "$tmp/wavel.meshir"
+/usr/bin/python3 - "$tmp/run/summary.csv" "$tmp/out" <<'PY' || { echo "FAIL: check of a shown schedule disagrees with its run"; fail=1; }
+import csv, re, sys
+row = [r for r in csv.DictReader(open(sys.argv[1])) if r["setting_id"] == "2"][0]
+shown = float(re.search(r"PREDICTED \(.*\): TPOT \S+ s, (\S+) tokens/s", open(sys.argv[2]).read()).group(1))
+assert abs(shown / float(row["wavel_tokens_per_s"]) - 1) < 1e-4, (shown, row["wavel_tokens_per_s"])
+PY
+grep -v "^param \|^costed_on " "$tmp/wavel.meshir" >"$tmp/bare.meshir"
+expect 0 "the calibrated ones for wse3" -- check "$tmp/bare.meshir"
+sed 's/^param alpha_cycles_per_hop /param alpha_cycles_per_hp /' "$tmp/wavel.meshir" >"$tmp/typo.meshir"
+expect 65 "unknown parameter 'alpha_cycles_per_hp'; did you mean 'alpha_cycles_per_hop'?" -- check "$tmp/typo.meshir"
 expect 0 "model against simulator over ops, MAPE (mean |model - sim| / sim)" -- simulate "$tmp/wavel.meshir" --trace "$tmp/trace.json"
 /usr/bin/python3 -c "import json,sys; d=json.load(open(sys.argv[1])); assert d['traceEvents']" "$tmp/trace.json" \
   || { echo "FAIL: trace.json is not a Chrome trace"; fail=1; }

@@ -79,11 +79,16 @@ struct OutputConfig {
   std::string progress = "auto";  ///< auto (only on a terminal), always, never
 };
 
+/// `cost.params_file` value that asks for the built-in (uncalibrated) parameter values.
+inline constexpr const char* kBuiltinParams = "builtin";
+
 /// Cost-model parameters: defaults (alpha and beta from the wafer), then the params file, then
 /// keys given inline in the `cost` section.
 struct CostConfig {
-  std::string params_file;      ///< as given ("" = none); relative to the config file
+  std::string params_file;      ///< as given; "" = none (the preset's calibrated file); relative to the config
+                                ///< file, then to cost::data_dir(); kBuiltinParams = the built-in values
   std::string params_path;      ///< the file opened for it (params_file resolved)
+  bool params_from_data_dir = false;  ///< params_file was not beside the config but in cost::data_dir()
   cost::CostParams params;      ///< resolved values
   cost::ParamUncertaintySpec uncertainty;  ///< from the params file, pinned parameters conditioned out
   std::int64_t draws = 64;      ///< parameter draws per setting for the 90 % intervals (0: none)
@@ -168,5 +173,9 @@ std::string to_yaml(const Config& config, bool absolute_paths = false);
 
 /// Shortest decimal text that reads back as exactly `value`.
 std::string format_double(double value);
+
+/// Which cost-model parameters a config's run uses, for its reports: the file named, the preset's
+/// calibrated file, or the built-in values.
+std::string describe_params(const Config& config);
 
 }  // namespace wavel::config

@@ -44,6 +44,15 @@ const std::vector<ParamInfo>& param_registry();
 /// Defaults, with alpha and beta taken from the wafer.
 CostParams default_params(const wafer::WaferParams& wafer);
 
+/// The tool's data directory: $WAVEL_DATA_DIR when set, else the `configs/` of the source tree it
+/// was built from.
+std::string data_dir();
+
+/// The committed parameters calibrated for a wafer preset (`params/wse3.yaml` for wse3,
+/// `params/wse2-waferllm.yaml` for wse2, under data_dir()): what every command uses unless told
+/// otherwise. "" for a preset with none; the file may be absent (a moved binary): callers check.
+std::string calibrated_params_path(const std::string& wafer_preset);
+
 /// Overrides `base` with the values in a params YAML file (map of name: value; unknown names and
 /// out-of-range values are ConfigErrors with file:line:col). Throws InputMissingError if unreadable.
 CostParams load_params(const std::string& path, const CostParams& base);

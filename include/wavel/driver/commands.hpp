@@ -36,11 +36,16 @@ struct CheckedSchedule {
   meshir::Schedule schedule;
   wafer::WaferParams wafer;
   cost::CostParams params;
+  std::string params_source;        ///< which parameters, for the reports
   bool decode = true;               ///< false when the schedule has MeshGEMM/GEMM-T ops
   std::int64_t prompt_tokens = 0;   ///< prefill: GEMM rows per request
 };
 
-/// Reads (on rank 0), parses and verifies a MeshIR file; the preset supplies clock, SIMD and links,
+/// The calibrated params file of a wafer preset (cost::calibrated_params_path) if it exists, else "".
+std::string existing_calibrated_params(const std::string& preset);
+
+/// Reads (on rank 0), parses and verifies a MeshIR file; the preset ("" = the file's `costed_on`,
+/// else wse3) supplies clock, SIMD and links,
 /// the file its grid, SRAM, colours and defects. Verification failures throw DataError (exit 65).
 CheckedSchedule load_checked_schedule(const std::string& meshir_path, const std::string& wafer_preset,
                                       const std::string& params_path, const RunContext& context);

@@ -123,6 +123,13 @@ struct PlacedOp {
 };
 
 /// A whole executable schedule.
+/// A cost-model or simulator constant the schedule was costed with (text: `param NAME VALUE`).
+/// MeshIR checks only the form; the driver checks the name against the parameter tables.
+struct CostedParam {
+  std::string name;
+  double value = 0;
+};
+
 struct Schedule {
   std::string name;                 ///< e.g. "waferllm", "fullchip", "wavel"
   std::int64_t grid_w_pes = 0, grid_h_pes = 0;
@@ -144,6 +151,9 @@ struct Schedule {
   std::int64_t link_latency_ns = 0;   ///< one crossing, before the bytes
   Edge io_edge = Edge::west;          ///< where each wafer's I/O enters the mesh
   std::vector<std::int64_t> region_wafers;  ///< parallel to regions; empty: every region on wafer 0
+  // What a run costed the schedule with, so `check` and `simulate` can cost it the same way.
+  std::string costed_on;                    ///< wafer preset (text: `costed_on PRESET`); "" = not recorded
+  std::vector<CostedParam> costed_params;   ///< in the order given
 };
 
 /// The wafer region `region` lies on (0 when the schedule spans one wafer).

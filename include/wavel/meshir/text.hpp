@@ -15,6 +15,7 @@ struct SourceLines {
   std::vector<int> ops;                ///< parallel to Schedule::ops
   std::vector<int> regions;            ///< parallel to Schedule::regions
   std::vector<int> defects;            ///< parallel to Schedule::defective_pes
+  std::vector<int> costed_params;      ///< parallel to Schedule::costed_params
   std::map<std::string, int> header;   ///< keyword ("grid", "colours", ...) -> line
 };
 
@@ -29,6 +30,9 @@ inline constexpr int text_format_version = 2;
 
 /// Prints `schedule` in the text form; the same schedule always gives the same text.
 std::string print(const Schedule& schedule);
+
+/// The `costed_on` and `param` lines of `schedule` (empty when it records none); print() ends with them.
+std::string costed_text(const Schedule& schedule);
 
 /// Parses the text form. Throws wavel::DataError with one Diagnostic per problem found (file
 /// label, 1-based line and column, key path, message), all in one pass.
