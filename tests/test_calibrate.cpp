@@ -486,3 +486,10 @@ TEST_CASE("calibration refuses what it cannot do honestly") {
     CHECK(result.after.mape_pct == result.before.mape_pct);
   }
 }
+
+TEST_CASE("a bound warning names the bound, the value and the range (issue 40)") {
+  CHECK(wavel::calibrate::bound_warning("alpha_cycles_per_hop", 0.1, {0.1, 100}, "cycles/hop") ==
+        "alpha_cycles_per_hop ended on its lower bound, 0.1 cycles/hop (allowed 0.1 .. 100): the model's form, not the "
+        "data, decided it");
+  CHECK(wavel::calibrate::bound_warning("x", 100, {0.1, 100}, "s").find("its upper bound, 100 s") != std::string::npos);
+}

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <sstream>
 #include <limits>
 
 #include <Eigen/Core>
@@ -105,6 +106,14 @@ std::string param_list() {
 bool on_bound(double value, const ParamBounds& bounds) {
   const auto near = [value](double bound) { return std::abs(value - bound) <= 1e-6 * std::max(1.0, std::abs(bound)); };
   return near(bounds.min_value) || near(bounds.max_value);
+}
+
+std::string bound_warning(const std::string& name, double value, const ParamBounds& bounds, const std::string& units) {
+  const bool lower = std::abs(value - bounds.min_value) <= std::abs(value - bounds.max_value);
+  std::ostringstream out;
+  out << name << " ended on its " << (lower ? "lower" : "upper") << " bound, " << value << ' ' << units << " (allowed "
+      << bounds.min_value << " .. " << bounds.max_value << "): the model's form, not the data, decided it";
+  return out.str();
 }
 
 double log_objective(const LogFitProblem& problem, const cost::CostParams& params) {

@@ -105,14 +105,16 @@ po::options_description visible_options() {
        "run: only task I of the sweep (a Slurm array task; output in <output>/sweep-I)")  //
       ("sweep-count", po::value<std::int64_t>()->value_name("N"),
        "run: the sweep is split into N contiguous tasks (default: one per setting)")  //
-      ("resume", "run: continue from <output>/checkpoint.wckp (written on SIGUSR1/SIGTERM, exit 75)");
+      ("resume", "run: continue from <output>/checkpoint.wckp (written on SIGUSR1/SIGTERM, exit 75)")  //
+      ("wide", "run: print every column of the settings table (default: the headline ones;\n"
+               "the same as --set output.table=wide)");
   return d;
 }
 
 // The options each subcommand takes (besides --help); any other is a usage error.
 const std::map<std::string, std::vector<std::string>>& allowed_options() {
   static const std::map<std::string, std::vector<std::string>> allowed{
-      {"run", {"dry-run", "set", "output", "params", "sweep-index", "sweep-count", "resume"}},
+      {"run", {"dry-run", "set", "output", "params", "sweep-index", "sweep-count", "resume", "wide"}},
       {"validate", {"params", "output"}},
       {"calibrate", {"params", "fit", "output", "wafer"}},
       {"show", {"setting", "schedule"}},
@@ -125,7 +127,7 @@ const std::map<std::string, std::vector<std::string>>& allowed_options() {
 std::string subcommand_usage(const std::string& subcommand) {
   static const std::map<std::string, std::string> usage{
       {"run",
-       "Usage: wavel-dse [run] CONFIG.yaml [--dry-run] [--set KEY=VALUE]... [--params FILE] [-o DIR]\n"
+       "Usage: wavel-dse [run] CONFIG.yaml [--dry-run] [--set KEY=VALUE]... [--params FILE] [-o DIR] [--wide]\n"
        "                 [--sweep-index I [--sweep-count N]] [--resume]\n"
        "Builds and scores the Full-Chip and WaferLLM schedules of every setting of the sweep in CONFIG.yaml,\n"
        "searches CUT/TUNE schedules and writes results.h5 and summary.csv; run it under mpirun/srun to\n"
@@ -169,7 +171,7 @@ std::string subcommand_help(const std::string& subcommand) {
 
 std::string usage_text() {
   std::ostringstream out;
-  out << "Usage: wavel-dse [run] CONFIG.yaml [--dry-run] [--set KEY=VALUE]... [--params FILE] [-o DIR]\n"
+  out << "Usage: wavel-dse [run] CONFIG.yaml [--dry-run] [--set KEY=VALUE]... [--params FILE] [-o DIR] [--wide]\n"
          "                 [--sweep-index I [--sweep-count N]] [--resume]\n"
          "       wavel-dse validate REFERENCE.yaml [--params FILE] [-o DIR]\n"
          "       wavel-dse calibrate REFERENCE.yaml [--params START] [--fit A,B,...] [-o DIR]\n"
@@ -210,6 +212,12 @@ Options parse(const std::vector<std::string>& args) {
   auto listed = [](const std::vector<std::string>& names, const std::string& word) {
     return std::find(names.begin(), names.end(), word) != names.end();
   };
+  // `help` and `help SUBCOMMAND` are --help, as git and most tools take them (a file named help still runs).
+  std::error_code help_ec;
+  if (!rest.empty() && rest[0] == "help" && !std::filesystem::exists(rest[0], help_ec)) {
+    rest.erase(rest.begin());
+    rest.push_back("--help");
+  }
   if (!rest.empty() && (listed(kSubcommands, rest[0]) || listed(kPlannedSubcommands, rest[0]))) {
     o.subcommand = rest[0];
     o.subcommand_given = true;
@@ -248,6 +256,7 @@ Options parse(const std::vector<std::string>& args) {
   if (o.help || o.version) return o;
   o.dry_run = vm.count("dry-run") > 0;
   if (vm.count("set")) o.overrides = vm["set"].as<std::vector<std::string>>();
+  if (vm.count("wide")) o.overrides.push_back("output.table=wide");
   if (vm.count("output")) {
     o.output_dir = vm["output"].as<std::string>();
     if (o.output_dir.empty()) throw UsageError("-o/--output needs a directory; '' names none");
@@ -289,7 +298,7 @@ Options parse(const std::vector<std::string>& args) {
   // Options that mean nothing to a subcommand are mistakes, not no-ops.
   const auto& allowed = allowed_options();
   for (const char* option : {"dry-run", "set", "output", "params", "fit", "setting", "schedule", "wafer", "trace",
-                             "sweep-index", "sweep-count", "resume"}) {
+                             "sweep-index", "sweep-count", "resume", "wide"}) {
     if (vm.count(option) && !listed(allowed.at(o.subcommand), option)) {
       throw UsageError("option --" + std::string(option) + " does not apply to '" + o.subcommand + "'");
     }
@@ -314,7 +323,7 @@ void execute(const Options& o, std::ostream& out, MPI_Comm comm) {
   if (o.subcommand == "calibrate") {
     // Kernel measurement files (a `kernel:` key) fit the kernel constants; a config (it has
     // `workloads:`) calibrates against the simulator; anything else is a reference file.
-    const std::string text = driver::read_file_on_root(o.config_path, comm);
+    const std::string text = driver::read_file_on_root(o.config_path, comm, "calibration input");
     if (calibrate::looks_like_kernel_file(text)) {
       return driver::calibrate_kernels_command(o.inputs, o.wafer, o.params_path, o.fit_names, o.output_dir, context,
                                                out);

@@ -522,7 +522,7 @@ void read_sim(Validator& v, const Node& node, SimConfig& c) {
 
 void read_output(Validator& v, const Node& node, OutputConfig& o, const std::string& file) {
   const std::string path = "output";
-  v.check_map(node, path, {"dir", "hdf5", "csv", "progress"});
+  v.check_map(node, path, {"dir", "hdf5", "csv", "progress", "table"});
   o.dir = "results/runs/" + fs::path(file).stem().string();
   if (present(node, "dir")) {
     if (auto d = v.string(child_or_null(node, "dir"), "output.dir")) {
@@ -539,6 +539,9 @@ void read_output(Validator& v, const Node& node, OutputConfig& o, const std::str
     if (auto p = v.choice(child_or_null(node, "progress"), "output.progress", {"auto", "always", "never"})) {
       o.progress = *p;
     }
+  }
+  if (present(node, "table")) {
+    if (auto t = v.choice(child_or_null(node, "table"), "output.table", {"narrow", "wide"})) o.table = *t;
   }
 }
 
@@ -567,6 +570,13 @@ Config parse_config(const std::string& text, const std::string& file, const std:
   config.overrides = overrides;
   if (root.kind != Node::Kind::map) {
     v.error(root.where, "", root.kind == Node::Kind::null ? "the config is empty" : "the config must be a map");
+    v.throw_if_errors();
+  }
+  // A Hugging Face config.json given as the sweep: say what it is instead of one error per key.
+  if (!present(root, "workloads") && (present(root, "model_type") || present(root, "hidden_size"))) {
+    v.error(root.where, "",
+            "this is a model file (a Hugging Face config.json), not a sweep config; name it in one: "
+            "'workloads: {models: [" + file + "]}' (configs/quickstart.yaml is a complete example)");
     v.throw_if_errors();
   }
   v.check_map(root, "", {"wafer", "workloads", "cost", "baselines", "cluster", "search", "sim", "output", "energy"});

@@ -191,6 +191,7 @@ std::string to_yaml(const Config& c, bool absolute_paths) {
   out << YAML::Key << "hdf5" << YAML::Value << o.hdf5;
   out << YAML::Key << "csv" << YAML::Value << o.csv;
   out << YAML::Key << "progress" << YAML::Value << o.progress;
+  out << YAML::Key << "table" << YAML::Value << o.table;
   out << YAML::EndMap;
   out << YAML::EndMap;
   return std::string(out.c_str()) + "\n";

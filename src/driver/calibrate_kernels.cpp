@@ -205,7 +205,7 @@ void calibrate_kernels_command(const std::vector<std::string>& kernel_paths, con
   sim_header << '\n' << sim_timing_bound_warnings(sim_fit);
   header << "\nThe other parameters keep their start values; end-to-end calibration fits those (see README, Calibration).";
   const std::string warnings = bound_warnings(result);
-  for (const auto& name : calibrate::parameters_on_bounds(result)) header << "\nwarning: " << name << " ended on its bound";
+  if (const auto w = bound_warnings(result); !w.empty()) header << '\n' << w.substr(0, w.size() - 1);
   std::vector<cost::FitStep> fits = params_path.empty() ? std::vector<cost::FitStep>{} : cost::load_fits(params_path);
   fits.push_back({wafer_preset, "kernel runs: " + label, result.fit_names});
   cost::CostParams written = result.fitted;

@@ -370,7 +370,7 @@ void calibrate_against_sim_command(const std::string& config_path, const std::st
          << "Against the simulator: " << samples.size() << " sampled ops, " << result.after.test_points
          << " held out; held-out MAPE " << result.before.test_mape_pct << " % -> " << result.after.test_mape_pct
          << " %, Spearman " << rho_before << " -> " << rho_after;
-  for (const auto& name : calibrate::parameters_on_bounds(result)) header << "\nwarning: " << name << " ended on its bound";
+  if (const auto w = bound_warnings(result); !w.empty()) header << '\n' << w.substr(0, w.size() - 1);
   header << "\nThese values make the model imitate the simulator; hardware predictions use configs/params/wse3.yaml.";
   std::vector<cost::FitStep> fits =
       config.cost.params_path.empty() ? std::vector<cost::FitStep>{} : cost::load_fits(config.cost.params_path);

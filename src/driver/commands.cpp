@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <iomanip>
 #include <iostream>
+#include <set>
 #include <sstream>
 
 #include "wavel/calibrate/crossval.hpp"
@@ -18,6 +19,7 @@
 #include "wavel/cost/model.hpp"
 #include "wavel/cost/params.hpp"
 #include "wavel/driver/costed_with.hpp"
+#include "wavel/driver/format.hpp"
 #include "wavel/driver/reference_cv.hpp"
 #include "wavel/driver/sim_timing_fit.hpp"
 #include "wavel/io/results.hpp"
@@ -132,6 +134,12 @@ std::vector<std::string> default_fit_names() {
 
 void validate_command(const std::string& reference_path, const std::string& given_params,
                       const std::string& output_dir, const RunContext& context, std::ostream& out) {
+  if (const std::string text = read_file_on_root(reference_path, context.comm, "reference file");
+      text.rfind("workloads:", 0) == 0 || text.find("\nworkloads:") != std::string::npos) {
+    throw UsageError("'" + reference_path + "' is a sweep config (it has workloads:), not a reference file of measured "
+                     "points; to compare the model with the simulator on its schedules run 'wavel-dse calibrate " +
+                     reference_path + "', to sweep it 'wavel-dse " + reference_path + "'");
+  }
   const auto set = calibrate::load_reference(reference_path);
   const auto wafer = wafer_named(set.wafer, reference_path);
   const std::string params_path = given_params.empty() ? existing_calibrated_params(wafer.preset) : given_params;
@@ -187,7 +195,7 @@ void calibrate_command(const std::string& reference_path, const std::string& par
          << percent(result.after.train_mape_pct) << ", held-out test " << percent(result.after.test_mape_pct);
   header << "\nCross-validation: leave-one-model-out MAPE " << percent(cv_mape(cv, "cv_model_mape_pct"))
          << ", leave-one-grid-out MAPE " << percent(cv_mape(cv, "cv_grid_mape_pct"));
-  for (const auto& name : calibrate::parameters_on_bounds(result)) header << "\nwarning: " << name << " ended on its bound";
+  if (const auto w = bound_warnings(result); !w.empty()) header << '\n' << w.substr(0, w.size() - 1);
   std::vector<cost::FitStep> fits = params_path.empty() ? std::vector<cost::FitStep>{} : cost::load_fits(params_path);
   fits.push_back({set.wafer, "end to end: " + set.source, result.fit_names});
   const std::string pairing = cost::generation_pairing_problem(fits);
@@ -265,6 +273,13 @@ void calibrate_command(const std::string& reference_path, const std::string& par
   std::cerr << "written: " << dir << "/params.yaml (use with --params), validation.csv, calibration.csv, results.h5\n";
 }
 
+// Why `text` cannot be a text file ("" if it can): an HDF5 signature or NUL bytes.
+std::string binary_kind(const std::string& text) {
+  if (text.rfind("\x89HDF\r\n\x1a\n", 0) == 0) return "is an HDF5 file (a results.h5?)";
+  if (text.find('\0') != std::string::npos) return "holds binary data (NUL bytes)";
+  return "";
+}
+
 // The run's `costed_on` and `param` lines for a schedule shown from `results_path`, or "" (with a
 // note) for a file written before runs stored them.
 std::string costed_lines(const std::string& results_path) {
@@ -295,6 +310,13 @@ void show_command(const std::string& results_path, std::int64_t setting, const s
     const auto& ids = column_of<std::int64_t>(table, "setting_id", results_path);
     const auto& names = column_of<std::string>(table, "schedule", results_path);
     std::string available;
+    std::vector<std::pair<std::int64_t, std::string>> listing;
+    if (!schedule.empty() && setting < 0) {  // a schedule name alone is ambiguous: every setting has one
+      const std::set<std::int64_t> distinct(ids.begin(), ids.end());
+      throw UsageError("--schedule " + schedule + " needs --setting N: this file stores schedules of " +
+                       std::to_string(distinct.size()) + (distinct.size() == 1 ? " setting" : " settings") +
+                       " (list them with 'wavel-dse show " + results_path + "')");
+    }
     if (setting >= 0 && std::find(ids.begin(), ids.end(), setting) == ids.end()) {
       std::int64_t lo = 0, hi = -1;
       if (!ids.empty()) {
@@ -320,12 +342,17 @@ void show_command(const std::string& results_path, std::int64_t setting, const s
         return;
       }
       available += "  --setting " + std::to_string(ids[i]) + " --schedule " + names[i] + "\n";
+      // The listing: one line per setting, its schedules in stored order.
+      if (listing.empty() || listing.back().first != ids[i]) listing.push_back({ids[i], ""});
+      listing.back().second += " " + names[i];
     }
     if (schedule.empty()) {
-      out << "stored schedules" << (setting >= 0 ? " of setting " + std::to_string(setting) : "") << ":\n"
-          << available;
+      out << "stored schedules" << (setting >= 0 ? " of setting " + std::to_string(setting) : "")
+          << " (print one with --setting N --schedule NAME; wavel is the best of the front, front.N its N-th point):\n";
+      for (const auto& [id, line] : listing) out << "  setting " << id << ":" << line << '\n';
       return;
     }
+
     throw DataError({Diagnostic{results_path, 0, 0, "schedules",
                                 "no schedule '" + schedule + "' for setting " + std::to_string(setting) +
                                     (available.empty() ? std::string("; this file stores none for it")
@@ -335,7 +362,15 @@ void show_command(const std::string& results_path, std::int64_t setting, const s
 
 CheckedSchedule load_checked_schedule(const std::string& meshir_path, const std::string& wafer_preset,
                                       const std::string& params_path, const RunContext& context) {
-  const std::string text = read_file_on_root(meshir_path, context.comm);
+  const std::string text = read_file_on_root(meshir_path, context.comm, "MeshIR file");
+  if (const std::string kind = binary_kind(text); !kind.empty()) {
+    throw DataError({Diagnostic{meshir_path, 0, 0, "meshir",
+                                "not a MeshIR text file: it " + kind +
+                                    (kind.find("HDF5") != std::string::npos
+                                         ? "; print a schedule it stores with 'wavel-dse show " + meshir_path +
+                                               " --setting N --schedule NAME > FILE.meshir'"
+                                         : std::string())}});
+  }
   const auto parsed = meshir::parse_with_lines(text, meshir_path);
   CheckedSchedule c;
   c.schedule = parsed.schedule;
@@ -411,8 +446,8 @@ void check_command(const std::string& meshir_path, const std::string& wafer_pres
   }
   out << " of " << s.sram_per_pe_bytes << "B\n";
   out << "PREDICTED (parameters: " << checked.params_source << "): "
-      << (prefill ? "TTFT " : "TPOT ") << cost.latency_s << " s, " << cost.tokens_per_s << " tokens/s, "
-      << cost.pes_used << " PEs, SRAM headroom " << 100.0 * cost.sram_headroom << " %"
+      << (prefill ? "TTFT " : "TPOT ") << human(cost.latency_s, "s") << ", " << human(cost.tokens_per_s, "tok/s") << ", "
+      << cost.pes_used << " PEs, SRAM headroom " << std::setprecision(3) << 100.0 * cost.sram_headroom << " %"
       << (s.layer_scale > 1 ? ", costs scaled x" + std::to_string(s.layer_scale) + " (layer subset)" : "") << '\n';
 }
 

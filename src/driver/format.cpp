@@ -10,7 +10,7 @@ namespace wavel::driver {
 std::string human(double value, const char* unit) {
   if (!std::isfinite(value)) return "-";
   static const char* prefixes[] = {"", "k", "M", "G", "T", "P", "E"};
-  static const char* small[] = {"", "m", "u", "n"};
+  static const char* small[] = {"", "m", "\u00b5", "n"};
   std::ostringstream out;
   if (value != 0.0 && std::abs(value) < 1.0) {
     int p = 0;
@@ -18,7 +18,7 @@ std::string human(double value, const char* unit) {
       value *= 1000.0;
       ++p;
     }
-    out << std::setprecision(value < 10 ? 3 : value < 100 ? 4 : 5) << value << ' ' << small[p] << unit;
+    out << std::setprecision(value < 10 ? 3 : 4) << value << ' ' << small[p] << unit;
     return out.str();
   }
   int p = 0;
@@ -26,7 +26,7 @@ std::string human(double value, const char* unit) {
     value /= 1000.0;
     ++p;
   }
-  out << std::setprecision(value < 10 ? 3 : value < 100 ? 4 : 5) << value;
+  out << std::setprecision(value < 10 ? 3 : 4) << value;
   if (p > 0 || unit[0] != '\0') out << ' ' << prefixes[p] << unit;
   return out.str();
 }

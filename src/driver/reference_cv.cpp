@@ -60,10 +60,9 @@ std::string bound_warnings(const calibrate::CalibrationResult& result) {
   for (const auto& name : calibrate::parameters_on_bounds(result)) {
     for (const auto& info : cost::param_registry()) {
       if (info.name != name) continue;
-      std::ostringstream line;
-      line << "warning: " << name << " ended on its bound (" << result.fitted.*(info.field) << " " << info.units
-           << "): the model's form, not the data, decided it\n";
-      out += line.str();
+      out += "warning: " +
+             calibrate::bound_warning(name, result.fitted.*(info.field), {info.min_value, info.max_value}, info.units) +
+             "\n";
     }
   }
   return out;

@@ -454,23 +454,49 @@ io::Table schedules_table(const std::vector<SettingResult>& results, const TextF
 // No-fit reasons printed under the table; the rest are counted (all are in summary.csv).
 constexpr std::size_t kNoFitReasonsShown = 12;
 
+// What was done to place a setting, in words: "whole", "subset 20/40", "27+27+26 on 3 wafers",
+// "4 request groups" (the largest grouping any placed schedule of the setting needed).
+std::string placement_text(const SettingResult& r) {
+  if (r.wafers > 1) return r.stage_layers + " on " + std::to_string(r.wafers) + " wafers";
+  if (r.layer_subset_layers > 0) {
+    return "subset " + std::to_string(r.layer_subset_layers) + "/" + std::to_string(r.model_layers);
+  }
+  std::int64_t groups = 1;
+  for (const auto& s : r.schedules) {
+    if (s.placed) groups = std::max(groups, s.request_groups);
+  }
+  if (!r.front.empty()) groups = std::max(groups, r.front.front().request_groups);
+  if (groups > 1) return std::to_string(groups) + " request groups";
+  return "whole";
+}
+
 void print_settings(std::ostream& out, const config::Config& config, const std::vector<config::Setting>& settings,
                     const std::vector<SettingResult>& results, const std::vector<search::SearchSizeEstimate>& estimates) {
-  std::vector<std::string> header{"id", "model", "phase", "req", "in", "out", "SRAM need", "fits", "layers"};
   const bool with_schedules = !results.empty() && !results.front().schedules.empty();
-  if (with_schedules) {
+  const bool wide = config.output.table == "wide" || !with_schedules;
+  std::vector<std::string> header{"id", "model", "phase", "req", "in", "out"};
+  if (wide) header.insert(header.end(), {"SRAM need", "fits"});
+  header.push_back("placed as");
+  if (with_schedules && wide) {
     for (const char* n : kScheduleNames) {
       for (const char* c : {" tok/s", " TPOT|TTFT"}) header.push_back(std::string(n) + c);
     }
     for (const char* c : {"wavel tok/s", "wavel TPOT|TTFT", "wavel PEs", "wavel J/tok", "vs waferllm", "vs fullchip", "front"}) {
       header.push_back(c);
     }
+  } else if (with_schedules) {
+    header.insert(header.end(), {"waferllm tok/s", "wavel tok/s", "wavel TPOT|TTFT", "vs waferllm", "vs fullchip"});
   } else {
     header.insert(header.end(), {"FLOP/step", "params", "KV cache", "roofline bound"});
     if (!estimates.empty()) header.insert(header.end(), {"search pieces", "search size", "vs default"});
   }
   const bool hardware = config.hardware.size() > 1;  // a column naming each setting's hardware point
   if (hardware) header.insert(header.begin() + 2, "hw");
+  if (with_schedules) {
+    out << config.file << ": " << results.size() << (results.size() == 1 ? " setting" : " settings") << " on "
+        << config.wafer.preset << ", every throughput and latency PREDICTED"
+        << (wide ? "" : " (--wide for every column; summary.csv has them all)") << '\n';
+  }
   std::vector<std::vector<std::string>> rows{header};
   for (std::size_t i = 0; i < results.size(); ++i) {
     const auto& st = settings.at(i);
@@ -478,40 +504,58 @@ void print_settings(std::ostream& out, const config::Config& config, const std::
     std::vector<std::string> row{std::to_string(r.setting_id), config.workloads.models.at(st.model_index).spec.name,
                                  std::string(workload::to_string(st.shape.phase)),
                                  std::to_string(st.shape.concurrent_requests), std::to_string(st.shape.input_tokens),
-                                 std::to_string(st.shape.output_tokens),
-                                 human(static_cast<double>(r.sram_required_bytes), "B"),
-                                 r.fits_sram != 0 && r.layer_subset_layers == 0 ? "yes" : "NO",
-                                 r.wafers > 1               ? r.stage_layers + " on " + std::to_string(r.wafers)
-                                 : r.layer_subset_layers > 0 ? "subset " + std::to_string(r.layer_subset_layers) + "/" +
-                                                                 std::to_string(r.model_layers)
-                                                           : "all " + std::to_string(r.model_layers)};
+                                 std::to_string(st.shape.output_tokens)};
+    if (wide) {
+      row.insert(row.end(), {human(static_cast<double>(r.sram_required_bytes), "B"), r.fits_sram != 0 ? "yes" : "NO"});
+    }
+    row.push_back(placement_text(r));
     if (with_schedules) {
-      for (const auto& s : r.schedules) {
-        if (!s.placed) {
-          row.insert(row.end(), {s.meshir.empty() && s.meshir_ref.setting_index < 0 ? "no fit" : "SRAM overflow", "-"});
-          continue;
+      // The ratio with its 90 % interval over the parameter draws, e.g. "1.32x [1.25, 1.41]"; the narrow
+      // table drops an interval that rounds to the ratio itself.
+      auto ratio = [&](std::size_t k) {
+        if (r.front.empty() || k >= r.schedules.size() || !r.schedules[k].placed) return std::string("-");
+        const auto& iv = r.intervals;
+        const double lo = k == 1 ? iv.speedup_vs_waferllm_lo : iv.speedup_vs_fullchip_lo;
+        const double hi = k == 1 ? iv.speedup_vs_waferllm_hi : iv.speedup_vs_fullchip_hi;
+        const auto two = [](double x) {
+          std::ostringstream t;
+          t << std::fixed << std::setprecision(2) << x;
+          return t.str();
+        };
+        const std::string value = two(r.front.front().tokens_per_s / r.schedules[k].tokens_per_s);
+        if (!std::isfinite(lo) || !std::isfinite(hi)) return value + "x";
+        if (!wide && two(lo) == value && two(hi) == value) return value + "x";
+        return value + "x [" + two(lo) + ", " + two(hi) + "]";
+      };
+      const auto placed_text = [](const ScheduleResult& s) {
+        return s.meshir.empty() && s.meshir_ref.setting_index < 0 ? std::string("no fit") : std::string("SRAM overflow");
+      };
+      if (wide) {
+        for (const auto& s : r.schedules) {
+          if (!s.placed) {
+            row.insert(row.end(), {placed_text(s), "-"});
+            continue;
+          }
+          row.insert(row.end(), {human(s.tokens_per_s, "tok/s"), human(s.latency_s, "s")});
         }
-        row.insert(row.end(), {human(s.tokens_per_s, "tok/s"), human(s.latency_s, "s")});
+      } else {
+        const auto& w = r.schedules.at(1);
+        row.push_back(w.placed ? human(w.tokens_per_s, "tok/s") : placed_text(w));
       }
       if (r.front.empty()) {
-        row.insert(row.end(), {"no fit", "-", "-", "-", "-", "-", "0"});
+        row.insert(row.end(), {"no fit", "-"});
+        if (wide) row.insert(row.end(), {"-", "-"});
+        row.insert(row.end(), {"-", "-"});
+        if (wide) row.push_back("0");
       } else {
         const auto& best = r.front.front();
-        // The ratio with its 90 % interval over the parameter draws, e.g. "1.32x [1.25, 1.41]".
-        auto ratio = [&](std::size_t k) {
-          if (k >= r.schedules.size() || !r.schedules[k].placed) return std::string("-");
-          const auto& iv = r.intervals;
-          const double lo = k == 1 ? iv.speedup_vs_waferllm_lo : iv.speedup_vs_fullchip_lo;
-          const double hi = k == 1 ? iv.speedup_vs_waferllm_hi : iv.speedup_vs_fullchip_hi;
-          std::ostringstream text;
-          text << std::fixed << std::setprecision(2) << best.tokens_per_s / r.schedules[k].tokens_per_s << 'x';
-          if (std::isfinite(lo) && std::isfinite(hi)) text << " [" << lo << ", " << hi << ']';
-          return text.str();
-        };
-        row.insert(row.end(), {human(best.tokens_per_s, "tok/s"), human(best.latency_s, "s"),
-                               std::to_string(best.pes_used),
-                               human(setting_energy(config, st, best.tokens_per_s).j_per_token, "J"), ratio(1), ratio(0),
-                               std::to_string(r.front.size())});
+        row.insert(row.end(), {human(best.tokens_per_s, "tok/s"), human(best.latency_s, "s")});
+        if (wide) {
+          row.insert(row.end(), {std::to_string(best.pes_used),
+                                 human(setting_energy(config, st, best.tokens_per_s).j_per_token, "J")});
+        }
+        row.insert(row.end(), {ratio(1), ratio(0)});
+        if (wide) row.push_back(std::to_string(r.front.size()));
       }
     } else {
       row.insert(row.end(), {human(static_cast<double>(r.flops_per_step), "FLOP"),
@@ -564,11 +608,20 @@ void print_settings(std::ostream& out, const config::Config& config, const std::
   if (with_schedules) {
     const bool any_subset = std::any_of(results.begin(), results.end(), [](const SettingResult& r) { return r.layer_subset_layers > 0; });
     if (any_subset) {
-      out << "Rows marked 'subset k/L' did not fit the wafer (fits: NO): the whole model's weights and KV cache\n"
-             "exceed workloads.layer_subset_max_fill (" << std::setprecision(3)
-          << 100.0 * config.workloads.layer_subset_max_fill
-          << " %) of its SRAM. Their schedules hold k of the model's L decoder\n"
-             "layers, whose costs are scaled by L/k (the layer-subset method); embedding and LM head are charged once.\n";
+      out << "placed as 'subset k/L': the whole model's weights and KV cache exceed workloads.layer_subset_max_fill ("
+          << std::setprecision(3) << 100.0 * config.workloads.layer_subset_max_fill
+          << " %) of the wafer's SRAM;\n  its schedules hold k of the model's L decoder layers, whose costs are scaled by "
+             "L/k (embedding and LM head charged once).\n";
+    }
+    const bool any_groups = std::any_of(results.begin(), results.end(), [](const SettingResult& r) {
+      return placement_text(r).find("request groups") != std::string::npos;
+    });
+    if (any_groups) {
+      out << "placed as 'N request groups': the requests' KV cache and activations do not fit at once, so a schedule "
+             "serves them\n  as N groups one after another (its tok/s counts all of them).\n";
+    }
+    if (std::any_of(results.begin(), results.end(), [](const SettingResult& r) { return r.wafers > 1; })) {
+      out << "placed as 'a+b on N wafers': a pipeline of N systems holding a, b, ... decoder layers each.\n";
     }
     // Why a schedule could not be placed, from the same reasons summary.csv holds (*_na_reason).
     std::size_t listed = 0, unlisted = 0;

@@ -226,6 +226,7 @@ void run(const config::Config& config, const RunContext& context, std::ostream& 
     });
   }
   std::vector<fs::path> kept_stale;  // on rank 0: set aside as *.stale, and not rewritten by this run
+  std::vector<std::string> set_aside;
   on_root_agreed(context.comm, 0, [&] {
     for (const auto& [path, written] : outputs) {
       std::error_code ec;
@@ -233,6 +234,14 @@ void run(const config::Config& config, const RunContext& context, std::ostream& 
       fs::rename(path, path.string() + ".stale", ec);
       if (ec) throw OutputError("cannot set the previous '" + path.string() + "' aside: " + ec.message());
       if (!written) kept_stale.push_back(path);
+      set_aside.push_back(path.filename().string());
+    }
+    if (!set_aside.empty()) {
+      std::string names;
+      for (const auto& n : set_aside) names += (names.empty() ? "" : ", ") + n;
+      std::cerr << "wavel-dse: note: " << dir.string() << " holds a previous run's results (" << names
+                << "); they are set aside as *.stale and deleted once this run has written its own (a stopped or "
+                   "failed run leaves them as *.stale)\n";
     }
   });
 

@@ -142,10 +142,10 @@ OutputDirLock make_output_dir(const std::string& dir, MPI_Comm comm) {
   return lock;
 }
 
-std::string read_file_on_root(const std::string& path, MPI_Comm comm, int root) {
+std::string read_file_on_root(const std::string& path, MPI_Comm comm, const std::string& what, int root) {
   std::string text;
   on_root_agreed(comm, root, [&] {
-    text = read_input_file(path, std::size_t{256} << 20, "config file");
+    text = read_input_file(path, std::size_t{256} << 20, what);
   });
   broadcast_string(text, comm, root);
   return text;

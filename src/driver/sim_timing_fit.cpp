@@ -172,7 +172,13 @@ void print_sim_timing_fit(std::ostream& out, const SimTimingFit& fit) {
 
 std::string sim_timing_bound_warnings(const SimTimingFit& fit) {
   std::string out;
-  for (const auto& name : fit.on_bounds) out += "warning: sim_timing." + name + " ended on its bound\n";
+  for (const auto* info : fit.fitted_names) {
+    if (std::find(fit.on_bounds.begin(), fit.on_bounds.end(), info->name) == fit.on_bounds.end()) continue;
+    out += "warning: " +
+           calibrate::bound_warning("sim_timing." + info->name, fit.fitted.*(info->field),
+                                    {info->min_value, info->max_value}, info->units) +
+           "\n";
+  }
   return out;
 }
 

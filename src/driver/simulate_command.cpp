@@ -8,6 +8,7 @@
 #include "wavel/calibrate/fit.hpp"
 #include "wavel/common/text.hpp"
 #include "wavel/cost/model.hpp"
+#include "wavel/driver/format.hpp"
 #include "wavel/io/results.hpp"
 #include "wavel/meshir/schedule.hpp"
 #include "wavel/sim/simulate.hpp"
@@ -58,11 +59,11 @@ void simulate_command(const std::string& meshir_path, const std::string& wafer_p
         << simulated.ops[i].sample.rule << "; sampling error " << std::setprecision(2)
         << 100.0 * simulated.ops[i].sampling_error << " %" << std::defaultfloat << '\n';
   }
-  out << std::setprecision(6) << "model against simulator over ops, MAPE (mean |model - sim| / sim): "
+  out << std::setprecision(3) << "model against simulator over ops, MAPE (mean |model - sim| / sim): "
       << (sim_cycles.empty() ? 0.0 : calibrate::mape_pct(model_cycles, sim_cycles)) << " %\n";
-  out << (checked.decode ? "TPOT" : "TTFT") << ": model " << model.latency_s << " s, simulated " << simulated.latency_s
-      << " s; throughput: model " << model.tokens_per_s << ", simulated " << simulated.tokens_per_s
-      << " tokens/s (both PREDICTED; " << simulated.scale_rule << ")\n";
+  out << (checked.decode ? "TPOT" : "TTFT") << ": model " << human(model.latency_s, "s") << ", simulated "
+      << human(simulated.latency_s, "s") << "; throughput: model " << human(model.tokens_per_s, "tok/s")
+      << ", simulated " << human(simulated.tokens_per_s, "tok/s") << " (both PREDICTED; " << simulated.scale_rule << ")\n";
   if (!trace_path.empty()) out << "trace: " << trace_path << " (open in ui.perfetto.dev or chrome://tracing)\n";
 }
 

@@ -47,6 +47,10 @@ struct ParamBounds {
 /// data, decided it.
 bool on_bound(double value, const ParamBounds& bounds);
 
+/// The warning for a fitted value on a bound: "NAME ended on its lower bound, 0.1 cycles/hop (allowed
+/// 0.1 .. 100): the model's form, not the data, decided it".
+std::string bound_warning(const std::string& name, double value, const ParamBounds& bounds, const std::string& units);
+
 /// Prediction of observation i from the fitted values (in the order of their bounds).
 using VectorPredictor = std::function<double(std::size_t, const std::vector<double>&)>;
 

@@ -77,6 +77,7 @@ struct OutputConfig {
   bool hdf5 = true;             ///< write results.h5
   bool csv = true;              ///< write summary.csv
   std::string progress = "auto";  ///< auto (only on a terminal), always, never
+  std::string table = "narrow";   ///< the printed settings table: narrow (the headline columns) or wide (all)
 };
 
 /// `cost.params_file` value that asks for the built-in (uncalibrated) parameter values.

@@ -5,7 +5,7 @@
 
 namespace wavel::driver {
 
-/// `value` with an SI prefix and `unit`, 3 to 5 significant digits: "24.82 ktok/s", "1.65 ms",
+/// `value` with an SI prefix (µ for micro) and `unit`, 3 or 4 significant digits: "24.82 ktok/s", "1.65 ms",
 /// "62.82 M" (no unit), "512"; "-" when not finite.
 std::string human(double value, const char* unit);
 

@@ -25,8 +25,9 @@ struct RunContext {
 RunContext make_run_context(MPI_Comm comm);
 
 /// Rank `root` reads the whole file and broadcasts the bytes, so every rank validates the same text.
-/// Throws wavel::InputMissingError on every rank if it cannot be read.
-std::string read_file_on_root(const std::string& path, MPI_Comm comm, int root = 0);
+/// Throws wavel::InputMissingError on every rank if it cannot be read, naming the file as `what`.
+std::string read_file_on_root(const std::string& path, MPI_Comm comm, const std::string& what = "config file",
+                              int root = 0);
 
 /// config::parse_config on every rank, the model files read once: rank 0 parses first and sends the
 /// texts it read to the others. A failure on rank 0 is thrown on every rank (rank 0 has the message).
