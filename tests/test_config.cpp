@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <regex>
 #include <string>
 #include <vector>
 
@@ -233,4 +235,29 @@ TEST_CASE("the cluster section: the wafer's system by default, each figure overr
   CHECK(errors_of(kMinimal, {"cluster.preset=cs9"}).find("did you mean 'cs2'") != std::string::npos);
   CHECK(errors_of(kMinimal, {"cluster.ingres_bytes_per_s=1e9"}).find("did you mean 'ingress_bytes_per_s'") !=
         std::string::npos);
+}
+
+TEST_CASE("a config.json key that changes the prediction is refused unless allowed; others are noted (issue 40)") {
+  const auto dir = wavel::test::scratch_dir("config-unmodelled");
+  std::ofstream(dir / "m.json") << R"({"model_type": "mistral", "hidden_size": 4096, "intermediate_size": 14336,
+    "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8, "vocab_size": 32000,
+    "sliding_window": 4096})";
+  const std::string sweep = "workloads: {models: [m.json], phases: [decode], input_tokens: [INPUT], output_tokens: [128]}\n";
+  const auto with_input = [&](const std::string& n) { return std::regex_replace(sweep, std::regex("INPUT"), n); };
+  const std::string file = (dir / "s.yaml").string();
+  // Within the window: noted, runs.
+  const auto inside = parse_config(with_input("2048"), file, {});
+  REQUIRE(inside.notes.size() == 1);
+  CHECK(inside.notes[0].find("m.json:3: sliding_window: attention over the last 4096 tokens only") != std::string::npos);
+  // Past it: refused at the key, with the way out.
+  try {
+    parse_config(with_input("8192"), file, {});
+    FAIL("no error");
+  } catch (const wavel::ConfigError& e) {
+    REQUIRE(e.diagnostics().size() == 1);
+    CHECK(e.diagnostics()[0].line == 3);
+    CHECK(e.diagnostics()[0].message.find("set workloads.allow_unmodelled_keys: true") != std::string::npos);
+  }
+  const auto allowed = parse_config(with_input("8192"), file, {"workloads.allow_unmodelled_keys=true"});
+  CHECK(allowed.notes.at(0).find("(allowed by workloads.allow_unmodelled_keys)") != std::string::npos);
 }

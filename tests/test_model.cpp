@@ -4,6 +4,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -267,4 +268,33 @@ TEST_CASE("load_hf_config: a missing file is InputMissingError naming the path")
     CHECK(std::string(e.what()).find(path) != std::string::npos);
   }
   CHECK_THROWS_AS(load_hf_config(hf_path("llama3-8b")), wavel::InputMissingError);  // a directory
+}
+
+TEST_CASE("HF keys the model does not cost are named with their effect; tie_word_embeddings follows HF (issue 40)") {
+  const std::string base = R"("hidden_size": 2304, "intermediate_size": 9216, "num_hidden_layers": 26,
+    "num_attention_heads": 8, "num_key_value_heads": 4, "head_dim": 256, "vocab_size": 256000)";
+  const auto gemma2 = wavel::workload::parse_hf_config(
+      "{\"model_type\": \"gemma2\", " + base +
+          R"(, "hidden_activation": "gelu_pytorch_tanh", "sliding_window": 4096, "attn_logit_softcapping": 50.0,
+          "final_logit_softcapping": 30.0})",
+      "g.json");
+  CHECK(gemma2.tie_embeddings);  // Gemma2Config ties by default
+  std::map<std::string, const wavel::workload::UnmodelledKey*> by_key;
+  for (const auto& k : gemma2.unmodelled) by_key[k.where.key_path] = &k;
+  REQUIRE(by_key.size() == 5);
+  CHECK(by_key.at("sliding_window")->changes_prediction);
+  CHECK(by_key.at("sliding_window")->from_context_tokens == 4096);
+  CHECK(by_key.at("sliding_window")->where.line == 2);
+  CHECK(by_key.at("attn_logit_softcapping")->changes_prediction);
+  CHECK(by_key.at("attn_logit_softcapping")->from_context_tokens == 0);
+  CHECK_FALSE(by_key.at("final_logit_softcapping")->changes_prediction);
+  CHECK(by_key.at("hidden_activation")->where.message.find("gelu_pytorch_tanh") != std::string::npos);
+  CHECK(by_key.count("model_type") == 1);
+  // LLaMA's class unties; a disabled or null window and SiLU are not reported.
+  const auto llama = wavel::workload::parse_hf_config(
+      "{\"model_type\": \"qwen2\", " + base + R"(, "hidden_act": "silu", "sliding_window": 4096, "use_sliding_window": false})",
+      "q.json");
+  CHECK_FALSE(llama.tie_embeddings);
+  CHECK(llama.unmodelled.empty());
+  CHECK(wavel::workload::parse_hf_config("{" + base + "}", "x.json").tie_embeddings);  // PretrainedConfig: True
 }

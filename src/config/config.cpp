@@ -243,7 +243,8 @@ void read_workloads(Validator& v, const Node& root, const Node& node, WorkloadAx
     return;
   }
   if (!v.check_map(node, path, {"models", "phases", "concurrent_requests", "input_tokens", "output_tokens", "lengths",
-                                "cases", "moe_capacity_factor", "layer_subset", "layer_subset_max_fill"})) {
+                                "cases", "moe_capacity_factor", "layer_subset", "layer_subset_max_fill",
+                                "allow_unmodelled_keys"})) {
     return;
   }
   if (present(node, "cases")) {
@@ -300,6 +301,30 @@ void read_workloads(Validator& v, const Node& root, const Node& node, WorkloadAx
   read_double(v, node, path, "moe_capacity_factor", axes.moe_capacity_factor, 1.0, 1024.0);
   read_bool(v, node, path, "layer_subset", axes.layer_subset);
   read_double(v, node, path, "layer_subset_max_fill", axes.layer_subset_max_fill, 0.0, 1.0, true);
+  read_bool(v, node, path, "allow_unmodelled_keys", axes.allow_unmodelled_keys);
+}
+
+// A model's config.json keys the cost model does not include: refused where they change the
+// prediction (a sliding window only past its width), noted otherwise.
+void check_unmodelled(Validator& v, const WorkloadAxes& axes, std::vector<std::string>& notes) {
+  std::int64_t longest = 0;  // the longest context any setting reaches
+  const auto max_of = [](const std::vector<std::int64_t>& xs) { return xs.empty() ? 0 : *std::max_element(xs.begin(), xs.end()); };
+  longest = max_of(axes.input_tokens) + max_of(axes.output_tokens);
+  for (const auto& [in, out] : axes.lengths) longest = std::max(longest, in + out);
+  for (const auto& c : axes.cases) longest = std::max(longest, c.shape.input_tokens + c.shape.output_tokens);
+  for (std::size_t i = 0; i < axes.models.size(); ++i) {
+    for (const auto& key : axes.models[i].spec.unmodelled) {
+      const Diagnostic& d = key.where;
+      const bool wrong = key.changes_prediction && (key.from_context_tokens == 0 || longest > key.from_context_tokens);
+      if (wrong && !axes.allow_unmodelled_keys) {
+        v.error(Source{d.file, d.line, d.column}, d.key_path,
+                d.message + "; the prediction would be wrong (set workloads.allow_unmodelled_keys: true to run anyway)");
+      } else {
+        notes.push_back(d.file + ":" + std::to_string(d.line) + ": " + d.key_path + ": " + d.message +
+                        (wrong ? " (allowed by workloads.allow_unmodelled_keys)" : ""));
+      }
+    }
+  }
 }
 
 void read_cost_values(Validator& v, const Node& node, const std::string& path, CostConfig& c);
@@ -588,6 +613,7 @@ Config parse_config(const std::string& text, const std::string& file, const std:
   read_baselines(v, child_or_null(root, "baselines"), config.wafer, config.baselines);
   read_cluster(v, child_or_null(root, "cluster"), config.wafer, config.cluster);
   read_workloads(v, root, child_or_null(root, "workloads"), config.workloads, file);
+  check_unmodelled(v, config.workloads, config.notes);
   read_search(v, child_or_null(root, "search"), config.search);
   read_sim(v, child_or_null(root, "sim"), config.sim);
   read_output(v, child_or_null(root, "output"), config.output, file);

@@ -162,6 +162,7 @@ config::Config parse_config_on_ranks(const std::string& text, const std::string&
   if (rank == 0) {
     try {
       config = config::parse_config(text, file, overrides, &texts);
+      for (const auto& note : config->notes) std::cerr << "wavel-dse: note: " << note << '\n';
     } catch (const Error& e) {
       failure = std::current_exception();
       code = static_cast<int>(e.code());

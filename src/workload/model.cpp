@@ -124,6 +124,17 @@ std::string describe(const YAML::Node& node) {
   }
 }
 
+// Hugging Face's default of tie_word_embeddings per model_type: each config class sets its own
+// (LlamaConfig and its kin False, Gemma's True); PretrainedConfig's is True.
+bool hf_ties_embeddings_by_default(const std::string& model_type) {
+  static const char* untied[] = {"llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe",
+                                 "deepseek_v2", "deepseek_v3", "phi3", "gpt_neox", "olmo", "olmo2"};
+  for (const char* t : untied) {
+    if (model_type == t) return false;
+  }
+  return true;
+}
+
 /// Collects every problem in one config.json before throwing once.
 class ConfigReader {
  public:
@@ -205,6 +216,13 @@ class ConfigReader {
   void report_at_key(const std::string& key, const std::string& message) {
     const Entry* e = entry(key);
     report(e != nullptr ? e->key : root_, key, message);
+  }
+
+  /// A diagnostic at the key's location, not reported.
+  Diagnostic at_key(const std::string& key, const std::string& message) const {
+    const Entry* e = entry(key);
+    const YAML::Mark mark = (e != nullptr ? e->key : root_).Mark();
+    return Diagnostic{path_, mark.line >= 0 ? mark.line + 1 : 0, mark.column >= 0 ? mark.column + 1 : 0, key, message};
   }
 
   void report_missing(const std::string& key) { report(root_, key, "missing required key"); }
@@ -404,6 +422,39 @@ std::string read_hf_config_text(const std::string& path) {
 
 ModelSpec load_hf_config(const std::string& path) { return parse_hf_config(read_hf_config_text(path), path); }
 
+// Keys that change what a layer computes in ways the cost model does not include.
+void read_unmodelled(ConfigReader& in, const std::string& model_type, ModelSpec& model) {
+  const auto add = [&](const std::string& key, const std::string& effect, bool changes, std::int64_t from = 0) {
+    model.unmodelled.push_back({in.at_key(key, effect), changes, from});
+  };
+  if (in.has("sliding_window") && in.boolean("use_sliding_window", true)) {
+    if (const auto window = in.integer("sliding_window", false, 1, std::int64_t{1} << 40)) {
+      add("sliding_window",
+          "attention over the last " + std::to_string(*window) +
+              " tokens only; the model attends to (and caches) the whole context, so past " +
+              std::to_string(*window) + " tokens of context it overstates attention and the KV cache",
+          true, *window);
+    }
+  }
+  if (in.has("attn_logit_softcapping")) {
+    add("attn_logit_softcapping", "a tanh soft-cap on every attention score, not costed (an extra loop per score)", true);
+  }
+  if (in.has("final_logit_softcapping")) {
+    add("final_logit_softcapping", "a tanh soft-cap on the logits, once per token: not costed (negligible next to the LM head)",
+        false);
+  }
+  for (const char* key : {"hidden_act", "hidden_activation"}) {
+    const std::string act = in.has(key) ? in.string(key) : "";
+    if (!act.empty() && act != "silu" && act != "swish") {
+      add(key, "the gate's activation is " + act + "; costed as SiLU's scalar loop", false);
+    }
+  }
+  if (model_type.rfind("gemma2", 0) == 0 || model_type.rfind("gemma3", 0) == 0) {
+    add("model_type", model_type + " adds post-attention and post-feedforward norms to each layer: not costed (two "
+                                   "elementwise ops per layer)", false);
+  }
+}
+
 ModelSpec parse_hf_config(const std::string& text, const std::string& path) {
   // Counted before a tree is built: yaml-cpp spends about 500 bytes a node.
   if (const auto over = first_node_past(text, kMaxNodes)) {
@@ -465,8 +516,9 @@ ModelSpec parse_hf_config(const std::string& text, const std::string& path) {
     intermediate = in.integer("intermediate_size", true);
   }
 
-  model.tie_embeddings = in.boolean("tie_word_embeddings", false);
   const std::string model_type = in.string("model_type");
+  model.tie_embeddings = in.boolean("tie_word_embeddings", hf_ties_embeddings_by_default(model_type));
+  read_unmodelled(in, model_type, model);
   // attention_bias (LLaMA) also biases o_proj; those `hidden` values per layer are not modelled.
   model.qkv_bias = in.boolean("attention_bias", false) || model_type == "qwen2" || model_type == "qwen2_moe";
   model.qk_norm = model_type == "qwen3" || model_type == "qwen3_moe";

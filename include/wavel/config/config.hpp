@@ -44,6 +44,7 @@ struct WorkloadAxes {
   double moe_capacity_factor = 1.25;  ///< an expert group serves at most this x its mean share of routed rows
   bool layer_subset = true;           ///< a setting that does not fit runs as a labelled subset of layers
   double layer_subset_max_fill = 0.9; ///< fraction of wafer SRAM above which the subset method applies
+  bool allow_unmodelled_keys = false; ///< run models whose config.json has keys that change the prediction
 };
 
 /// CUT/TUNE search settings (validated now; used by the search).
@@ -148,6 +149,7 @@ struct Config {
   WaferSweep wafer_sweep;
   EnergyConfig energy;
   std::vector<HardwarePoint> hardware;  ///< at least one; [0] is the base wafer when nothing is swept
+  std::vector<std::string> notes;  ///< what the user should know but need not fix (unmodelled model keys)
   /// One configuration per hardware point (wafer and cost parameters replaced; its own `hardware`
   /// empty), empty without a hardware sweep: settings run under for_hardware(config, setting.hardware).
   std::vector<Config> at_hardware;

@@ -7,6 +7,8 @@
 #include <string_view>
 #include <vector>
 
+#include "wavel/common/error.hpp"
+
 namespace wavel::workload {
 
 /// Multi-head latent attention (DeepSeek-V2) dimensions.
@@ -29,6 +31,13 @@ struct MoeSpec {
 };
 
 /// Shape of a decoder-only transformer, as read from HF config.json keys.
+/// A Hugging Face key whose effect the cost model does not include: where it is and what it changes.
+struct UnmodelledKey {
+  Diagnostic where;                ///< the key in config.json, with a message naming its effect
+  bool changes_prediction = false; ///< false: noted (its cost is negligible); true: refused unless allowed
+  std::int64_t from_context_tokens = 0;  ///< > 0: it changes the prediction only past this context (a window)
+};
+
 struct ModelSpec {
   std::string name;                ///< preset name or config path stem
   std::string source;              ///< "preset" or the config.json path
@@ -45,6 +54,7 @@ struct ModelSpec {
   std::int64_t dtype_bytes = 2;    ///< FP16 weights and activations
   std::optional<MlaSpec> mla;
   std::optional<MoeSpec> moe;
+  std::vector<UnmodelledKey> unmodelled;  ///< config.json keys the model does not cost (read_hf_config)
 };
 
 /// Names of the built-in presets (domain.md §4), in a stable order.
