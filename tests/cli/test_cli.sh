@@ -55,6 +55,13 @@ grep -q "^results: results/runs/my/results.h5" "$tmp/err" || { echo "FAIL: run's
 h5dump -a /config_hash_fnv1a64 "$tmp/run/results.h5" >/dev/null || { echo "FAIL: no provenance attribute"; fail=1; }
 /usr/bin/python3 "$src/scripts/read_results.py" "$tmp/run/results.h5" >"$tmp/read.txt" || { echo "FAIL: read_results.py"; fail=1; }
 grep -q "llama2-13b" "$tmp/read.txt" || { echo "FAIL: read_results.py printed no rows"; fail=1; }
+# Readable by default (issue 40, item 6): lines fit a wide terminal, 4 digits with SI prefixes, --wide for all.
+[ "$(COLUMNS=160 /usr/bin/python3 "$src/scripts/read_results.py" "$tmp/run/results.h5" --table settings | wc -L)" -le 160 ] \
+  || { echo "FAIL: read_results.py prints lines wider than 160 characters"; fail=1; }
+/usr/bin/python3 "$src/scripts/read_results.py" "$tmp/run/results.h5" --table settings | grep -qE "^ +2  llama3-8b .* [0-9.]+k +[0-9.]+µ" \
+  || { echo "FAIL: read_results.py's settings rows lack SI-prefixed values"; fail=1; }
+/usr/bin/python3 "$src/scripts/read_results.py" "$tmp/run/results.h5" --table settings --wide | grep -q "hypervolume" \
+  || { echo "FAIL: read_results.py --wide lacks a column"; fail=1; }
 # Inspection: show a stored schedule, check and simulate it, with a trace.
 expect 0 "stored schedules of setting 2" -- show "$tmp/run/results.h5" --setting 2
 expect 65 "no setting 99 in this file (its settings: 0..7)" -- show "$tmp/run/results.h5" --setting 99
