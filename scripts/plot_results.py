@@ -421,6 +421,32 @@ def plot_calibration(file, calibration, out_dir):
     return save(fig, os.path.join(out_dir, "calibration_scatter"), ["png"])
 
 
+def index_row(settings, index, files):
+    """One line of index.md: which setting a plot shows, from the results file itself."""
+    def cell(name, default=""):
+        return to_text(settings[name][index]) if name in settings else default
+    subset = int(settings["layer_subset_layers"][index]) if "layer_subset_layers" in settings else 0
+    layers = int(settings["model_layers"][index]) if "model_layers" in settings else 0
+    placed = f"subset {subset}/{layers}" if subset > 0 else "whole"
+    wafers = int(settings["wafers"][index]) if "wafers" in settings else 1
+    names = ", ".join(os.path.basename(f) for f in files)
+    return (f"| {int(settings['setting_id'][index])} | {cell('model')} | {cell('phase')} | "
+            f"{int(settings['concurrent_requests'][index])} | {int(settings['input_tokens'][index])}/"
+            f"{int(settings['output_tokens'][index])} | {wafers} | {placed} | {names} |")
+
+
+def write_index(out, results, rows):
+    """index.md: the plotted settings, so no document has to repeat their ids by hand."""
+    path = os.path.join(out, "index.md")
+    text = (f"# Plots of {results} (written by scripts/plot_results.py; every value {PREDICTED})\n\n"
+            "| setting | model | phase | requests | input/output | wafers | placed as | files |\n"
+            "|---|---|---|---|---|---|---|---|\n" + "".join(r + "\n" for r in rows))
+    with open(path + ".partial", "w", encoding="utf-8") as f:
+        f.write(text)
+    os.replace(path + ".partial", path)
+    return path
+
+
 def main(argv):
     parser = UsageParser(prog="plot_results.py", description="Plots of a wavel-dse results.h5 (matplotlib, Agg).")
     parser.add_argument("results", metavar="RESULTS.h5", help="results file written by wavel-dse run")
@@ -466,11 +492,15 @@ def main(argv):
                 print(f"{prog}: error: no setting {', '.join(map(str, unknown))} in {args.results} "
                       f"(ids: {', '.join(map(str, ids))})", file=sys.stderr)
                 return EX_USAGE
+            rows = []
             for sid in chosen:
                 index = ids.index(sid)
-                written += plot_pareto(settings, front, index, args.out)
+                mine = plot_pareto(settings, front, index, args.out)
                 for name in ["wavel"] + [n for n in (args.schedule or []) if n != "wavel"]:
-                    written += plot_floorplan(settings, schedules, index, name, args.out)
+                    mine += plot_floorplan(settings, schedules, index, name, args.out)
+                rows.append(index_row(settings, index, mine))
+                written += mine
+            written.append(write_index(args.out, args.results, rows))
             written += plot_calibration(file, calibration, args.out)
             whatif = (read_table(file, "sensitivity", False), front, read_table(file, "hardware", False),
                       read_table(file, "hardware_front", False))

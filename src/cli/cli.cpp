@@ -85,9 +85,13 @@ po::options_description visible_options() {
       ("set", po::value<std::vector<std::string>>()->composing()->value_name("KEY.PATH=VALUE"),
        "override a config key (repeatable), validated like the file")  //
       ("output,o", po::value<std::string>()->value_name("DIR"),
-       "output directory (default: output.dir, or results/runs/<config stem>)")  //
+       "output directory (default: run: output.dir, or results/runs/<config stem>;\n"
+       "validate, calibrate: results/runs/<subcommand>-<input stem>, calibrate CONFIG.yaml:\n"
+       "results/runs/calibrate-sim-<config stem>)")  //
       ("params", po::value<std::string>()->value_name("FILE"),
-       "cost-model parameters file (run: same as --set cost.params_file=FILE)")  //
+       "cost-model parameters file (run: same as --set cost.params_file=FILE; default: the\n"
+       "wafer's calibrated file; check, simulate: else the schedule's own param lines first;\n"
+       "calibrate: the start values, default the built-in ones)")  //
       ("fit", po::value<std::string>()->value_name("A,B,..."),
        "calibrate: parameters to fit (defaults: kernel files: the constants of the kernels\n"
        "given; a reference file: alpha_cycles_per_hop,gemm_k_cycles,scalar_op_cycles;\n"

@@ -25,7 +25,7 @@ std::vector<ParamInfo> build_registry() {
   // the cost model divides by them.
   return {
       {"alpha_cycles_per_hop", "cycles/hop", 0.1, 100.0, &CostParams::alpha_cycles_per_hop,
-       "latency per hop on a pre-configured route (about 1 cycle, domain.md section 2)"},
+       "latency per hop on a pre-configured route (about 1 cycle per the Cerebras SDK's fabric description)"},
       {"beta_cycles_per_stage", "cycles/stage", 1.0, 1e4, &CostParams::beta_cycles_per_stage,
        "one software routing stage of a reduction tree: receive, add, re-send (tens of cycles; fit it)"},
       {"gemm_step_cycles", "cycles/step", 0.0, 1e5, &CostParams::gemm_step_cycles,
