@@ -475,7 +475,7 @@ void print_settings(std::ostream& out, const config::Config& config, const std::
   const bool with_schedules = !results.empty() && !results.front().schedules.empty();
   const bool wide = config.output.table == "wide" || !with_schedules;
   std::vector<std::string> header{"id", "model", "phase", "req", "in", "out"};
-  if (wide) header.insert(header.end(), {"SRAM need", "fits"});
+  if (wide) header.push_back("SRAM bound");
   header.push_back("placed as");
   if (with_schedules && wide) {
     for (const char* n : kScheduleNames) {
@@ -506,7 +506,7 @@ void print_settings(std::ostream& out, const config::Config& config, const std::
                                  std::to_string(st.shape.concurrent_requests), std::to_string(st.shape.input_tokens),
                                  std::to_string(st.shape.output_tokens)};
     if (wide) {
-      row.insert(row.end(), {human(static_cast<double>(r.sram_required_bytes), "B"), r.fits_sram != 0 ? "yes" : "NO"});
+      row.push_back(human(static_cast<double>(r.sram_required_bytes), "B"));
     }
     row.push_back(placement_text(r));
     if (with_schedules) {
@@ -579,7 +579,7 @@ void print_settings(std::ostream& out, const config::Config& config, const std::
     for (std::size_t c = 0; c < r.size() && c < width.size(); ++c) width[c] = std::max(width[c], r[c].size());
   for (const auto& r : rows) {
     for (std::size_t c = 0; c < r.size() && c < width.size(); ++c) {
-      const bool left = c == 1 || c == 2;
+      const bool left = rows[0][c] == "model" || rows[0][c] == "phase" || rows[0][c] == "placed as";
       out << (c ? "  " : "") << (left ? std::left : std::right) << std::setw(static_cast<int>(width[c])) << r[c];
     }
     out << '\n';
@@ -619,6 +619,11 @@ void print_settings(std::ostream& out, const config::Config& config, const std::
     if (any_groups) {
       out << "placed as 'N request groups': the requests' KV cache and activations do not fit at once, so a schedule "
              "serves them\n  as N groups one after another (its tok/s counts all of them).\n";
+    }
+    if (wide && std::any_of(results.begin(), results.end(),
+                            [](const SettingResult& r) { return r.fits_sram == 0 && placement_text(r) == "whole"; })) {
+      out << "SRAM bound: weights + KV cache + the largest activation, all at once (summary.csv fits_sram compares it "
+             "with the wafer);\n  a row placed 'whole' above it passed each schedule's own per-PE SRAM check.\n";
     }
     if (std::any_of(results.begin(), results.end(), [](const SettingResult& r) { return r.wafers > 1; })) {
       out << "placed as 'a+b on N wafers': a pipeline of N systems holding a, b, ... decoder layers each.\n";

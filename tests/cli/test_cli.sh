@@ -45,6 +45,11 @@ if [ "$got" != 0 ]; then echo "FAIL: the README recipe (my.yaml in another direc
 elif ! grep -q "parameters from params/wse3.yaml in the tool's data directory" "$tmp/out"; then
   echo "FAIL: the README recipe did not use the calibrated parameters"; tail -3 "$tmp/out"; fail=1
 else echo "ok: the README recipe from another directory -> 0"; fi
+# The narrow table (issue 40, items 4 and 6): a title naming the config, what was done to place each row.
+head -1 "$tmp/out" | grep -q "^my.yaml: 8 settings on wse3, every throughput and latency PREDICTED" || { echo "FAIL: no title line"; fail=1; }
+grep -qE "^ +5  llama2-13b +prefill +8 +2048 +0  subset 20/40 " "$tmp/out" || { echo "FAIL: setting 5 not 'subset 20/40'"; fail=1; }
+grep -q "^placed as 'subset k/L'" "$tmp/out" || { echo "FAIL: no footer for subset rows"; fail=1; }
+[ "$(head -10 "$tmp/out" | wc -L)" -le 140 ] || { echo "FAIL: the narrow table is wider than 140 characters"; fail=1; }
 ln -sfn "$tmp/elsewhere/results/runs/my" "$tmp/run"
 # stdout carries data only: notes (search statistics, where the results went) go to stderr.
 data_only() {  # data_only WHAT: the last command's stdout has no note lines
