@@ -304,3 +304,59 @@ TEST_CASE("sim: a swept shift by hand, and what lane groups refuse") {
   CHECK_THROWS_AS(p.after(two, three), InternalError);     // lane counts differ
   CHECK_THROWS_AS(p.after(two, sim::Lanes{100, 2}), InternalError);
 }
+
+TEST_CASE("a task set up by its PE's previous task does not make the PE shared; otherwise it does (issue 40)") {
+  // Per row: launch on every PE, each PE but x = 0 sends one hop west, the receiver takes it in with a
+  // task after its own launch. Built three ways: receive lanes chained to the launch lanes, chained
+  // one by one, and as plain tasks with both edges (the PE is shared: the queue decides).
+  const auto make = [](int how, sim::Network& net) {
+    const std::int64_t w = net.config().width_pes, h = net.config().height_pes;
+    const sim::ItemId done = net.join();
+    for (std::int64_t y = 0; y < h; ++y) {
+      const sim::Lanes launch = net.tasks(y * w, 1, w, 5.0 + static_cast<double>(y), sim::SpanKind::launch);
+      sim::SendSpec spec;
+      spec.src_pe = y * w + 1;
+      spec.dst_pe = y * w;
+      spec.bytes = 8;
+      const sim::Lanes sent = net.sends(spec, w - 1, 1, 1);
+      net.after(sent, launch.sub(1, w - 1));
+      sim::Lanes got;
+      if (how == 0) {
+        got = net.tasks_after(launch.sub(0, w - 1), 3.0, sim::SpanKind::overhead);
+      } else if (how == 1) {
+        got.first = net.task_after(launch.at(0), 3.0, sim::SpanKind::overhead);
+        got.count = static_cast<std::uint32_t>(w - 1);
+        for (std::int64_t x = 1; x < w - 1; ++x) net.task_after(launch.at(x), 3.0, sim::SpanKind::overhead);
+      } else {
+        got = net.tasks(y * w, 1, w - 1, 3.0, sim::SpanKind::overhead);
+        net.after(got, launch.sub(0, w - 1));
+      }
+      net.after(got, sent);
+      net.after(done, got);
+    }
+    return done;
+  };
+  std::vector<double> finish[3];
+  sim::NetworkStats stats[3];
+  for (int how = 0; how < 3; ++how) {
+    sim::Network net(lane_mesh(8, 3));
+    const sim::ItemId done = make(how, net);
+    net.run();
+    for (sim::ItemId i = 0; i < net.items(); ++i) finish[how].push_back(net.finish_cycles(i));
+    stats[how] = net.stats();
+    CHECK(net.finish_cycles(done) == (5.0 + 2.0) + 1.0 + 2.0 + 3.0);  // row 2: launch, hop, two wavelets, receive
+  }
+  CHECK(finish[0] == finish[2]);
+  CHECK(finish[1] == finish[2]);
+  CHECK(stats[0].lanes_swept > 0);   // chained lanes: nothing contends, the run is a sweep
+  CHECK(stats[2].lanes_swept == 0);  // unchained: the PE is shared, every lane an item in the queue
+  // A task after a PE's earlier (not last) task may overlap the last one: the PE is shared.
+  sim::Network net(lane_mesh(2, 1));
+  const sim::ItemId a = net.task(0, 4.0);
+  const sim::ItemId b = net.task(0, 4.0);
+  const sim::ItemId c = net.task_after(a, 1.0);
+  net.run();
+  CHECK(net.finish_cycles(b) == 8.0);  // a then b, in id order
+  CHECK(net.finish_cycles(c) == 9.0);  // after a, but the core is b's until 8
+  CHECK_THROWS_AS(sim::Network(lane_mesh(2, 1)).task_after(0, 1.0), wavel::InternalError);
+}

@@ -48,7 +48,7 @@ struct Network::Spare {
   std::vector<double> lane_time, channel_free, pe_free, first_start, head, tail_min, extra;
   std::vector<std::uint64_t> colours, unblocked, holes, table_keys;
   std::vector<std::uint8_t> pe_tasks, colour_count, channel_users;
-  std::vector<std::uint32_t> uncontested, table_buckets, free_buckets;
+  std::vector<std::uint32_t> uncontested, table_buckets, free_buckets, pe_last;
   std::vector<TimeSlot> times;
   std::vector<Pending> current, late;
 };
@@ -76,6 +76,7 @@ void Network::pair_arrays(Spare& kept, F&& f) {
   f(unblocked_, kept.unblocked);
   f(table_keys_, kept.table_keys);
   f(pe_tasks_, kept.pe_tasks);
+  f(pe_last_, kept.pe_last);
   f(colour_count_, kept.colour_count);
   f(channel_users_, kept.channel_users);
   f(uncontested_, kept.uncontested);
@@ -118,6 +119,7 @@ Network::Network(const NetworkConfig& config) : config_(config) {
   });
   const auto n = static_cast<std::size_t>(pes());
   pe_tasks_.assign(n, 0);
+  pe_last_.assign(n, kNoItem);
   // A power-of-two link width (4 bytes on every wafer) turns the per-message division into a shift.
   const std::int64_t lb = config_.link_bytes_per_cycle;
   if ((lb & (lb - 1)) == 0 && lb <= (std::int64_t{1} << 20)) link_shift_ = __builtin_ctzll(static_cast<unsigned long long>(lb));

@@ -24,8 +24,8 @@ std::vector<ItemId> ids_of(Lanes lanes) {
 // Messages from line positions from, from + 1, ... (n of them) to positions to, to + to_step, ...,
 // each after its sender's launch lane; `done` after every one. One lane group when each message is
 // one transport unit, else one send per message.
-// `received` (when given) gets a task of that many cycles on each receiving PE after its message,
-// in order, which `done` waits for instead of the message.
+// `received` (when given) gets a task of that many cycles on each receiving PE after its message and
+// after that PE's launch lane, which `done` waits for instead of the message.
 void send_lanes(Network& net, const Line& line, std::int64_t from, std::int64_t n, std::int64_t to, std::int64_t to_step,
                 std::int64_t bytes, int colour, Lanes launch, ItemId done, double received_task_cycles = -1.0) {
   if (n <= 0) return;
@@ -42,7 +42,15 @@ void send_lanes(Network& net, const Line& line, std::int64_t from, std::int64_t 
       net.after(done, sent);
       return;
     }
-    const Lanes got = net.tasks(line.at(to), to_step * line.stride, n, received_task_cycles, SpanKind::overhead);
+    // The receiving PE's launch set the receive up: the task follows it on that PE.
+    Lanes got;
+    if (to_step == 1) {
+      got = net.tasks_after(launch.sub(to, n), received_task_cycles, SpanKind::overhead);
+    } else {
+      got.first = net.task_after(launch.at(to), received_task_cycles, SpanKind::overhead);
+      got.count = static_cast<std::uint32_t>(n);
+      for (std::int64_t i = 1; i < n; ++i) net.task_after(launch.at(to + i * to_step), received_task_cycles, SpanKind::overhead);
+    }
     net.after(got, sent);
     net.after(done, got);
     return;
@@ -56,7 +64,7 @@ void send_lanes(Network& net, const Line& line, std::int64_t from, std::int64_t 
       net.after(done, m);
       continue;
     }
-    const ItemId got = net.task(spec.dst_pe, received_task_cycles, SpanKind::overhead);
+    const ItemId got = net.task_after(launch.at(to + i * to_step), received_task_cycles, SpanKind::overhead);
     net.after(got, m);
     net.after(done, got);
   }
@@ -69,11 +77,13 @@ ItemId reduce_line(Network& net, const KernelPlan& plan, const Line& line, const
   const std::int64_t tree = plan.tree_pes > 0 ? std::min(plan.tree_pes, line.count) : line.count;
   const double share = work.compute_cycles / static_cast<double>(plan.rounds);
   ItemId done = kNoItem;
+  Lanes previous = launch;
   for (std::int64_t round = 0; round < plan.rounds; ++round) {
-    // A later round is a new task, woken when the previous result has arrived.
+    // A later round is a new task, woken when the previous result has arrived; each follows its PE's
+    // previous task (the launch, then the last round's), so a PE's tasks never contend.
     const double cycles = share + (round > 0 ? plan.task_cycles : 0.0);
-    const Lanes ready = tasks_on(net, line, cycles, SpanKind::compute);
-    if (round == 0) net.after(ready, launch);
+    const Lanes ready = net.tasks_after(previous, cycles, SpanKind::compute);
+    previous = ready;
     net.after(ready, round == 0 ? gate : done);
     done = net.join();
     for (std::int64_t lo = 0; lo < line.count; lo += tree) {

@@ -172,6 +172,13 @@ class Network {
   /// made as one lane group.
   Lanes tasks(std::int64_t first_pe, std::int64_t pe_stride, std::int64_t count, double duration_cycles,
               SpanKind kind = SpanKind::compute);
+  /// A task on the PE of task `previous`, after it (the edge is added): work the PE's previous task
+  /// sets up, such as taking in a message that task's launch prepared. When `previous` is the last
+  /// task placed on its PE the two cannot overlap, so they do not make the PE shared (only tasks of
+  /// one PE that may overlap contend for its core).
+  ItemId task_after(ItemId previous, double duration_cycles, SpanKind kind = SpanKind::compute);
+  /// task_after for every lane of `previous` (task lanes): one lane group when their PEs are affine.
+  Lanes tasks_after(Lanes previous, double duration_cycles, SpanKind kind = SpanKind::compute);
   /// `count` messages like `first`, lane i from first.src_pe + i * src_stride to first.dst_pe +
   /// i * dst_stride: the same items as `count` calls of send(), made as one lane group. Each must be
   /// one transport unit (single_unit(first.bytes)); throws wavel::InternalError otherwise.
@@ -336,6 +343,7 @@ class Network {
   void unhole(Lanes lanes);        // materialises every compact group among the lanes
   void materialize(std::uint32_t group);  // and, in turn, the compact groups its lanes notify
   [[nodiscard]] Item task_item(std::int64_t pe, double duration_cycles, SpanKind kind) const;
+  [[nodiscard]] std::int64_t task_pe(ItemId task) const;  // the PE of a task item or task lane
   [[nodiscard]] Item message_item(const SendSpec& spec, const Route& r, double serial_cycles) const;
   [[nodiscard]] SendSpec lane_spec(const LaneGroup& g, std::uint32_t lane) const;
   void run_group(std::uint32_t group);  // a compact group that contends for nothing, all lanes at once
@@ -399,7 +407,8 @@ class Network {
   std::uint64_t now_bits_ = ~std::uint64_t{0};
   std::vector<double> channel_free_;   // per (PE, port), if shared_channels_: when the channel is next free
   std::vector<double> pe_free_;        // per PE, if a PE has two tasks: when its core is next free
-  std::vector<std::uint8_t> pe_tasks_; // per PE: tasks placed on it, saturated at 2
+  std::vector<std::uint8_t> pe_tasks_; // per PE: tasks placed on it that may overlap, saturated at 2
+  std::vector<ItemId> pe_last_;        // per PE: the last task placed on it (kNoItem: none)
   // Ready items that use no contested resource, waiting to be processed before the next event.
   std::vector<ItemId> uncontested_;
   std::vector<std::uint64_t> colours_; // per PE: colour bit set of its router
@@ -444,6 +453,7 @@ inline ItemId Network::task(std::int64_t pe, double duration_cycles, SpanKind ki
   const ItemId id = new_item(task_item(pe, duration_cycles, kind));
   auto& placed = pe_tasks_[static_cast<std::size_t>(pe)];
   if (placed < 2) ++placed;
+  pe_last_[static_cast<std::size_t>(pe)] = id;
   ++stats_.tasks;
   return id;
 }
