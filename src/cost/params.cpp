@@ -94,13 +94,8 @@ std::string data_dir() {
 }
 
 std::string calibrated_params_path(const std::string& wafer_preset) {
-  // Which committed file each preset's predictions use (README, Calibration: how each was fitted).
-  static const std::pair<const char*, const char*> files[] = {{"wse3", "params/wse3.yaml"},
-                                                               {"wse2", "params/wse2-waferllm.yaml"}};
-  for (const auto& [preset, file] : files) {
-    if (wafer_preset == preset) return data_dir() + "/" + file;
-  }
-  return "";
+  const auto wafer = wafer::find_wafer_preset(wafer_preset);  // the preset table names its file
+  return wafer && !wafer->calibrated_params.empty() ? data_dir() + "/" + wafer->calibrated_params : "";
 }
 
 static std::string read_params_file(const std::string& path) {

@@ -34,6 +34,7 @@ WaferParams common_params() {
 WaferParams wse2() {
   WaferParams p = common_params();
   p.preset = "wse2";
+  p.calibrated_params = "params/wse2-waferllm.yaml";  // fitted on WaferLLM's WSE-2 runs (README, Calibration)
   p.fabric_w_pes = 757;
   p.fabric_h_pes = 996;
   p.simd_fp16_lanes = 4;
@@ -53,6 +54,7 @@ WaferParams wse2() {
 WaferParams wse3() {
   WaferParams p = common_params();
   p.preset = "wse3";
+  p.calibrated_params = "params/wse3.yaml";  // kernel constants from WSE-3 runs, the rest via WSE-2 (README)
   p.fabric_w_pes = 762;
   p.fabric_h_pes = 1176;
   p.simd_fp16_lanes = 8;

@@ -60,7 +60,7 @@ grep -q "settings 2/2, tasks" "$tmp/run.err" || no "no progress line under Slurm
 grep -q "OMP_PROC_BIND environment" "$tmp/run.log" && no "a run prints Kokkos warnings on stdout"
 env -u OMP_PROC_BIND "$exe" show "$tmp/run/results.h5" --setting 0 --schedule wavel >"$tmp/wavel.meshir" || no "show"
 expect 0 "verified OK" check "$tmp/wavel.meshir"
-grep -q "cost-model parameters: built-in defaults" "$tmp/err" || no "check does not say which parameters it uses"
+grep -q "cost-model parameters: the schedule's own 'param' lines" "$tmp/err" || no "check does not say which parameters it uses"
 # Hostile MeshIR sizes: 100,000 one-PE regions are refused at the 4097th (it ran past 120 s), 4,000
 # regions each nested in every other are refused by their overlapping pairs before the SRAM sweep.
 python3 - "$tmp/wavel.meshir" "$tmp" <<'PY'

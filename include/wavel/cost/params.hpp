@@ -48,9 +48,9 @@ CostParams default_params(const wafer::WaferParams& wafer);
 /// was built from.
 std::string data_dir();
 
-/// The committed parameters calibrated for a wafer preset (`params/wse3.yaml` for wse3,
-/// `params/wse2-waferllm.yaml` for wse2, under data_dir()): what every command uses unless told
-/// otherwise. "" for a preset with none; the file may be absent (a moved binary): callers check.
+/// The committed parameters calibrated for a wafer preset (its WaferParams::calibrated_params under
+/// data_dir()): what every command uses unless told otherwise. "" for a preset with none; the file
+/// may be absent (a moved binary): callers check.
 std::string calibrated_params_path(const std::string& wafer_preset);
 
 /// Overrides `base` with the values in a params YAML file (map of name: value; unknown names and

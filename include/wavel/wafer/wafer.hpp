@@ -20,6 +20,8 @@ struct PeCoord {
 /// Physical parameters of one wafer. Sources and uncertainty: docs in README and domain.md §2.
 struct WaferParams {
   std::string preset;                       ///< "wse2" or "wse3"
+  std::string calibrated_params;            ///< the committed params file that predicts this preset, under
+                                            ///< the tool's data directory (cost::calibrated_params_path)
   std::int64_t fabric_w_pes = 0;            ///< full PE fabric, including the host-I/O border
   std::int64_t fabric_h_pes = 0;
   std::int64_t io_border_cols = 0;          ///< fabric columns taken by host I/O
