@@ -101,6 +101,9 @@ struct PredictionIntervals {
   std::int64_t draws = 0;
 };
 
+/// The baselines of SettingResult::schedules, in their order.
+inline constexpr const char* kBaselineNames[] = {"fullchip", "waferllm"};
+
 /// Workload, wafer and schedule figures of one setting.
 struct SettingResult {
   std::int64_t setting_id = 0;
