@@ -293,7 +293,13 @@ std::string costed_lines(const std::string& results_path) {
   }
   meshir::Schedule costed;
   std::string params_file;
-  attach_costed_with(tables.front(), results_path, costed, params_file);
+  std::int64_t hardware_points = 1;
+  attach_costed_with(tables.front(), results_path, costed, params_file, hardware_points);
+  if (hardware_points > 1) {  // the MeshIR names the preset only, not a what-if point's other figures
+    std::cerr << "wavel-dse: warning: " << results_path << " swept " << hardware_points
+              << " hardware points (wafer.sweep); check and simulate re-cost this schedule on the " << costed.costed_on
+              << " preset, not on its setting's hardware point\n";
+  }
   return "# costed by the run that wrote " + results_path +
          (params_file.empty() ? std::string(" with built-in parameters") : ", parameters from " + params_file) + "\n" +
          meshir::costed_text(costed);

@@ -1,5 +1,6 @@
 #include "wavel/driver/costed_with.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <variant>
@@ -28,9 +29,9 @@ const std::vector<T>& column(const io::Table& table, const std::string& name, co
 
 io::Table cost_params_table(const config::Config& config) {
   const double none = std::numeric_limits<double>::quiet_NaN();
-  std::vector<std::string> names{"wafer_preset", "params_file"}, units{"", ""},
-      text{config.wafer.preset, config.cost.params_path};
-  std::vector<double> values{none, none};
+  std::vector<std::string> names{"wafer_preset", "params_file", "hardware_points"}, units{"", "", "1"},
+      text{config.wafer.preset, config.cost.params_path, ""};
+  std::vector<double> values{none, none, static_cast<double>(std::max<std::size_t>(1, config.hardware.size()))};
   for (const auto& info : cost::param_registry()) {
     names.push_back(info.name);
     units.push_back(info.units);
@@ -47,7 +48,8 @@ io::Table cost_params_table(const config::Config& config) {
 }
 
 void attach_costed_with(const io::Table& table, const std::string& file, meshir::Schedule& schedule,
-                        std::string& params_file) {
+                        std::string& params_file, std::int64_t& hardware_points) {
+  hardware_points = 1;
   const auto& names = column<std::string>(table, "name", file);
   const auto& values = column<double>(table, "value", file);
   const auto& text = column<std::string>(table, "text", file);
@@ -61,6 +63,8 @@ void attach_costed_with(const io::Table& table, const std::string& file, meshir:
       schedule.costed_on = text[i];
     } else if (names[i] == "params_file") {
       params_file = text[i];
+    } else if (names[i] == "hardware_points") {
+      hardware_points = std::isfinite(values[i]) ? static_cast<std::int64_t>(values[i]) : 1;
     } else {
       schedule.costed_params.push_back({names[i], values[i]});
     }

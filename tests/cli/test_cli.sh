@@ -95,6 +95,15 @@ assert abs(shown / float(row["wavel_tokens_per_s"]) - 1) < 5e-3, (shown, row["wa
 PY
 grep -v "^param \|^costed_on " "$tmp/wavel.meshir" >"$tmp/bare.meshir"
 expect 0 "the calibrated ones for wse3" -- check "$tmp/bare.meshir"
+# A what-if run's schedule is re-costed on the preset, and show says so.
+cat >"$tmp/hw.yaml" <<'YAML'
+wafer: {preset: wse3, sweep_mode: one_at_a_time, sweep: {simd_fp16_lanes: [16]}}
+workloads: {models: [llama3-8b], phases: [decode], concurrent_requests: [1]}
+search: {sram_boundaries: false, max_cut_depth: 2, cut_ratios: [0.5], strip_counts: [3]}
+cost: {draws: 0}
+YAML
+"$exe" "$tmp/hw.yaml" --output "$tmp/hw" >/dev/null 2>&1 || { echo "FAIL: the what-if run"; fail=1; }
+expect 0 "swept 2 hardware points (wafer.sweep); check and simulate re-cost this schedule on the wse3 preset" -- show "$tmp/hw/results.h5" --setting 1 --schedule wavel
 sed 's/^param alpha_cycles_per_hop /param alpha_cycles_per_hp /' "$tmp/wavel.meshir" >"$tmp/typo.meshir"
 expect 65 "unknown parameter 'alpha_cycles_per_hp'; did you mean 'alpha_cycles_per_hop'?" -- check "$tmp/typo.meshir"
 expect 0 "model against simulator over ops, MAPE (mean |model - sim| / sim)" -- simulate "$tmp/wavel.meshir" --trace "$tmp/trace.json"
