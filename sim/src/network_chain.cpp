@@ -41,16 +41,17 @@ Lanes Network::tasks_after(Lanes previous, double duration_cycles, SpanKind kind
     for (std::uint32_t i = 1; i < previous.count; ++i) task_after(previous.at(i), duration_cycles, kind);
     return Lanes{first, previous.count};
   }
-  // Which lanes follow their PE's last task, before tasks() records the new ones as the last.
-  std::vector<bool> chained(previous.count);
+  // A lane that follows its PE's last task does not add to the PE's count: remember the count to
+  // restore before tasks() records the new lanes (kNoRestore: it counts).
+  constexpr std::uint8_t kNoRestore = 0xff;
+  std::vector<std::uint8_t> restore(previous.count, kNoRestore);
   for (std::uint32_t i = 0; i < previous.count; ++i) {
-    chained[i] = pe_last_[static_cast<std::size_t>(pe0 + static_cast<std::int64_t>(i) * stride)] == previous.at(i);
+    const auto pe = static_cast<std::size_t>(pe0 + static_cast<std::int64_t>(i) * stride);
+    if (pe_last_[pe] == previous.at(i)) restore[i] = pe_tasks_[pe];
   }
-  std::vector<std::uint8_t> before(previous.count);
-  for (std::uint32_t i = 0; i < previous.count; ++i) before[i] = pe_tasks_[static_cast<std::size_t>(pe0 + i * stride)];
   const Lanes made = tasks(pe0, stride, previous.count, duration_cycles, kind);
   for (std::uint32_t i = 0; i < previous.count; ++i) {
-    if (chained[i]) pe_tasks_[static_cast<std::size_t>(pe0 + static_cast<std::int64_t>(i) * stride)] = before[i];
+    if (restore[i] != kNoRestore) pe_tasks_[static_cast<std::size_t>(pe0 + static_cast<std::int64_t>(i) * stride)] = restore[i];
   }
   after(made, previous);
   return made;

@@ -337,7 +337,7 @@ void execute(const Options& o, std::ostream& out, MPI_Comm comm) {
                        "' is not one");
     }
     if (o.wafer_given) throw UsageError("option --wafer applies to 'calibrate' only with kernel measurement files");
-    if (text.find("\nworkloads:") != std::string::npos || text.rfind("workloads:", 0) == 0) {
+    if (config::looks_like_sweep_config(text)) {
       return driver::calibrate_against_sim_command(o.config_path, o.params_path, o.fit_names, o.output_dir, context,
                                                    out);
     }

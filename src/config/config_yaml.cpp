@@ -11,6 +11,10 @@ namespace wavel::config {
 
 namespace fs = std::filesystem;
 
+bool looks_like_sweep_config(const std::string& text) {
+  return text.rfind("workloads:", 0) == 0 || text.find("\nworkloads:") != std::string::npos;
+}
+
 std::string describe_params(const Config& config) {
   const CostConfig& c = config.cost;
   if (c.params_file == kBuiltinParams || c.params_path.empty()) return "built-in default parameters, uncalibrated";

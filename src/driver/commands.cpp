@@ -134,13 +134,13 @@ std::vector<std::string> default_fit_names() {
 
 void validate_command(const std::string& reference_path, const std::string& given_params,
                       const std::string& output_dir, const RunContext& context, std::ostream& out) {
-  if (const std::string text = read_file_on_root(reference_path, context.comm, "reference file");
-      text.rfind("workloads:", 0) == 0 || text.find("\nworkloads:") != std::string::npos) {
+  const std::string text = read_file_on_root(reference_path, context.comm, "reference file");
+  if (config::looks_like_sweep_config(text)) {
     throw UsageError("'" + reference_path + "' is a sweep config (it has workloads:), not a reference file of measured "
                      "points; to compare the model with the simulator on its schedules run 'wavel-dse calibrate " +
                      reference_path + "', to sweep it 'wavel-dse " + reference_path + "'");
   }
-  const auto set = calibrate::load_reference(reference_path);
+  const auto set = calibrate::load_reference(reference_path);  // again, with the reference file's 16 MiB cap
   const auto wafer = wafer_named(set.wafer, reference_path);
   const std::string params_path = given_params.empty() ? existing_calibrated_params(wafer.preset) : given_params;
   const auto params = params_for(wafer, params_path);

@@ -74,6 +74,9 @@ void attach_costed_with(const io::Table& table, const std::string& file, meshir:
 void apply_costed_params(const meshir::ParsedSchedule& parsed, const std::string& file, cost::CostParams& params,
                          wafer::PeTiming& timing) {
   std::vector<Diagnostic> problems;
+  std::vector<std::string> known_names;  // for did-you-mean
+  for (const auto& info : cost::param_registry()) known_names.push_back(info.name);
+  for (const auto& info : wafer::pe_timing_registry()) known_names.push_back(kTimingPrefix + info.name);
   const auto& given = parsed.schedule.costed_params;
   for (std::size_t i = 0; i < given.size(); ++i) {
     const int line = i < parsed.lines.costed_params.size() ? parsed.lines.costed_params[i] : 0;
@@ -92,16 +95,13 @@ void apply_costed_params(const meshir::ParsedSchedule& parsed, const std::string
       known = true;
       if (check(info.min_value, info.max_value, info.units)) params.*(info.field) = value;
     }
-    std::vector<std::string> candidates;
     for (const auto& info : wafer::pe_timing_registry()) {
-      candidates.push_back(kTimingPrefix + info.name);
       if (kTimingPrefix + info.name != name) continue;
       known = true;
       if (check(info.min_value, info.max_value, info.units)) timing.*(info.field) = value;
     }
     if (!known) {
-      for (const auto& info : cost::param_registry()) candidates.push_back(info.name);
-      const std::string best = config::did_you_mean(name, candidates);
+      const std::string best = config::did_you_mean(name, known_names);
       problems.push_back({file, line, 0, "param", "unknown parameter '" + name + "'" +
                                                       (best.empty() ? std::string() : "; did you mean '" + best + "'?")});
     }

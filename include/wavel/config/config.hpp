@@ -177,6 +177,9 @@ std::string to_yaml(const Config& config, bool absolute_paths = false);
 /// Shortest decimal text that reads back as exactly `value`.
 std::string format_double(double value);
 
+/// True if `text` reads as a sweep config: it has a top-level `workloads:` key.
+bool looks_like_sweep_config(const std::string& text);
+
 /// Which cost-model parameters a config's run uses, for its reports: the file named, the preset's
 /// calibrated file, or the built-in values.
 std::string describe_params(const Config& config);
