@@ -112,7 +112,7 @@ TEST_CASE("--set overrides are validated exactly like the file") {
   const auto c = parse_config(kMinimal, "x.yaml", {"wafer.preset=wse2", "workloads.concurrent_requests=[2, 4]",
                                                    "search.exhaustive=true", "wafer.beta_cycles_per_stage=55.5"});
   CHECK(c.wafer.preset == "wse2");
-  CHECK(c.wafer.simd_fp16_lanes == 4);
+  CHECK(c.wafer.fmac_lanes() == 4);
   CHECK(c.workloads.concurrent_requests == std::vector<std::int64_t>{2, 4});
   CHECK(c.search.exhaustive);
   CHECK(c.wafer.beta_cycles_per_stage == 55.5);

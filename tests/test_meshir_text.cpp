@@ -322,3 +322,22 @@ TEST_CASE("meshir text: what a run costed a schedule with round-trips; malformed
   for (int i = 0; i < 300; ++i) many += "param p" + std::to_string(i) + " 1\n";
   CHECK(first_error(many).find("more than 256 'param' lines") != std::string::npos);
 }
+
+TEST_CASE("meshir text: a vector instruction mix round-trips; bad counts are located") {
+  Schedule s = decode_schedule();
+  const int elementwise = 1;  // the text form does not look at the kernel; the verifier does
+  auto& mix = s.ops[static_cast<std::size_t>(elementwise)].work.vector;
+  mix[static_cast<std::size_t>(wavel::wafer::VectorForm::fp16_vs)] = 3;
+  mix[static_cast<std::size_t>(wavel::wafer::VectorForm::fp16_max)] = 1;
+  const std::string text = wavel::meshir::print(s);
+  CHECK(text.find(",vec_fp16_vs:3,vec_fp16_max:1") != std::string::npos);
+  const auto back = wavel::meshir::parse_with_lines(text, "x.meshir");
+  CHECK(back.schedule.ops[static_cast<std::size_t>(elementwise)].work.vector == mix);
+  CHECK(wavel::meshir::print(back.schedule) == text);
+  std::string bad = text;
+  bad.replace(bad.find("vec_fp16_max:1"), 14, "vec_fp16_max:-2");
+  CHECK(parse_errors(bad).at(0).format().find("vec_fp16_max") != std::string::npos);
+  std::string typo = text;
+  typo.replace(typo.find("vec_fp16_max:1"), 14, "vec_fp16_mux:1");
+  CHECK(parse_errors(typo).at(0).format().find("did you mean 'vec_fp16_max'") != std::string::npos);
+}

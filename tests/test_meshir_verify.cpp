@@ -357,3 +357,23 @@ TEST_CASE("meshir verify (g): figures past their documented maxima are refused (
   CHECK(formatted(verify_text(s).diagnostics).find("requests is") != std::string::npos);
 }
 
+
+TEST_CASE("meshir verify: a vector instruction mix only on local work, each count bounded") {
+  using wavel::meshir::Kernel;
+  using wavel::wafer::VectorForm;
+  Schedule s = decode_schedule();
+  const std::size_t local = s.ops.size() - 1, product = 1;
+  s.ops[local].kernel = Kernel::elementwise;
+  REQUIRE(s.ops[product].kernel == Kernel::meshgemv);
+  INFO(formatted(verify_text(s).diagnostics));
+  CHECK(verify_text(s).diagnostics.empty());
+  s.ops[local].work.vector[static_cast<std::size_t>(VectorForm::fp16_sum)] = 2;
+  CHECK(verify_text(s).diagnostics.empty());
+  s.ops[product].work.vector[static_cast<std::size_t>(VectorForm::fp16_vv)] = 1;
+  const Verified v = verify_text(s);
+  REQUIRE(v.diagnostics.size() == 1);
+  CHECK(v.diagnostics[0].key_path.find("work.vec_fp16_vv") != std::string::npos);
+  s.ops[product].work.vector = {};
+  s.ops[local].work.vector[static_cast<std::size_t>(VectorForm::fp16_sum)] = 5000;
+  CHECK(formatted(verify_text(s).diagnostics).find("vec_fp16_sum is 5000") != std::string::npos);
+}

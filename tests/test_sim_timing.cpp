@@ -176,3 +176,37 @@ TEST_CASE("the committed sim_timing predicts the WSE-3 kernel measurements; the 
   wafer.pe_timing = wafer::PeTiming{};
   CHECK(mape_where(driver::simulate_kernel_points(points, wafer), true) >= 40.0);
 }
+
+TEST_CASE("the simulator runs each form of a vector mix at its own width and SRAM bytes (by hand)") {
+  using wafer::VectorForm;
+  const auto w2 = *wafer::find_wafer_preset("wse2");
+  const auto micro = sim::microarch_for(w2);
+  // 10 elements on WSE-2: @fmaxh into a scalar issues 1 lane: 10 cycles; a sum into a scalar
+  // issues 4 (3 cycles) and reads 20 B through 8 B of ports (3); a two-vector add reads 40 B (5).
+  CHECK(micro.vector_form_cycles(VectorForm::fp16_max, 10) == doctest::Approx(10.0));
+  CHECK(micro.vector_form_cycles(VectorForm::fp16_sum, 10) == doctest::Approx(3.0));
+  CHECK(micro.vector_form_cycles(VectorForm::fp16_vv, 10) == doctest::Approx(5.0));
+  CHECK(micro.vector_form_cycles(VectorForm::fp16_fill, 10) == doctest::Approx(5.0));  // 20 B through the 4 B write port
+
+  // An elementwise op of 1 x 40 on a 4 x 1 strip (10 elements a PE), reading and writing 20 B a PE:
+  // without a mix its 10 flops take the write port's 5 cycles; a max into a scalar adds its 10.
+  auto s = test::one_region(1, 4);
+  auto op = test::op_on(s.regions[0], meshir::Kernel::elementwise);
+  op.in_layout.on_x = meshir::Dim::tokens;
+  op.in_layout.on_y = meshir::Dim::features;
+  op.in_layout.part_y = 4;
+  op.out_layout = op.in_layout;
+  op.work.m = 1;
+  op.work.n = 40;
+  op.work.flops = 40;
+  op.work.input_bytes = op.work.output_bytes = 80;
+  s.ops = {op};
+  sim::SimOptions options;
+  const double flops_only = sim::simulate_op(s, 0, w2, options).cycles;
+  s.ops[0].work.vector[static_cast<std::size_t>(VectorForm::fp16_max)] = 1;
+  const double with_max = sim::simulate_op(s, 0, w2, options).cycles;
+  CHECK(with_max - flops_only == doctest::Approx(10.0 - 5.0));
+  s.ops[0].work.vector[static_cast<std::size_t>(VectorForm::fp16_max)] = 0;
+  s.ops[0].work.vector[static_cast<std::size_t>(VectorForm::fp16_vv)] = 1;
+  CHECK(sim::simulate_op(s, 0, w2, options).cycles == doctest::Approx(flops_only));  // the same work, as a mix
+}

@@ -10,7 +10,7 @@ TEST_CASE("WSE-3 preset and derived peak") {
   CHECK(w.grid_w_pes == 755);
   CHECK(w.grid_h_pes == 1174);
   CHECK(w.sram_per_pe_bytes == 48 * 1024);
-  CHECK(w.simd_fp16_lanes == 8);
+  CHECK(w.fmac_lanes() == 8);
   // 755 * 1174 PEs * 8 lanes * 2 FLOP * 1.1 GHz = 15.60 PFLOP/s (domain.md: about 15.8 on the full fabric).
   CHECK(w.peak_flops_per_s() == doctest::Approx(755.0 * 1174 * 8 * 2 * 1.1e9));
   CHECK(w.peak_flops_per_s() / 1e15 == doctest::Approx(15.6).epsilon(0.01));
@@ -22,7 +22,7 @@ TEST_CASE("WSE-2 preset") {
   const auto w = *wavel::wafer::find_wafer_preset("wse2");
   CHECK(w.grid_w_pes == 750);
   CHECK(w.grid_h_pes == 994);
-  CHECK(w.simd_fp16_lanes == 4);
+  CHECK(w.fmac_lanes() == 4);
   CHECK(w.peak_flops_per_s() / 1e15 == doctest::Approx(6.56).epsilon(0.01));
   CHECK_FALSE(wavel::wafer::find_wafer_preset("wse4").has_value());
 }
@@ -33,4 +33,30 @@ TEST_CASE("defective PEs reduce the usable count once each") {
   w.grid_h_pes = 10;
   w.defective_pes = {{1, 1}, {1, 1}, {9, 9}, {10, 0}};  // a duplicate and one outside the grid
   CHECK(w.usable_pes() == 98);
+}
+
+TEST_CASE("vector instructions: one table in enum order, rates by hand from widths and SRAM ports") {
+  using wavel::wafer::VectorForm;
+  const auto& table = wavel::wafer::vector_forms();
+  for (std::size_t i = 0; i < table.size(); ++i) CHECK(static_cast<std::size_t>(table[i].form) == i);
+  const auto w2 = *wavel::wafer::find_wafer_preset("wse2");
+  const auto w3 = *wavel::wafer::find_wafer_preset("wse3");
+  // WSE-2 ports: 8 B read, 4 B write a cycle. @fmach reads 4 B and writes 2 B per element: 2 a cycle
+  // (its SDK width is 4); a sum into a scalar reads 2 B, writes none: its width, 4; @fmaxh is 1 wide.
+  CHECK(w2.vector_rate(VectorForm::fmach) == 2);
+  CHECK(w2.vector_rate(VectorForm::fp16_vv) == 2);
+  CHECK(w2.vector_rate(VectorForm::fp16_vs) == 2);  // the 32-bit write port: two fp16 results
+  CHECK(w2.vector_rate(VectorForm::fp16_sum) == 4);
+  CHECK(w2.vector_rate(VectorForm::fp16_max) == 1);
+  CHECK(w2.vector_rate(VectorForm::fp16_max_vv) == 1);
+  CHECK(w2.vector_rate(VectorForm::fmachs) == 1);  // 6 B read per element through 8 B of ports
+  CHECK(w2.vector_rate(VectorForm::fmacs) == 1);   // fp32 FMAC: width 1 on both generations
+  // WSE-3 ports: 16 B read, 8 B write.
+  CHECK(w3.vector_rate(VectorForm::fmach) == 4);
+  CHECK(w3.vector_rate(VectorForm::fp16_vs) == 4);
+  CHECK(w3.vector_rate(VectorForm::fp16_sum) == 8);
+  CHECK(w3.vector_rate(VectorForm::fp16_max) == 8);
+  CHECK(w3.vector_rate(VectorForm::fp_convert) == 2);  // writes 4 B per element
+  CHECK(w3.vector_rate(VectorForm::fmacs) == 1);
+  CHECK(w3.fmac_lanes() == w3.simd_widths[static_cast<std::size_t>(VectorForm::fmach)]);
 }

@@ -92,7 +92,7 @@ TEST_CASE("product hardware points and their base") {
   CHECK(c.hardware[0].label == "sram_per_pe_bytes=49152,simd_fp16_lanes=8");
   CHECK(c.hardware[0].base);  // every key at the preset's value
   CHECK_FALSE(c.hardware[3].base);
-  CHECK(c.hardware[3].wafer.simd_fp16_lanes == 16);
+  CHECK(c.hardware[3].wafer.fmac_lanes() == 16);
   CHECK(c.hardware[3].wafer.sram_per_pe_bytes == 98304);
   // Without a sweep: one point, the config itself.
   const auto plain = config::parse_config("workloads:\n  models: [llama3-8b]\n", "p.yaml", {});
@@ -169,7 +169,7 @@ TEST_CASE("a hardware sweep survives the resolved YAML") {
 
 TEST_CASE("the simulator's PE is the wafer description's, nothing of a preset") {
   auto w = test::wse3();
-  w.simd_fp16_lanes = 3;
+  w.fmac_lanes() = 3;
   w.link_bytes_per_cycle = 7;
   w.sram_read_bytes_per_cycle = 24;
   w.sram_write_bytes_per_cycle = 12;

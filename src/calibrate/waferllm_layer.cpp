@@ -70,14 +70,17 @@ class LayerBuilder {
     return op;
   }
 
-  // Vector work of `flops_per_element` element operations over rows x n, and a scalar loop of
-  // `per_row` elements of each row.
-  PlacedOp& local(std::string name, Kernel kernel, std::int64_t rows, std::int64_t n, std::int64_t flops_per_element,
-                  std::int64_t per_row, workload::ScalarLoop loop) {
+  // Vector work of `kind`'s instruction mix in this phase (workload::vector_mix, times `tensors` it
+  // runs over) on rows x n, and a scalar loop of `per_row` elements of each row.
+  PlacedOp& local(std::string name, Kernel kernel, workload::OpKind kind, std::int64_t rows, std::int64_t n,
+                  std::int64_t per_row, workload::ScalarLoop loop, std::int32_t tensors = 1) {
     PlacedOp& op = add(std::move(name), kernel);
     op.work.m = rows;
     op.work.n = n;
-    op.work.flops = flops_per_element * rows * n;
+    op.work.vector = workload::vector_mix(kind, run_.phase);
+    std::int64_t per_element = 0;
+    for (auto& count : op.work.vector) per_element += (count *= tensors);
+    op.work.flops = per_element * rows * n;
     op.work.input_bytes = op.work.output_bytes = 2 * rows * n;
     op.work.scalar_elements = per_row;
     op.work.scalar_instructions = loop.instructions;
@@ -99,30 +102,28 @@ class LayerBuilder {
   meshir::Schedule& s_;
 };
 
-constexpr std::int64_t kRmsNormVectorOps = 3;  // square, row sum, weight scale (then the rsqrt scale: below)
-constexpr std::int64_t kRopeVectorOps = 6;     // per rotated pair of Q and K: four multiplies, a sub and an add
-constexpr std::int64_t kSoftmaxVectorOps = 4;  // score scale, max, subtract, sum (then the reciprocal scale)
+using workload::OpKind;
 
 void decode_layer(LayerBuilder& b, const WaferllmRun& r) {
   using workload::kExpLoop;
   using workload::kRsqrtLoop;
   using workload::kSiluLoop;
   const std::int64_t d = r.dim, f = r.ffn_dim, s = r.seq_len;
-  b.local("attn_norm", Kernel::allreduce, 1, d, kRmsNormVectorOps + 1, 1, kRsqrtLoop);
+  b.local("attn_norm", Kernel::allreduce, OpKind::norm, 1, d, 1, kRsqrtLoop);
   b.product("qkv_proj", Kernel::meshgemv, 1, d, 3 * d).work.fused = 3;
-  b.local("rope", Kernel::elementwise, 1, d, kRopeVectorOps, 0, {});
+  b.local("rope", Kernel::elementwise, OpKind::rope, 1, d, 0, {}, 2);  // Q and K
   b.attention(b.product("attn_scores", Kernel::meshgemv, 1, d, s), AttentionRole::scores);
-  PlacedOp& softmax = b.local("softmax", Kernel::allreduce, 1, s, kSoftmaxVectorOps + 1, s, kExpLoop);
+  PlacedOp& softmax = b.local("softmax", Kernel::allreduce, OpKind::softmax, 1, s, s, kExpLoop);
   b.attention(softmax, AttentionRole::softmax).rounds = 2;
   b.attention(b.product("attn_values", Kernel::meshgemv, 1, s, d), AttentionRole::values);
   b.product("o_proj", Kernel::meshgemv, 1, d, d);
-  b.local("attn_residual", Kernel::elementwise, 1, d, 1, 0, {});
-  b.local("mlp_norm", Kernel::allreduce, 1, d, kRmsNormVectorOps + 1, 1, kRsqrtLoop);
+  b.local("attn_residual", Kernel::elementwise, OpKind::residual, 1, d, 0, {});
+  b.local("mlp_norm", Kernel::allreduce, OpKind::norm, 1, d, 1, kRsqrtLoop);
   b.product("gate_up_proj", Kernel::meshgemv, 1, d, 2 * f).work.fused = 2;
   // z2_silu loops over bsz * dim_p_pe elements (decode.csl), not ffn_dim_p_pe: what was timed.
-  b.local("act", Kernel::elementwise, 1, f, 1, d, kSiluLoop);
+  b.local("act", Kernel::elementwise, OpKind::activation, 1, f, d, kSiluLoop);
   b.product("down_proj", Kernel::meshgemv, 1, f, d);
-  b.local("mlp_residual", Kernel::elementwise, 1, d, 1, 0, {});
+  b.local("mlp_residual", Kernel::elementwise, OpKind::residual, 1, d, 0, {});
 }
 
 void prefill_layer(LayerBuilder& b, const WaferllmRun& r) {
@@ -130,22 +131,22 @@ void prefill_layer(LayerBuilder& b, const WaferllmRun& r) {
   using workload::kRsqrtLoop;
   using workload::kSiluLoop;
   const std::int64_t d = r.dim, f = r.ffn_dim, t = r.seq_len;
-  b.local("attn_norm", Kernel::allreduce, t, d, kRmsNormVectorOps + 1, 1, kRsqrtLoop);
+  b.local("attn_norm", Kernel::allreduce, OpKind::norm, t, d, 1, kRsqrtLoop);
   b.product("q_proj", Kernel::meshgemm, t, d, d);
   b.product("k_proj", Kernel::meshgemm, t, d, d).input_skewed = true;
   b.product("v_proj", Kernel::meshgemm, t, d, d).input_skewed = true;
-  b.local("rope", Kernel::elementwise, t, d, kRopeVectorOps, 0, {});
+  b.local("rope", Kernel::elementwise, OpKind::rope, t, d, 0, {}, 2);  // Q and K
   b.attention(b.product("attn_scores", Kernel::gemm_t, t, d, t), AttentionRole::scores);
-  PlacedOp& softmax = b.local("softmax", Kernel::allreduce, t, t, kSoftmaxVectorOps + 1, t, kExpLoop);
+  PlacedOp& softmax = b.local("softmax", Kernel::allreduce, OpKind::softmax, t, t, t, kExpLoop);
   b.attention(softmax, AttentionRole::softmax).rounds = 2;
   b.attention(b.product("attn_values", Kernel::meshgemm, t, t, d), AttentionRole::values);
   b.product("o_proj", Kernel::meshgemm, t, d, d);
-  b.local("mlp_norm", Kernel::allreduce, t, d, kRmsNormVectorOps + 1, 1, kRsqrtLoop);
+  b.local("mlp_norm", Kernel::allreduce, OpKind::norm, t, d, 1, kRsqrtLoop);
   b.product("up_proj", Kernel::meshgemm, t, d, f);
   b.product("gate_proj", Kernel::meshgemm, t, d, f).input_skewed = true;
-  b.local("act", Kernel::elementwise, t, f, 1, f, kSiluLoop);
+  b.local("act", Kernel::elementwise, OpKind::activation, t, f, f, kSiluLoop);
   b.product("down_proj", Kernel::meshgemm, t, f, d);
-  b.local("residual", Kernel::elementwise, t, d, 1, 0, {});
+  b.local("residual", Kernel::elementwise, OpKind::residual, t, d, 0, {});
 }
 
 }  // namespace

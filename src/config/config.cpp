@@ -90,7 +90,7 @@ void read_wafer(Validator& v, const Node& node, wafer::WaferParams& w) {
   }
   read_int(v, node, path, "sram_per_pe_bytes", w.sram_per_pe_bytes, 1, std::int64_t{1} << 30);
   read_double(v, node, path, "clock_hz", w.clock_hz, 0.0, 1e12, true);
-  read_int(v, node, path, "simd_fp16_lanes", w.simd_fp16_lanes, 1, 1024);
+  read_int(v, node, path, "simd_fp16_lanes", w.fmac_lanes(), 1, 1024);
   read_int(v, node, path, "link_bytes_per_cycle", w.link_bytes_per_cycle, 1, 1024);
   read_int(v, node, path, "sram_read_bytes_per_cycle", w.sram_read_bytes_per_cycle, 1, 1024);
   read_int(v, node, path, "sram_write_bytes_per_cycle", w.sram_write_bytes_per_cycle, 1, 1024);

@@ -18,7 +18,7 @@ void set_key(wafer::WaferParams& w, const std::string& key, double value) {
   if (key == "grid_w_pes") w.grid_w_pes = i;
   else if (key == "grid_h_pes") w.grid_h_pes = i;
   else if (key == "sram_per_pe_bytes") w.sram_per_pe_bytes = i;
-  else if (key == "simd_fp16_lanes") w.simd_fp16_lanes = i;
+  else if (key == "simd_fp16_lanes") w.fmac_lanes() = i;
   else if (key == "clock_hz") w.clock_hz = value;
   else if (key == "link_bytes_per_cycle") w.link_bytes_per_cycle = i;
   else if (key == "sram_read_bytes_per_cycle") w.sram_read_bytes_per_cycle = i;
@@ -53,7 +53,7 @@ double hardware_value(const wafer::WaferParams& w, const std::string& key, doubl
   if (key == "grid_w_pes") return static_cast<double>(w.grid_w_pes);
   if (key == "grid_h_pes") return static_cast<double>(w.grid_h_pes);
   if (key == "sram_per_pe_bytes") return static_cast<double>(w.sram_per_pe_bytes);
-  if (key == "simd_fp16_lanes") return static_cast<double>(w.simd_fp16_lanes);
+  if (key == "simd_fp16_lanes") return static_cast<double>(w.fmac_lanes());
   if (key == "clock_hz") return w.clock_hz;
   if (key == "link_bytes_per_cycle") return static_cast<double>(w.link_bytes_per_cycle);
   if (key == "sram_read_bytes_per_cycle") return static_cast<double>(w.sram_read_bytes_per_cycle);

@@ -44,11 +44,8 @@ OpCost decode_attention(const meshir::PlacedOp& op, const wafer::WaferParams& wa
 
   OpCost c;
   if (op.attention == AttentionRole::softmax) {
-    const double elements = static_cast<double>(std::max<std::int64_t>(1, w.batch * w.m * w.n));
-    const double flops_per_element = static_cast<double>(w.flops) / elements;
     const double local_elements = r * static_cast<double>(heads_per_pe * context_pe);
-    c.compute_cycles = flops_per_element * local_elements / static_cast<double>(fmac_elements_per_cycle(wafer)) +
-                       local_elements * scalar_element_cycles(w, wafer, p);
+    c.compute_cycles = vector_cycles_per_element(w, wafer) * local_elements + local_elements * scalar_element_cycles(w, wafer, p);
     const double bytes = r * static_cast<double>(heads_per_pe) * kFp32Bytes;
     for (std::int64_t round = 0; round < std::max<std::int64_t>(1, op.rounds); ++round) {
       add_to(c, streamed_allreduce(b, tree_group(op, b), bytes, wafer, p));

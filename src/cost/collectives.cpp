@@ -43,12 +43,20 @@ Collective multicast(std::int64_t pes, double bytes, const wafer::WaferParams& w
   return c;
 }
 
-std::int64_t fmac_elements_per_cycle(const wafer::WaferParams& wafer) {
-  constexpr std::int64_t kReadBytesPerElement = 4;   // the vector operand and the accumulator, FP16 each
-  constexpr std::int64_t kWriteBytesPerElement = 2;  // the accumulator back
-  const std::int64_t by_reads = wafer.sram_read_bytes_per_cycle / kReadBytesPerElement;
-  const std::int64_t by_writes = wafer.sram_write_bytes_per_cycle / kWriteBytesPerElement;
-  return std::max<std::int64_t>(1, std::min({wafer.simd_fp16_lanes, by_reads, by_writes}));
+std::int64_t fmac_elements_per_cycle(const wafer::WaferParams& wafer) { return wafer.vector_rate(wafer::VectorForm::fmach); }
+
+double vector_cycles_per_element(const meshir::OpWork& work, const wafer::WaferParams& wafer) {
+  double cycles = 0.0;
+  for (const auto& f : wafer::vector_forms()) {
+    const auto count = work.vector[static_cast<std::size_t>(f.form)];
+    if (count > 0) cycles += static_cast<double>(count) / static_cast<double>(wafer.vector_rate(f.form));
+  }
+  if (cycles > 0.0) return cycles;
+  const double elements = static_cast<double>(std::max<std::int64_t>(1, work.batch)) *
+                          static_cast<double>(std::max<std::int64_t>(1, work.m)) *
+                          static_cast<double>(std::max<std::int64_t>(1, work.n));
+  return static_cast<double>(std::max<std::int64_t>(0, work.flops)) / elements /
+         static_cast<double>(wafer.vector_rate(wafer::VectorForm::fp16_vv));
 }
 
 double fmac_loop_cycles(double instructions, std::int64_t length, double issue_cycles,
@@ -106,6 +114,6 @@ void finish(OpCost& c) {
   c.total_cycles = c.compute_cycles + c.hop_cycles + c.stage_cycles + c.link_cycles + c.overhead_cycles;
 }
 
-double peak_flops_per_cycle(const wafer::WaferParams& wafer) { return 2.0 * static_cast<double>(wafer.simd_fp16_lanes); }
+double peak_flops_per_cycle(const wafer::WaferParams& wafer) { return 2.0 * static_cast<double>(wafer.fmac_lanes()); }
 
 }  // namespace wavel::cost::detail

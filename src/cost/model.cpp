@@ -111,18 +111,15 @@ OpCost meshgemm(const PlacedOp& op, const wafer::WaferParams& wafer, const CostP
   return c;
 }
 
-// Vector work at the rate of a two-read, one-write FP16 instruction (@faddh, @fmulh: the FMAC's), one
-// element per flop over the PE's share of the op's rows x n (a replicated axis repeats it), and the
-// op's scalar loop. No launch: WaferLLM's layers are straight-line code.
+// Vector work: each instruction of the op's mix over the PE's share of the op's rows x n (a
+// replicated axis repeats it) at its form's rate (width, bounded by the SRAM ports), then the op's
+// scalar loop. A schedule without a mix runs `flops` per element as two-vector fp16 ops. No launch:
+// WaferLLM's layers are straight-line code.
 OpCost elementwise(const PlacedOp& op, const wafer::WaferParams& wafer, const CostParams& p) {
   OpCost c;
-  const double elements = static_cast<double>(std::max<std::int64_t>(1, op.work.batch)) *
-                          static_cast<double>(std::max<std::int64_t>(1, op.work.m)) *
-                          static_cast<double>(std::max<std::int64_t>(1, op.work.n));
-  const double flops_per_element = static_cast<double>(std::max<std::int64_t>(0, op.work.flops)) / elements;
-  c.compute_cycles = flops_per_element * detail::pe_share(op, std::max<std::int64_t>(1, op.work.n)) /
-                         static_cast<double>(detail::fmac_elements_per_cycle(wafer)) +
-                     detail::scalar_loop_cycles(op, wafer, p);
+  const double share = detail::pe_share(op, std::max<std::int64_t>(1, op.work.n));
+  const double per_element_cycles = detail::vector_cycles_per_element(op.work, wafer);
+  c.compute_cycles = per_element_cycles * share + detail::scalar_loop_cycles(op, wafer, p);
   finish(c);
   return c;
 }

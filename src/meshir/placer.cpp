@@ -93,6 +93,7 @@ OpWork work_of(const workload::Op& op) {
   w.scalar_elements = op.scalar_elements;
   w.scalar_instructions = op.scalar_instructions;
   w.scalar_divisions = op.scalar_divisions;
+  w.vector = op.vector;
   return w;
 }
 

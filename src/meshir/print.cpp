@@ -59,6 +59,9 @@ std::string work_text(const OpWork& w) {
     out << ",scalar_elements:" << w.scalar_elements << ",scalar_instructions:" << w.scalar_instructions
         << ",scalar_divisions:" << w.scalar_divisions;
   }
+  for (const auto& f : wafer::vector_forms()) {
+    if (const auto count = w.vector[static_cast<std::size_t>(f.form)]; count != 0) out << ",vec_" << f.name << ':' << count;
+  }
   return out.str();
 }
 

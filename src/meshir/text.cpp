@@ -238,6 +238,14 @@ void Parser::work(const Piece& piece, const std::string& key_path, OpWork& out) 
     if (key == "scalar_elements") out.scalar_elements = *v;
     if (key == "scalar_instructions") out.scalar_instructions = *v;
     if (key == "scalar_divisions") out.scalar_divisions = *v;
+    for (const auto& f : wafer::vector_forms()) {
+      if (key != vector_key_prefix + std::string(f.name)) continue;
+      if (*v < 0 || *v > std::numeric_limits<std::int32_t>::max()) {
+        error(piece.column, key_path + "." + key, "must be a count of instructions per element, got " + std::to_string(*v));
+      } else {
+        out.vector[static_cast<std::size_t>(f.form)] = static_cast<std::int32_t>(*v);
+      }
+    }
   }
 }
 

@@ -303,6 +303,18 @@ void Checker::check_op(std::size_t i) {
                std::string(name) + " is " + std::to_string(value) + ", expected 0 to " + std::to_string(kMaxScalarPerElement));
     }
   }
+  for (const auto& f : wafer::vector_forms()) {
+    const std::int64_t count = op.work.vector[static_cast<std::size_t>(f.form)];
+    if (count == 0) continue;
+    const std::string key = "work.vec_" + std::string(f.name);
+    if (count < 0 || count > kMaxScalarPerElement) {
+      op_error(i, key, "vec_" + std::string(f.name) + " is " + std::to_string(count) + ", expected 0 to " +
+                           std::to_string(kMaxScalarPerElement));
+    } else if (op.kernel != Kernel::elementwise && op.kernel != Kernel::allreduce) {
+      op_error(i, key, "only elementwise and allreduce ops run a vector instruction mix, this op is " +
+                           std::string(to_string(op.kernel)));
+    }
+  }
   if (op.work.scalar_elements < 0 || op.work.scalar_elements > kMaxWork) {
     op_error(i, "work.scalar_elements", "scalar_elements is " + std::to_string(op.work.scalar_elements) +
                                             ", expected 0 to 2^60");

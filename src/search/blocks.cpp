@@ -37,7 +37,9 @@ std::string block_fingerprint(const workload::Layer& layer) {
       << ',' << op.flops << ',' << op.weight_bytes << ',' << op.input_bytes << ',' << op.output_bytes << ','
       << op.kv_cache_bytes << ',' << op.experts << ',' << op.experts_per_token << ',' << op.heads << ','
       << op.kv_heads << ',' << op.fused << ',' << op.scalar_elements << ',' << op.scalar_instructions << ','
-      << op.scalar_divisions << '[';
+      << op.scalar_divisions << 'v';
+    for (const auto count : op.vector) f << count << ',';
+    f << '[';
     for (int in : op.inputs) f << in << ',';
     f << "];";
   }

@@ -160,10 +160,12 @@ void PlanEvaluator::Impl::share_tables(detail::BlockCostCache& cache) {
   std::ostringstream context;
   context.precision(17);
   context << wafer.preset << ' ' << wafer.grid_w_pes << 'x' << wafer.grid_h_pes << ' ' << wafer.sram_per_pe_bytes << ' '
-          << wafer.clock_hz << ' ' << wafer.simd_fp16_lanes << ' ' << wafer.link_bytes_per_cycle << ' '
+          << wafer.clock_hz << ' ' << wafer.link_bytes_per_cycle << ' '
           << wafer.sram_read_bytes_per_cycle << ' ' << wafer.sram_write_bytes_per_cycle << ' ' << wafer.scalar_division_cycles << ' '
           << wafer.alpha_cycles_per_hop << ' ' << wafer.beta_cycles_per_stage << ' ' << wafer.routable_colours << " d";
   for (const auto& pe : wafer.defective_pes) context << ' ' << pe.x << ',' << pe.y;
+  context << " w";
+  for (const auto width : wafer.simd_widths) context << ' ' << width;
   context << " p";
   for (const auto& info : cost::param_registry()) context << ' ' << params.*(info.field);
   context << (decode ? " decode " : " prefill ") << layer_scale << ' ' << capacity_factor << " t";

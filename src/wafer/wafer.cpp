@@ -37,7 +37,7 @@ WaferParams wse2() {
   p.calibrated_params = "params/wse2-waferllm.yaml";  // fitted on WaferLLM's WSE-2 runs (README, Calibration)
   p.fabric_w_pes = 757;
   p.fabric_h_pes = 996;
-  p.simd_fp16_lanes = 4;
+  for (const auto& f : vector_forms()) p.simd_widths[static_cast<std::size_t>(f.form)] = f.width_wse2;
   // 850 MHz in Cerebras's SDK benchmarks, 1.1 GHz in WaferLLM's scripts (domain.md 2).
   p.clock_hz_documented_min = 0.85e9;
   p.clock_hz_documented_max = 1.1e9;
@@ -57,7 +57,7 @@ WaferParams wse3() {
   p.calibrated_params = "params/wse3.yaml";  // kernel constants from WSE-3 runs, the rest via WSE-2 (README)
   p.fabric_w_pes = 762;
   p.fabric_h_pes = 1176;
-  p.simd_fp16_lanes = 8;
+  for (const auto& f : vector_forms()) p.simd_widths[static_cast<std::size_t>(f.form)] = f.width_wse3;
   // 1.1 GHz in WaferLLM's code, 875 MHz in other WSE-3 codebases, about 750 MHz effective in one CS-3
   // timer sweep (domain.md 2b): uncertain.
   p.clock_hz_documented_min = 0.75e9;
@@ -83,7 +83,12 @@ std::int64_t WaferParams::usable_pes() const {
 }
 
 double WaferParams::peak_flops_per_s() const {
-  return static_cast<double>(usable_pes()) * static_cast<double>(simd_fp16_lanes) * 2.0 * clock_hz;
+  return static_cast<double>(usable_pes()) * static_cast<double>(fmac_lanes()) * 2.0 * clock_hz;
+}
+
+std::int64_t WaferParams::vector_rate(VectorForm form) const {
+  return wafer::vector_rate(form, simd_widths[static_cast<std::size_t>(form)], sram_read_bytes_per_cycle,
+                            sram_write_bytes_per_cycle);
 }
 
 std::int64_t WaferParams::total_sram_bytes() const { return usable_pes() * sram_per_pe_bytes; }

@@ -369,6 +369,54 @@ std::string_view to_string(OpKind kind) {
   return "unknown";
 }
 
+wafer::VectorMix vector_mix(OpKind kind, Phase phase) {
+  using wafer::VectorForm;
+  wafer::VectorMix mix{};
+  const auto set = [&mix](VectorForm form, std::int32_t count) { mix[static_cast<std::size_t>(form)] = count; };
+  const bool decode = phase == Phase::decode;
+  switch (kind) {
+    case OpKind::norm:
+      // decode.csl rmsnorm_x: x*x and the weight scale as two-vector multiplies, a row sum into a
+      // scalar, the 1/sqrt scale by @map. prefill.csl rmsnorm_x: x*x and the column sums as
+      // two-vector ops along the tokens, the weight and 1/sqrt scales by per-column scalars.
+      set(VectorForm::fp16_vv, 2);
+      set(decode ? VectorForm::fp16_sum : VectorForm::fp16_vs, decode ? 1 : 2);
+      if (decode) set(VectorForm::fp16_vs, 1);
+      break;
+    case OpKind::rope:
+      // Per rotated pair four multiplies, a subtract and an add: 3 per element. Decode multiplies by
+      // cos/sin vectors; prefill (xq_rope) by scalars of the column.
+      if (decode) {
+        set(VectorForm::fp16_vv, 3);
+      } else {
+        set(VectorForm::fp16_vs, 2);
+        set(VectorForm::fp16_vv, 1);
+      }
+      break;
+    case OpKind::softmax:
+      // decode.csl softmax_score: scale, subtract the max and multiply by 1/sum with scalars; the max
+      // and the sum into scalars. prefill.csl: the scale by a scalar; max, subtract, sum and the
+      // final multiply as two-vector ops along the tokens.
+      if (decode) {
+        set(VectorForm::fp16_vs, 3);
+        set(VectorForm::fp16_max, 1);
+        set(VectorForm::fp16_sum, 1);
+      } else {
+        set(VectorForm::fp16_vs, 1);
+        set(VectorForm::fp16_max_vv, 1);
+        set(VectorForm::fp16_vv, 3);
+      }
+      break;
+    case OpKind::activation:  // SiLU is the scalar loop; then z1 * z2 (z3_mat, z3_comp)
+    case OpKind::residual:    // one add per addend after the first (build_workload scales it)
+      set(VectorForm::fp16_vv, 1);
+      break;
+    default:
+      break;
+  }
+  return mix;
+}
+
 Workload build_workload(const ModelSpec& model, const WorkloadShape& shape) {
   check_buildable(model, shape);
 
@@ -428,6 +476,16 @@ Workload build_workload(const ModelSpec& model, const WorkloadShape& shape) {
     w.layers.push_back(std::move(head));
   }
 
+  for (Layer& layer : w.layers) {
+    for (Op& op : layer.ops) {
+      op.vector = vector_mix(op.kind, shape.phase);
+      // A residual adds each addend after the first: one two-vector add apiece.
+      if (op.kind == OpKind::residual && op.m > 0 && op.n > 0) {
+        op.vector[static_cast<std::size_t>(wafer::VectorForm::fp16_vv)] =
+            static_cast<std::int32_t>(op.flops / mul(op.m, op.n));
+      }
+    }
+  }
   for (const Layer& layer : w.layers) {
     w.flops = add(w.flops, layer.flops, "FLOPs per step");
     w.param_bytes = add(w.param_bytes, layer.param_bytes, "parameter bytes");

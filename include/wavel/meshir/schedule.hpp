@@ -8,6 +8,8 @@
 #include <string_view>
 #include <vector>
 
+#include "wavel/wafer/simd.hpp"
+
 namespace wavel::meshir {
 
 /// An axis-aligned rectangle of PEs on the kernel grid: [x, x+w) x [y, y+h).
@@ -97,6 +99,9 @@ struct OpWork {
   std::int64_t scalar_elements = 0;
   std::int64_t scalar_instructions = 0;
   std::int64_t scalar_divisions = 0;
+  // Vector instructions per element of the op's rows x n, by form (all zero: `flops` per element at
+  // the two-operand fp16 rate, as files written before the mix read).
+  wafer::VectorMix vector{};
 };
 
 /// One op placed in a region with its layout and kernel.

@@ -1,6 +1,7 @@
 // Wafer hardware parameters (WSE-2/WSE-3 presets, every number overridable) and derived figures.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -8,6 +9,7 @@
 #include <vector>
 
 #include "wavel/wafer/pe_timing.hpp"
+#include "wavel/wafer/simd.hpp"
 
 namespace wavel::wafer {
 
@@ -34,7 +36,9 @@ struct WaferParams {
   /// cycles, so every time scales with 1 / clock_hz: the range is printed beside each prediction.
   double clock_hz_documented_min = 0;
   double clock_hz_documented_max = 0;
-  std::int64_t simd_fp16_lanes = 0;         ///< FP16 FMACs per cycle per PE
+  /// SIMD width of each vector instruction form (simd.hpp's table, the preset's generation); config
+  /// key `simd_fp16_lanes` is @fmach's.
+  std::array<std::int64_t, kVectorForms> simd_widths{};
   std::int64_t link_bytes_per_cycle = 0;    ///< one 32-bit wavelet per cycle per direction
   std::int64_t sram_read_bytes_per_cycle = 0;   ///< a PE's SRAM read ports together (WSE-2 2 x 32, WSE-3 2 x 64 bits)
   std::int64_t sram_write_bytes_per_cycle = 0;  ///< a PE's SRAM write port (WSE-2 32, WSE-3 64 bits)
@@ -45,6 +49,11 @@ struct WaferParams {
   std::vector<PeCoord> defective_pes;       ///< PEs inside the grid that must not be used
   PeTiming pe_timing;                       ///< the simulator's PE software timing (a params file's sim_timing)
 
+  /// @fmach's width: FP16 FMAC lanes per cycle per PE.
+  [[nodiscard]] std::int64_t fmac_lanes() const { return simd_widths[static_cast<std::size_t>(VectorForm::fmach)]; }
+  std::int64_t& fmac_lanes() { return simd_widths[static_cast<std::size_t>(VectorForm::fmach)]; }
+  /// Elements per cycle of a vector form: its width, bounded by the SRAM ports.
+  [[nodiscard]] std::int64_t vector_rate(VectorForm form) const;
   /// Largest kernel rectangle: the fabric less its I/O border.
   [[nodiscard]] std::int64_t max_grid_w_pes() const { return fabric_w_pes - io_border_cols; }
   [[nodiscard]] std::int64_t max_grid_h_pes() const { return fabric_h_pes - io_border_rows; }

@@ -7,6 +7,7 @@
 #include <string_view>
 #include <vector>
 
+#include "wavel/wafer/simd.hpp"
 #include "wavel/workload/model.hpp"
 
 namespace wavel::workload {
@@ -53,6 +54,10 @@ inline constexpr ScalarLoop kSiluLoop{7, 1};
 /// RMSNorm's scale per token: 1 / sqrt(sum / dim + eps): a division, a square root and a reciprocal.
 inline constexpr ScalarLoop kRsqrtLoop{2, 3};
 
+/// The vector instructions per element that WaferLLM's kernels run for an elementwise op kind in a
+/// phase (Decode/WSE-2/src/decode.csl, Prefill/WSE-2/src/prefill.csl); all zero for other kinds.
+wafer::VectorMix vector_mix(OpKind kind, Phase phase);
+
 /// One operator. Matmul-like ops fill m/k/n (output m x n, reduction k, `batch` independent products).
 /// Elementwise ops fold requests into m; `batch` is used only by attention-shaped ops (incl. softmax).
 struct Op {
@@ -74,6 +79,7 @@ struct Op {
   std::int64_t scalar_elements = 0;    ///< elements per token row put through a scalar loop (exp, division, sqrt)
   std::int64_t scalar_instructions = 0;  ///< ... scalar instructions per element beyond its divisions
   std::int64_t scalar_divisions = 0;   ///< ... software divisions, sqrts or reciprocals per element
+  wafer::VectorMix vector{};           ///< elementwise ops: vector instructions per element, by form (vector_mix)
 };
 
 /// One layer (embedding, decoder block, or head) with its ops in execution order.

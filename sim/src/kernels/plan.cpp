@@ -58,9 +58,10 @@ std::int64_t features_per_pe(const PlacedOp& op, std::int64_t per_row) {
   return ceil_div(std::max<std::int64_t>(0, per_row), parts);
 }
 
-// Local elementwise work of a PE over `held` of the op's batch x m x n elements: its share of the
-// flops on the SIMD lanes or of the bytes through the SRAM ports, whichever is slower, plus a vector
-// setup per row it holds, then its scalar loop, one element at a time (`scalar_held` elements).
+// Local elementwise work of a PE over `held` of the op's batch x m x n elements: each instruction of
+// the op's vector mix over them on its form's lanes or through the SRAM ports, whichever is slower
+// (without a mix: its share of the flops), plus a vector setup per row it holds, then its scalar
+// loop, one element at a time (`scalar_held` elements).
 double local_elementwise_cycles(const PlacedOp& op, std::int64_t held, std::int64_t rows, std::int64_t scalar_held,
                                 const MicroArch& micro) {
   const std::int64_t all = mul(mul(at_least_1(op.work.batch), at_least_1(op.work.m)), at_least_1(op.work.n));
@@ -72,6 +73,16 @@ double local_elementwise_cycles(const PlacedOp& op, std::int64_t held, std::int6
   };
   const double scalar = static_cast<double>(scalar_held) *
                         micro.scalar_element_cycles(op.work.scalar_instructions, op.work.scalar_divisions);
+  // The op's vector instructions, each over the elements the PE holds.
+  double mixed = 0.0;
+  std::int64_t instructions = 0;
+  for (const auto& f : wafer::vector_forms()) {
+    const auto count = op.work.vector[static_cast<std::size_t>(f.form)];
+    if (count <= 0) continue;
+    instructions += count;
+    mixed += static_cast<double>(count) * micro.vector_form_cycles(f.form, held);
+  }
+  if (instructions > 0) return static_cast<double>(std::min(rows, held)) * micro.timing.vector_op_setup_cycles + mixed + scalar;
   const std::int64_t flops = held_part(op.work.flops);
   if (flops == 0) return scalar;
   const std::int64_t vector_rows = std::min(rows, flops);

@@ -41,7 +41,13 @@ inline const std::vector<std::string> optional_op_keys{"skewed"};
 inline const std::vector<std::string> layout_keys{"x", "y", "part", "repl", "tile"};
 inline const std::vector<std::string> work_keys{"batch", "m", "k", "n", "flops", "weight_bytes", "input_bytes",
                                          "output_bytes", "kv_cache_bytes", "heads", "kv_heads"};
-inline const std::vector<std::string> optional_work_keys{"fused", "scalar_elements", "scalar_instructions", "scalar_divisions"};
+// A vector instruction mix is one optional key per form of wafer::vector_forms(): "vec_" + its name.
+inline const std::string vector_key_prefix = "vec_";
+inline const std::vector<std::string> optional_work_keys = [] {
+  std::vector<std::string> keys{"fused", "scalar_elements", "scalar_instructions", "scalar_divisions"};
+  for (const auto& f : wafer::vector_forms()) keys.push_back(vector_key_prefix + std::string(f.name));
+  return keys;
+}();
 
 inline std::vector<std::string> kernel_names() {
   std::vector<std::string> names;

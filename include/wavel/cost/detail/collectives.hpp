@@ -43,6 +43,10 @@ Collective multicast(std::int64_t pes, double bytes, const wafer::WaferParams& w
 /// ports), 4 on WSE-3 (64-bit ports). @faddh and @fmulh read and write as much, so they share it.
 std::int64_t fmac_elements_per_cycle(const wafer::WaferParams& wafer);
 
+/// Cycles per element of an op's vector work: each instruction of its mix at its form's rate; an op
+/// without a mix runs `flops` per element as two-vector fp16 ops (MeshIR files written before mixes).
+double vector_cycles_per_element(const meshir::OpWork& work, const wafer::WaferParams& wafer);
+
 /// Cycles of `instructions` vector FMAC instructions of `length` elements each, as WaferLLM's loops
 /// issue them: instructions x (ceil(length / fmac_elements_per_cycle) + issue_cycles).
 double fmac_loop_cycles(double instructions, std::int64_t length, double issue_cycles, const wafer::WaferParams& wafer);

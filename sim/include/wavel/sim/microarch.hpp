@@ -4,6 +4,7 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 
 #include "wavel/wafer/wafer.hpp"
@@ -14,7 +15,8 @@ namespace wavel::sim {
 /// key have no default of their own: microarch_for takes them from the wafer description, so a
 /// hardware what-if reaches the simulator whole.
 struct MicroArch {
-  std::int64_t fmac_lanes = 0;             ///< FP16 FMACs per SIMD issue (wafer simd_fp16_lanes)
+  std::int64_t fmac_lanes = 0;             ///< FP16 FMACs per SIMD issue (wafer fmac_lanes())
+  std::array<std::int64_t, wafer::kVectorForms> simd_widths{};  ///< lanes per issue of each form (wafer)
   double simd_op_cycles = 1.0;             ///< one SIMD issue of fmac_lanes lanes
   std::int64_t sram_read_bytes_per_cycle = 0;   ///< wafer sram_read_bytes_per_cycle
   std::int64_t sram_write_bytes_per_cycle = 0;  ///< wafer sram_write_bytes_per_cycle
@@ -24,6 +26,10 @@ struct MicroArch {
   std::int64_t link_bytes_per_cycle = 0;   ///< per link and per ramp (wafer link_bytes_per_cycle)
   std::int64_t routable_colours = 0;       ///< colours a router can carry; more are relayed in software (wafer)
   wafer::PeTiming timing;                  ///< tasks and instructions (wafer pe_timing: measured, see calibrate)
+
+  /// One vector instruction of `form` over `length` elements: its issues or its SRAM traffic,
+  /// whichever is slower (no set-up: the caller counts instructions).
+  [[nodiscard]] double vector_form_cycles(wafer::VectorForm form, std::int64_t length) const;
 
   /// A MeshGEMM k-iteration's own instructions, before its FMACs.
   [[nodiscard]] double k_iteration_cycles() const {
