@@ -261,3 +261,14 @@ TEST_CASE("a config.json key that changes the prediction is refused unless allow
   const auto allowed = parse_config(with_input("8192"), file, {"workloads.allow_unmodelled_keys=true"});
   CHECK(allowed.notes.at(0).find("(allowed by workloads.allow_unmodelled_keys)") != std::string::npos);
 }
+
+TEST_CASE("wafer.sram_reserved_per_pe_bytes: the preset's reserve, overridable, never all of the SRAM") {
+  CHECK(errors_of("wafer: {sram_reserved_per_pe_bytes: 0}\nworkloads: {models: [llama3-8b]}\n").empty());
+  const std::string too_much = errors_of("wafer: {sram_reserved_per_pe_bytes: 49152}\nworkloads: {models: [llama3-8b]}\n");
+  CHECK(too_much.find("wafer.sram_reserved_per_pe_bytes: leaves no SRAM for data: 49152 of 49152 bytes") != std::string::npos);
+  const std::string small = errors_of("wafer: {sram_per_pe_bytes: 4096}\nworkloads: {models: [llama3-8b]}\n");
+  CHECK(small.find("wafer.sram_per_pe_bytes: leaves no SRAM for data: 5616 of 4096") != std::string::npos);
+  const std::string sweep =
+      errors_of("wafer: {sweep: {sram_per_pe_bytes: [4096, 98304]}}\nworkloads: {models: [llama3-8b]}\n");
+  CHECK(sweep.find("wafer.sweep.sram_per_pe_bytes") != std::string::npos);
+}

@@ -38,7 +38,7 @@ TEST_CASE("lengths pairs replace the product of input and output tokens") {
 TEST_CASE("a setting that does not fit runs as the largest dividing layer subset that does") {
   const auto c = paper_like();
   const auto settings = config::expand_sweep(c);
-  const double budget = 0.9 * static_cast<double>(c.wafer.total_sram_bytes());
+  const double budget = 0.9 * static_cast<double>(c.wafer.total_sram_data_bytes());
   for (const auto& s : settings) {
     const auto& model = c.workloads.models.at(s.model_index).spec;
     const auto whole = workload::build_workload(model, s.shape);

@@ -377,3 +377,21 @@ TEST_CASE("meshir verify: a vector instruction mix only on local work, each coun
   s.ops[local].work.vector[static_cast<std::size_t>(VectorForm::fp16_sum)] = 5000;
   CHECK(formatted(verify_text(s).diagnostics).find("vec_fp16_sum is 5000") != std::string::npos);
 }
+
+TEST_CASE("meshir verify: data fits the SRAM a PE has after its reserve; the reserve round-trips") {
+  Schedule s = decode_schedule();  // region 0 needs 3,402 bytes per PE
+  s.sram_per_pe_bytes = 4000;
+  CHECK(verify_text(s).diagnostics.empty());
+  s.sram_reserved_per_pe_bytes = 598;  // 3,402 left: still fits
+  CHECK(verify_text(s).diagnostics.empty());
+  const std::string text = wavel::meshir::print(s);
+  CHECK(text.find("\nsram_reserved_per_pe_bytes 598\n") != std::string::npos);
+  CHECK(wavel::meshir::parse(text, "s.meshir").sram_reserved_per_pe_bytes == 598);
+  CHECK(wavel::meshir::print(decode_schedule()).find("sram_reserved") == std::string::npos);  // absent when 0
+  s.sram_reserved_per_pe_bytes = 599;
+  const std::string errors = formatted(verify_text(s).diagnostics);
+  CHECK(errors.find("needs 3402 bytes of SRAM per PE in region 0") != std::string::npos);
+  CHECK(errors.find("3401 available for data (4000 less 599 reserved)") != std::string::npos);
+  s.sram_reserved_per_pe_bytes = 4000;
+  CHECK(formatted(verify_text(s).diagnostics).find("must be at least 0 and below sram_per_pe_bytes") != std::string::npos);
+}

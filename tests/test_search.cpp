@@ -375,7 +375,8 @@ TEST_CASE("a defect in a region's top-left corner: the leaf uses another corner,
 TEST_CASE("SRAM footprints: the fewest-PE schedule is not tied to fractions of the grid") {
   // Tiny decode at 2 requests on 16 x 16 needs more than the 12 x 12 (3/4) footprint and less than
   // the grid; a fill of 0.75 adds a full-width strip and a rectangle of the grid's aspect in between.
-  const auto wafer = small_wafer(16, 16);
+  auto wafer = small_wafer(16, 16);
+  wafer.sram_reserved_per_pe_bytes = 0;  // the sizes below are chosen for all 48 KiB
   const auto params = cost::default_params(wafer);
   const auto w = tiny(workload::Phase::decode, 2);
   auto options = small_options();

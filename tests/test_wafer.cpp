@@ -60,3 +60,12 @@ TEST_CASE("vector instructions: one table in enum order, rates by hand from widt
   CHECK(w3.vector_rate(VectorForm::fmacs) == 1);
   CHECK(w3.fmac_lanes() == w3.simd_widths[static_cast<std::size_t>(VectorForm::fmach)]);
 }
+
+TEST_CASE("SRAM reserved for code, stack and task table: placement fills the rest") {
+  const auto w = *wavel::wafer::find_wafer_preset("wse3");
+  // WaferLLM's WSE-3 prefill build leaves data 0x4c70..0xf680: 43,536 of 49,152 bytes.
+  CHECK(w.sram_reserved_per_pe_bytes == 49152 - (0xf680 - 0x4c70));
+  CHECK(w.sram_data_per_pe_bytes() == 43536);
+  CHECK(w.total_sram_data_bytes() == w.usable_pes() * 43536);
+  CHECK(w.total_sram_bytes() == w.usable_pes() * 49152);
+}

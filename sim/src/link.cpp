@@ -17,6 +17,7 @@ OpSimResult leg(const meshir::Schedule& schedule, const meshir::PlacedOp& op, co
   s.grid_w_pes = schedule.grid_w_pes;
   s.grid_h_pes = schedule.grid_h_pes;
   s.sram_per_pe_bytes = schedule.sram_per_pe_bytes;
+  s.sram_reserved_per_pe_bytes = schedule.sram_reserved_per_pe_bytes;
   s.colours = schedule.colours;
   s.regions = {from, to};
   meshir::PlacedOp t = op;

@@ -25,6 +25,7 @@ Schedule empty_schedule(const std::string& name, const workload::Workload& w, co
   s.grid_w_pes = wafer.grid_w_pes;
   s.grid_h_pes = wafer.grid_h_pes;
   s.sram_per_pe_bytes = wafer.sram_per_pe_bytes;
+  s.sram_reserved_per_pe_bytes = wafer.sram_reserved_per_pe_bytes;
   s.colours = wafer.routable_colours;
   for (const auto& pe : wafer.defective_pes) s.defective_pes.emplace_back(pe.x, pe.y);
   s.concurrent_requests = w.shape.concurrent_requests;
@@ -147,7 +148,7 @@ std::optional<meshir::Schedule> build_fullchip_tuned(const workload::Workload& w
   if (!best && na_reason != nullptr) {
     *na_reason = "weights + KV cache + activations need at least " + kib(least_per_pe) +
                  " per PE over the whole grid at every micro-batch count, more than the " +
-                 kib(wafer.sram_per_pe_bytes) + " a PE has";
+                 kib(wafer.sram_data_per_pe_bytes()) + " a PE has for data";
   }
   return best;
 }
@@ -179,13 +180,13 @@ std::optional<meshir::Schedule> build_waferllm(const workload::Workload& w, cons
     meshir::RegionSram used;
     for (std::size_t i = 0; i < packed.layers.size(); ++i) {
       const meshir::RegionSram need = layer_sram_per_pe(packed.layers[i], pes);
-      if (need.total_bytes() > wafer.sram_per_pe_bytes) {
+      if (need.total_bytes() > wafer.sram_data_per_pe_bytes()) {
         return fail(at + "layer '" + packed.layers[i].name + "' alone needs " + kib(need.total_bytes()) +
                     " per PE (" + kib(need.resident_bytes) + " of weights and KV cache), more than the " +
-                    kib(wafer.sram_per_pe_bytes) + " a PE has");
+                    kib(wafer.sram_data_per_pe_bytes()) + " a PE has for data");
       }
       meshir::RegionSram with{used.resident_bytes + need.resident_bytes, std::max(used.buffer_bytes, need.buffer_bytes)};
-      if (with.total_bytes() > wafer.sram_per_pe_bytes) {
+      if (with.total_bytes() > wafer.sram_data_per_pe_bytes()) {
         ++region;
         with = need;
       }

@@ -179,6 +179,7 @@ meshir::Schedule waferllm_layer_schedule(const WaferllmRun& run, const wafer::Wa
   s.grid_w_pes = wafer.grid_w_pes;
   s.grid_h_pes = wafer.grid_h_pes;
   s.sram_per_pe_bytes = wafer.sram_per_pe_bytes;
+  s.sram_reserved_per_pe_bytes = wafer.sram_reserved_per_pe_bytes;
   s.colours = wafer.routable_colours;
   s.regions.push_back(meshir::Rect{0, 0, run.grid, run.grid});
   s.layer_scale = run.layers;

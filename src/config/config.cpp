@@ -50,7 +50,7 @@ void read_wafer(Validator& v, const Node& node, wafer::WaferParams& w) {
   const std::string path = "wafer";
   v.check_map(node, path,
               {"preset", "fabric_w_pes", "fabric_h_pes", "io_border_cols", "io_border_rows", "grid_w_pes",
-               "grid_h_pes", "sram_per_pe_bytes", "clock_hz", "simd_fp16_lanes", "link_bytes_per_cycle",
+               "grid_h_pes", "sram_per_pe_bytes", "sram_reserved_per_pe_bytes", "clock_hz", "simd_fp16_lanes", "link_bytes_per_cycle",
                "sram_read_bytes_per_cycle", "sram_write_bytes_per_cycle", "scalar_division_cycles", "alpha_cycles_per_hop", "beta_cycles_per_stage", "routable_colours", "defective_pes",
                "defect_rate", "defect_seed", "sweep", "sweep_mode"});
   std::string preset = "wse3";
@@ -89,6 +89,13 @@ void read_wafer(Validator& v, const Node& node, wafer::WaferParams& w) {
     }
   }
   read_int(v, node, path, "sram_per_pe_bytes", w.sram_per_pe_bytes, 1, std::int64_t{1} << 30);
+  read_int(v, node, path, "sram_reserved_per_pe_bytes", w.sram_reserved_per_pe_bytes, 0, std::int64_t{1} << 30);
+  if (w.sram_reserved_per_pe_bytes >= w.sram_per_pe_bytes) {
+    const char* key = present(node, "sram_reserved_per_pe_bytes") ? "sram_reserved_per_pe_bytes" : "sram_per_pe_bytes";
+    v.error(child_or_null(node, key).where, join_key(path, key),
+            "leaves no SRAM for data: " + std::to_string(w.sram_reserved_per_pe_bytes) + " of " +
+                std::to_string(w.sram_per_pe_bytes) + " bytes per PE are reserved for code, stack and task table");
+  }
   read_double(v, node, path, "clock_hz", w.clock_hz, 0.0, 1e12, true);
   read_int(v, node, path, "simd_fp16_lanes", w.fmac_lanes(), 1, 1024);
   read_int(v, node, path, "link_bytes_per_cycle", w.link_bytes_per_cycle, 1, 1024);

@@ -51,6 +51,7 @@ std::string to_yaml(const Config& c, bool absolute_paths) {
   out << YAML::Key << "grid_w_pes" << YAML::Value << w.grid_w_pes;
   out << YAML::Key << "grid_h_pes" << YAML::Value << w.grid_h_pes;
   out << YAML::Key << "sram_per_pe_bytes" << YAML::Value << w.sram_per_pe_bytes;
+  out << YAML::Key << "sram_reserved_per_pe_bytes" << YAML::Value << w.sram_reserved_per_pe_bytes;
   out << YAML::Key << "clock_hz" << YAML::Value << num(w.clock_hz);
   out << YAML::Key << "simd_fp16_lanes" << YAML::Value << w.fmac_lanes();
   out << YAML::Key << "link_bytes_per_cycle" << YAML::Value << w.link_bytes_per_cycle;

@@ -92,12 +92,14 @@ void read_wafer_sweep(Validator& v, const Node& node, const wafer::WaferParams& 
     double max = a.max_value;
     if (a.key == "grid_w_pes") max = static_cast<double>(base.max_grid_w_pes());
     if (a.key == "grid_h_pes") max = static_cast<double>(base.max_grid_h_pes());
+    double min = a.min_value;
+    if (a.key == "sram_per_pe_bytes") min = std::max(min, static_cast<double>(base.sram_reserved_per_pe_bytes + 1));
     auto values = v.axis(*n, key_path, [&](const Node& item, const std::string& p) -> std::optional<double> {
       if (a.integer) {
-        auto i = v.integer(item, p, static_cast<std::int64_t>(a.min_value), static_cast<std::int64_t>(max));
+        auto i = v.integer(item, p, static_cast<std::int64_t>(min), static_cast<std::int64_t>(max));
         return i ? std::optional<double>(static_cast<double>(*i)) : std::nullopt;
       }
-      return v.number(item, p, a.min_value, max);
+      return v.number(item, p, min, max);
     });
     std::vector<double> distinct;
     for (double x : values) {

@@ -475,7 +475,7 @@ ScheduleCost evaluate(const meshir::Schedule& schedule, const wafer::WaferParams
   }
   for (const auto& [wafer_index, rects] : by_wafer) out.pes_used += union_pes(rects);
   out.sram_bytes_per_pe_max = meshir::resident_bytes_per_pe_max(schedule);
-  out.sram_headroom = 1.0 - static_cast<double>(out.sram_bytes_per_pe_max) / static_cast<double>(schedule.sram_per_pe_bytes);
+  out.sram_headroom = 1.0 - static_cast<double>(out.sram_bytes_per_pe_max) / static_cast<double>(schedule.sram_per_pe_bytes - schedule.sram_reserved_per_pe_bytes);
   return out;
 }
 

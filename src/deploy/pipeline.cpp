@@ -40,7 +40,7 @@ PipelinePlan plan_pipeline(const workload::ModelSpec& model, const workload::Wor
   const ModelLayerCosts costs = layer_costs(model, shape, moe_capacity_factor, wafer, params);
   const auto& layer = costs.layers;  // embed, L decoder layers, head
   if (static_cast<std::int64_t>(layer.size()) != L + 2) throw InternalError("plan_pipeline: unexpected layer list");
-  const double budget = max_fill * static_cast<double>(wafer.total_sram_bytes());
+  const double budget = max_fill * static_cast<double>(wafer.total_sram_data_bytes());
   // The first stage starts at layer 0; a later one is costed as layers of the model's last kind
   // (the dense layers of an MoE model lead it), so only the count matters (split_layers).
   const auto stage = [&](std::int64_t k, bool embedding, bool head, bool check_sram) {
@@ -66,7 +66,7 @@ PipelinePlan plan_pipeline(const workload::ModelSpec& model, const workload::Wor
     plan.fits = false;
     plan.na_reason = "no split of the " + std::to_string(L) + " decoder layers over " + std::to_string(wafers) +
                      " wafers keeps every wafer's weights and KV cache within " + std::to_string(max_fill) +
-                     " of its " + gigabytes(static_cast<double>(wafer.total_sram_bytes())) + " SRAM";
+                     " of its " + gigabytes(static_cast<double>(wafer.total_sram_data_bytes())) + " SRAM for data";
     split = split_layers(L, wafers, [&](std::int64_t k, bool e, bool h) { return stage(k, e, h, false); });
   }
   std::int64_t first = 0;
@@ -110,6 +110,7 @@ meshir::Schedule join_stages(const PipelinePlan& plan, const std::vector<const m
   out.grid_w_pes = head.grid_w_pes;
   out.grid_h_pes = head.grid_h_pes;
   out.sram_per_pe_bytes = head.sram_per_pe_bytes;
+  out.sram_reserved_per_pe_bytes = head.sram_reserved_per_pe_bytes;
   out.colours = head.colours;
   out.defective_pes = head.defective_pes;
   out.concurrent_requests = head.concurrent_requests;

@@ -36,7 +36,7 @@ WeightStreaming stream(const workload::ModelSpec& model, const workload::Workloa
 
   out.sram_required_bytes =
       weight_streaming_sram_bytes(layers, static_cast<double>(whole.kv_cache_bytes + activation_peak_bytes));
-  const double sram_bytes = static_cast<double>(wafer.total_sram_bytes());
+  const double sram_bytes = static_cast<double>(wafer.total_sram_data_bytes());
   if (static_cast<double>(whole.param_bytes) > cluster.external_memory_bytes) {
     out.na_reason = "the weights (" + gigabytes(static_cast<double>(whole.param_bytes)) +
                     ") exceed the external memory (" + gigabytes(cluster.external_memory_bytes) + ")";

@@ -388,6 +388,7 @@ CheckedSchedule load_checked_schedule(const std::string& meshir_path, const std:
   c.wafer.grid_w_pes = s.grid_w_pes;
   c.wafer.grid_h_pes = s.grid_h_pes;
   c.wafer.sram_per_pe_bytes = s.sram_per_pe_bytes;
+  c.wafer.sram_reserved_per_pe_bytes = s.sram_reserved_per_pe_bytes;
   c.wafer.routable_colours = s.colours;
   c.wafer.defective_pes.clear();
   for (const auto& [x, y] : s.defective_pes) c.wafer.defective_pes.push_back({x, y});
@@ -450,7 +451,8 @@ void check_command(const std::string& meshir_path, const std::string& wafer_pres
   for (std::size_t r = 0; r < s.regions.size(); ++r) {
     out << ' ' << r << ':' << meshir::resident_bytes_per_pe(s, static_cast<int>(r)) << 'B';
   }
-  out << " of " << s.sram_per_pe_bytes << "B\n";
+  out << " of " << s.sram_per_pe_bytes - s.sram_reserved_per_pe_bytes << "B for data (" << s.sram_per_pe_bytes << "B less "
+      << s.sram_reserved_per_pe_bytes << "B reserved)\n";
   out << "PREDICTED (parameters: " << checked.params_source << "): "
       << (prefill ? "TTFT " : "TPOT ") << human(cost.latency_s, "s") << ", " << human(cost.tokens_per_s, "tok/s") << ", "
       << cost.pes_used << " PEs, SRAM headroom " << std::setprecision(3) << 100.0 * cost.sram_headroom << " %"

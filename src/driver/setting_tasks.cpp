@@ -371,7 +371,7 @@ workload::ModelSpec with_layers(workload::ModelSpec model, std::int64_t layers) 
 LayerSubset choose_layer_subset(const config::Config& config, const config::Setting& setting) {
   const auto& model = config.workloads.models.at(setting.model_index).spec;
   if (setting.wafers > 1) return {};  // a pipeline holds the whole model
-  const double budget = config.workloads.layer_subset_max_fill * static_cast<double>(config.wafer.total_sram_bytes());
+  const double budget = config.workloads.layer_subset_max_fill * static_cast<double>(config.wafer.total_sram_data_bytes());
   // Weights and KV cache stay resident and scale with the layers; activations are transient and
   // do not, so the schedules' own SRAM checks judge them.
   const auto resident = [](const workload::Workload& w) { return static_cast<double>(w.param_bytes + w.kv_cache_bytes); };
@@ -433,7 +433,7 @@ SettingResult describe_setting(const config::Config& config, const config::Setti
   s.kv_cache_bytes = w.kv_cache_bytes;
   s.sram_required_bytes = sram_required_bytes(w);
   s.activation_peak_bytes = s.sram_required_bytes - s.param_bytes - s.kv_cache_bytes;
-  s.wafer_sram_bytes = config.wafer.total_sram_bytes() * setting.wafers;  // every wafer of the deployment
+  s.wafer_sram_bytes = config.wafer.total_sram_data_bytes() * setting.wafers;  // every wafer of the deployment
   s.fits_sram = s.sram_required_bytes <= s.wafer_sram_bytes ? 1 : 0;
   // A pipeline's wafers work on different micro-batches at once.
   s.roofline_step_s = static_cast<double>(w.flops) / (config.wafer.peak_flops_per_s() * static_cast<double>(setting.wafers));

@@ -22,6 +22,7 @@ double simulate_kernel_point(const KernelPoint& p, const wafer::WaferParams& waf
   meshir::Schedule s;
   s.grid_w_pes = s.grid_h_pes = p.side_pes;
   s.sram_per_pe_bytes = wafer.sram_per_pe_bytes;
+  s.sram_reserved_per_pe_bytes = wafer.sram_reserved_per_pe_bytes;
   s.colours = wafer.routable_colours;
   s.regions = {meshir::Rect{0, 0, p.side_pes, p.side_pes}};
   meshir::PlacedOp op;

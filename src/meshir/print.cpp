@@ -83,6 +83,7 @@ std::string print(const Schedule& s) {
   out << "schedule " << quote(s.name) << '\n';
   out << "grid " << s.grid_w_pes << ' ' << s.grid_h_pes << '\n';
   out << "sram_per_pe_bytes " << s.sram_per_pe_bytes << '\n';
+  if (s.sram_reserved_per_pe_bytes != 0) out << "sram_reserved_per_pe_bytes " << s.sram_reserved_per_pe_bytes << '\n';
   out << "colours " << s.colours << '\n';
   out << "requests " << s.concurrent_requests << '\n';
   out << "microbatches " << s.microbatches << '\n';

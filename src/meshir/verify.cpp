@@ -133,6 +133,11 @@ void Checker::check_header() {
             " PEs, both sides must be from 1 to " + std::to_string(kMaxSidePes));
   }
   positive("sram_per_pe_bytes", s_.sram_per_pe_bytes, 1, std::int64_t{1} << 30);
+  if (s_.sram_reserved_per_pe_bytes < 0 || s_.sram_reserved_per_pe_bytes >= s_.sram_per_pe_bytes) {
+    add(header_line("sram_reserved_per_pe_bytes"), "sram_reserved_per_pe_bytes",
+        "must be at least 0 and below sram_per_pe_bytes (" + std::to_string(s_.sram_per_pe_bytes) + "), got " +
+            std::to_string(s_.sram_reserved_per_pe_bytes));
+  }
   positive("colours", s_.colours, 0, 1024);
   positive("requests", s_.concurrent_requests, 1, std::int64_t{1} << 20);
   positive("microbatches", s_.microbatches, 1, std::int64_t{1} << 20);
@@ -413,14 +418,16 @@ void Checker::check_steps_disjoint() {
 // (d)
 void Checker::check_sram() {
   const std::vector<RegionSram> all = region_sram_per_pe_all(s_);
+  const std::int64_t data = s_.sram_per_pe_bytes - s_.sram_reserved_per_pe_bytes;
   for (std::size_t r = 0; r < all.size(); ++r) {
     const RegionSram& use = all[r];
-    if (use.total_bytes() > s_.sram_per_pe_bytes) {
+    if (use.total_bytes() > data) {
       add(region_line(r), "regions[" + std::to_string(r) + "]",
           "needs " + std::to_string(use.total_bytes()) + " bytes of SRAM per PE in region " + std::to_string(r) +
               " (" + std::to_string(use.resident_bytes) + " of weights and KV cache, " +
-              std::to_string(use.buffer_bytes) + " of activation buffers), more than the " +
-              std::to_string(s_.sram_per_pe_bytes) + " available");
+              std::to_string(use.buffer_bytes) + " of activation buffers), more than the " + std::to_string(data) +
+              " available for data (" + std::to_string(s_.sram_per_pe_bytes) + " less " +
+              std::to_string(s_.sram_reserved_per_pe_bytes) + " reserved)");
     }
   }
 }

@@ -159,7 +159,7 @@ void PlanEvaluator::Impl::share_tables(detail::BlockCostCache& cache) {
   // table whatever the context length.
   std::ostringstream context;
   context.precision(17);
-  context << wafer.preset << ' ' << wafer.grid_w_pes << 'x' << wafer.grid_h_pes << ' ' << wafer.sram_per_pe_bytes << ' '
+  context << wafer.preset << ' ' << wafer.grid_w_pes << 'x' << wafer.grid_h_pes << ' ' << wafer.sram_per_pe_bytes << '-' << wafer.sram_reserved_per_pe_bytes << ' '
           << wafer.clock_hz << ' ' << wafer.link_bytes_per_cycle << ' '
           << wafer.sram_read_bytes_per_cycle << ' ' << wafer.sram_write_bytes_per_cycle << ' ' << wafer.scalar_division_cycles << ' '
           << wafer.alpha_cycles_per_hop << ' ' << wafer.beta_cycles_per_stage << ' ' << wafer.routable_colours << " d";
@@ -187,6 +187,7 @@ meshir::Schedule PlanEvaluator::Impl::empty() const {
   s.grid_w_pes = wafer.grid_w_pes;
   s.grid_h_pes = wafer.grid_h_pes;
   s.sram_per_pe_bytes = wafer.sram_per_pe_bytes;
+  s.sram_reserved_per_pe_bytes = wafer.sram_reserved_per_pe_bytes;
   s.colours = wafer.routable_colours;
   for (const auto& pe : wafer.defective_pes) s.defective_pes.emplace_back(pe.x, pe.y);
   s.concurrent_requests = requests;
@@ -273,7 +274,7 @@ PlanEvaluator::Impl::LeafCost PlanEvaluator::Impl::leaf_of(int a, int b, const B
     resident += c.resident;
     buffers = std::max(buffers, c.buffers);
   }
-  out.fits = resident + buffers <= wafer.sram_per_pe_bytes;
+  out.fits = resident + buffers <= wafer.sram_data_per_pe_bytes();
   return out;
 }
 

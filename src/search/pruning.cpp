@@ -25,7 +25,7 @@ double Solver::min_block(int type, std::int64_t w, std::int64_t h, int depth) {
   if (auto it = min_block_memo_.find(key); it != min_block_memo_.end()) return it->second;
   // Regions too small for the block's weights and KV cache (and every region inside them) cannot
   // hold it: no cost is computed there.
-  const std::int64_t sram = ev_.wafer.sram_per_pe_bytes;
+  const std::int64_t sram = ev_.wafer.sram_data_per_pe_bytes();
   const std::int64_t need = ev_.blocks[static_cast<std::size_t>(ev_.representative[static_cast<std::size_t>(type)])].resident_bytes;
   if (need > w * h * sram) return min_block_memo_.emplace(key, kInf).first->second;
   const int tunes = static_cast<int>(ev_.tunes.size());
@@ -52,7 +52,7 @@ double Solver::min_block(int type, std::int64_t w, std::int64_t h, int depth) {
     if (need > uw * uh * sram) continue;
     for (int t = 0; t < tunes; ++t) {
       const BlockCost& c = ev_.get(type, uw, uh, t);
-      if (c.resident + c.buffers <= ev_.wafer.sram_per_pe_bytes) best = std::min(best, c.cycles);
+      if (c.resident + c.buffers <= ev_.wafer.sram_data_per_pe_bytes()) best = std::min(best, c.cycles);
     }
   }
   if (depth < opt_.max_cut_depth) {

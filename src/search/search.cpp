@@ -45,7 +45,7 @@ std::vector<Rect> footprints(const wafer::WaferParams& wafer, const SearchOption
   const std::int64_t w = wafer.grid_w_pes, h = wafer.grid_h_pes;
   for (const double fill : options.sram_footprints) {
     if (resident <= 0 || !(fill > 0.0)) continue;
-    const double need = std::ceil(static_cast<double>(resident) / (fill * static_cast<double>(wafer.sram_per_pe_bytes)));
+    const double need = std::ceil(static_cast<double>(resident) / (fill * static_cast<double>(wafer.sram_data_per_pe_bytes())));
     if (!(need < static_cast<double>(w) * static_cast<double>(h))) continue;
     const auto pes = static_cast<std::int64_t>(need);
     add(Rect{0, 0, w, (pes + w - 1) / w});
@@ -234,7 +234,7 @@ PieceResult SearchWorkspace::run(const std::string& setting_key, const workload:
     const Rect root = roots[static_cast<std::size_t>(piece.footprint)];
     std::int64_t resident = 0;
     for (const auto& b : ev.blocks) resident += b.resident_bytes;
-    if (resident > root.pes() * wafer.sram_per_pe_bytes) {
+    if (resident > root.pes() * wafer.sram_data_per_pe_bytes()) {
       if (piece.chunk == 0) ++out.stats.pruned_sram;  // the whole footprint, counted once
       return out;
     }

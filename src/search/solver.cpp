@@ -214,7 +214,7 @@ std::vector<Point> Solver::leaf_points(const Rect& rect, int a, int b) {
   // (per-PE residency is at least the even share), so its costs are never computed. Nor is one
   // that no corner of the region can hold free of defective PEs (MeshIR's rule for used rectangles).
   const std::int64_t need = resident_prefix_[static_cast<std::size_t>(b)] - resident_prefix_[static_cast<std::size_t>(a)];
-  const auto holds = [&](std::int64_t w, std::int64_t h) { return need <= w * h * ev_.wafer.sram_per_pe_bytes; };
+  const auto holds = [&](std::int64_t w, std::int64_t h) { return need <= w * h * ev_.wafer.sram_data_per_pe_bytes(); };
   std::vector<std::vector<std::pair<std::int64_t, std::int64_t>>> placements;
   std::vector<TableKey> wanted;
   const auto known = [&](std::int64_t w, std::int64_t h) {
@@ -286,7 +286,7 @@ Point Solver::leaf_point(const Rect& rect, int a, int b, const Rect& used, int t
 }
 
 void Solver::cut_points(const Rect& rect, int a, int b, int depth, std::vector<Point>& points, const RootSlice& slice) {
-  const std::int64_t sram = ev_.wafer.sram_per_pe_bytes;
+  const std::int64_t sram = ev_.wafer.sram_data_per_pe_bytes();
   const bool root = slice.incumbents != nullptr;
   const auto options = cut_options(rect, a, b, depth == 0, /*mirrors=*/depth > 0);
   for (std::size_t index = 0; index < options.size(); ++index) {

@@ -93,7 +93,7 @@ std::vector<std::vector<int>> Solver::boundaries(const std::vector<Rect>& rects,
   bounds.push_back(b);
   out.push_back(bounds);
   if (!opt_.sram_boundaries || !root) return out;
-  const std::int64_t sram = ev_.wafer.sram_per_pe_bytes;
+  const std::int64_t sram = ev_.wafer.sram_data_per_pe_bytes();
   const auto held = [&](int from, int to) {
     return resident_prefix_[static_cast<std::size_t>(to)] - resident_prefix_[static_cast<std::size_t>(from)];
   };
@@ -126,7 +126,7 @@ std::vector<std::vector<int>> Solver::boundaries(const std::vector<Rect>& rects,
 std::vector<std::vector<Rect>> Solver::sram_cuts(const Rect& rect, int a, int b) const {
   std::vector<std::vector<Rect>> out;
   const std::int64_t n = opt_.sram_cuts;
-  const std::int64_t sram = ev_.wafer.sram_per_pe_bytes;
+  const std::int64_t sram = ev_.wafer.sram_data_per_pe_bytes();
   for (Axis axis : {Axis::x, Axis::y}) {
     const std::int64_t side = axis == Axis::x ? rect.w : rect.h;
     const std::int64_t across = axis == Axis::x ? rect.h : rect.w;
@@ -192,7 +192,7 @@ std::vector<std::pair<std::int64_t, std::int64_t>> Solver::used_sizes(std::int64
     const std::int64_t members = sram_family_members(family, w, h, step);
     for (std::int64_t k = 1; k <= members; ++k) {
       const auto size = sram_family_size(family, k, w, h, step);
-      if (need > size.first * size.second * ev_.wafer.sram_per_pe_bytes) continue;
+      if (need > size.first * size.second * ev_.wafer.sram_data_per_pe_bytes()) continue;
       if (std::find(sizes.begin(), sizes.end(), size) == sizes.end()) sizes.push_back(size);
       break;
     }

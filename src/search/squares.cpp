@@ -28,7 +28,7 @@ std::vector<Point> Solver::square_points(std::int64_t side, const std::vector<Ob
   for (const auto& blk : ev_.blocks) types.push_back(blk.type);
   std::sort(types.begin(), types.end());
   types.erase(std::unique(types.begin(), types.end()), types.end());
-  const std::int64_t slot_bytes = side * side * ev_.wafer.sram_per_pe_bytes;
+  const std::int64_t slot_bytes = side * side * ev_.wafer.sram_data_per_pe_bytes();
   for (const auto& blk : ev_.blocks) {
     if (blk.resident_bytes > slot_bytes) {  // a block a square cannot hold
       ++stats_->pruned_sram;
@@ -46,7 +46,7 @@ std::vector<Point> Solver::square_points(std::int64_t side, const std::vector<Ob
     double m = kInf;
     for (int t = 0; t < tunes; ++t) {
       const BlockCost& c = ev_.get(ev_.blocks[static_cast<std::size_t>(i)].type, side, side, t);
-      if (c.resident + c.buffers <= ev_.wafer.sram_per_pe_bytes) m = std::min(m, c.cycles);
+      if (c.resident + c.buffers <= ev_.wafer.sram_data_per_pe_bytes()) m = std::min(m, c.cycles);
     }
     pass_lb += m;
     stage_lb = std::max(stage_lb, m);

@@ -18,6 +18,11 @@ namespace {
 WaferParams common_params() {
   WaferParams p;
   p.sram_per_pe_bytes = 48 * 1024;
+  // WaferLLM's WSE-3 prefill build (woonyee28/WaferLLM Prefill/compile.py, SDK 2.10) leaves data the
+  // window 0x4c70..0xf680 of the 48 KiB: 43,536 bytes, so 5,616 go to code, stack, task table and
+  // runtime (a minimal memcpy kernel's ELF takes 4,176 more than its data; MeshGEMM's 5,776). No
+  // WSE-2 figure is published: the same CSL runtime is assumed.
+  p.sram_reserved_per_pe_bytes = 5616;
   p.clock_hz = 1.1e9;  // WaferLLM's launch scripts; uncertain on WSE-3 (README, Clock)
   p.link_bytes_per_cycle = 4;
   // csl-examples benchmark-libs/allreduce/pe.csl: "about 50 cycles" for a scalar fp32 division. No

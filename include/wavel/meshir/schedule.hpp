@@ -139,6 +139,7 @@ struct Schedule {
   std::string name;                 ///< e.g. "waferllm", "fullchip", "wavel"
   std::int64_t grid_w_pes = 0, grid_h_pes = 0;
   std::int64_t sram_per_pe_bytes = 0;
+  std::int64_t sram_reserved_per_pe_bytes = 0;  ///< code, stack, task table: not for data (text: optional line)
   std::int64_t colours = 0;
   std::vector<std::pair<std::int64_t, std::int64_t>> defective_pes;
   std::vector<Rect> regions;

@@ -31,6 +31,9 @@ struct WaferParams {
   std::int64_t grid_w_pes = 0;              ///< kernel rectangle the tool may use
   std::int64_t grid_h_pes = 0;
   std::int64_t sram_per_pe_bytes = 0;
+  /// SRAM a kernel's data cannot use: its code, stack, task table and the runtime (memcpy). Placement
+  /// fits data into the rest (sram_data_per_pe_bytes).
+  std::int64_t sram_reserved_per_pe_bytes = 0;
   double clock_hz = 0;
   /// The range of clocks public sources give for this generation (0: none documented). Costs are in
   /// cycles, so every time scales with 1 / clock_hz: the range is printed beside each prediction.
@@ -49,6 +52,8 @@ struct WaferParams {
   std::vector<PeCoord> defective_pes;       ///< PEs inside the grid that must not be used
   PeTiming pe_timing;                       ///< the simulator's PE software timing (a params file's sim_timing)
 
+  /// SRAM per PE left for weights, KV cache and activations.
+  [[nodiscard]] std::int64_t sram_data_per_pe_bytes() const { return sram_per_pe_bytes - sram_reserved_per_pe_bytes; }
   /// @fmach's width: FP16 FMAC lanes per cycle per PE.
   [[nodiscard]] std::int64_t fmac_lanes() const { return simd_widths[static_cast<std::size_t>(VectorForm::fmach)]; }
   std::int64_t& fmac_lanes() { return simd_widths[static_cast<std::size_t>(VectorForm::fmach)]; }
@@ -63,6 +68,8 @@ struct WaferParams {
   [[nodiscard]] double peak_flops_per_s() const;
   /// SRAM of the usable PEs.
   [[nodiscard]] std::int64_t total_sram_bytes() const;
+  /// ... less each PE's reserve: what placement can fill with data.
+  [[nodiscard]] std::int64_t total_sram_data_bytes() const { return usable_pes() * sram_data_per_pe_bytes(); }
 };
 
 /// Defective PEs of a wafer's grid, counted in any rectangle in constant time (a 2D prefix sum), so
