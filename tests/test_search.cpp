@@ -404,3 +404,92 @@ TEST_CASE("SRAM footprints: the fewest-PE schedule is not tied to fractions of t
     CHECK(cost::evaluate(p.schedule, wafer, params, true, 128).sram_headroom >= 0.0);
   }
 }
+
+TEST_CASE("prefill MeshGEMMs that read one input reuse its alignment, as WaferLLM's K, V and gate do") {
+  const auto w = tiny(workload::Phase::prefill, 1);
+  meshir::Schedule s;
+  s.grid_w_pes = s.grid_h_pes = 16;
+  s.regions = {meshir::Rect{0, 0, 16, 16}};
+  meshir::Placer placer(s, /*decode=*/false);
+  placer.place(w.layers[1], 0, s.regions[0], 0, meshir::Tune{});
+  std::map<std::string, bool> skewed;
+  for (const auto& op : s.ops) {
+    if (op.kernel == meshir::Kernel::meshgemm) skewed[op.name.substr(op.name.rfind('.') + 1)] = op.input_skewed;
+  }
+  CHECK_FALSE(skewed.at("q_proj"));  // the first aligns the normed input
+  CHECK(skewed.at("k_proj"));
+  CHECK(skewed.at("v_proj"));
+  CHECK_FALSE(skewed.at("gate_proj"));
+  CHECK(skewed.at("up_proj"));
+  CHECK_FALSE(skewed.at("o_proj"));
+  CHECK_FALSE(skewed.at("down_proj"));
+}
+
+TEST_CASE("fusion is a TUNE choice: prefill Q/K/V and gate/up as one MeshGEMM each, cheaper than apart") {
+  const auto w = tiny(workload::Phase::prefill, 1);
+  const auto& layer = w.layers[1];
+  const auto fused = workload::fuse_shared_inputs(layer, workload::Phase::prefill);
+  REQUIRE(fused.ops.size() + 3 == layer.ops.size());
+  const auto find = [](const workload::Layer& l, const std::string& name) {
+    for (const auto& op : l.ops) {
+      if (op.name == name) return op;
+    }
+    FAIL("no op " << name);
+    return workload::Op{};
+  };
+  const auto q = find(layer, "q_proj"), k = find(layer, "k_proj"), v = find(layer, "v_proj");
+  const auto qkv = find(fused, "qkv_proj");
+  CHECK(qkv.n == q.n + k.n + v.n);
+  CHECK(qkv.fused == 1);  // one product of summed width, not products sharing a reduction
+  CHECK(qkv.weight_bytes == q.weight_bytes + k.weight_bytes + v.weight_bytes);
+  CHECK(find(fused, "gate_up_proj").n == 2 * w.model.ffn);
+  // Decode already has WaferLLM's fused reductions: nothing more to fuse for a dense model.
+  const auto decode = tiny(workload::Phase::decode, 1);
+  CHECK(workload::fuse_shared_inputs(decode.layers[1], workload::Phase::decode).ops.size() == decode.layers[1].ops.size());
+
+  // Costed on one 16 x 16 square: the fused block is cheaper, and its qkv_proj costs what a MeshGEMM
+  // of the summed width costs.
+  const auto wafer = small_wafer(16, 16);
+  const auto params = cost::default_params(wafer);
+  const auto block_cost = [&](const workload::Layer& l) {
+    meshir::Schedule s;
+    s.grid_w_pes = s.grid_h_pes = 16;
+    s.sram_per_pe_bytes = wafer.sram_per_pe_bytes;
+    s.colours = wafer.routable_colours;
+    s.regions = {meshir::Rect{0, 0, 16, 16}};
+    meshir::Placer placer(s, false);
+    placer.place(l, 0, s.regions[0], 0, meshir::Tune{});
+    return std::make_pair(s, cost::evaluate(s, wafer, params, false, 128));
+  };
+  const auto [apart_s, apart] = block_cost(layer);
+  const auto [fused_s, together] = block_cost(fused);
+  CHECK(together.pass_cycles < apart.pass_cycles);
+  double apart_qkv = 0, fused_qkv = 0;
+  for (std::size_t i = 0; i < apart_s.ops.size(); ++i) {
+    const auto& name = apart_s.ops[i].name;
+    if (name.find("q_proj") != std::string::npos || name.find("k_proj") != std::string::npos ||
+        name.find("v_proj") != std::string::npos) {
+      apart_qkv += apart.ops[i].total_cycles;
+    }
+  }
+  for (std::size_t i = 0; i < fused_s.ops.size(); ++i) {
+    if (fused_s.ops[i].name.find("qkv_proj") != std::string::npos) fused_qkv = together.ops[i].total_cycles;
+  }
+  CHECK(fused_qkv > 0);
+  CHECK(fused_qkv < apart_qkv);
+
+  // The search offers both; its best is never slower than the space without fusion, and here it fuses.
+  auto options = small_options();
+  const auto with = search::search_setting(w, wafer, params, options, {});
+  options.fusion = false;
+  const auto without = search::search_setting(w, wafer, params, options, {});
+  REQUIRE(!with.front.empty());
+  REQUIRE(!without.front.empty());
+  CHECK(with.front.front().objectives.tokens_per_s > without.front.front().objectives.tokens_per_s);
+  bool uses_fused = false;
+  for (const auto& op : with.front.front().schedule.ops) uses_fused = uses_fused || op.name.find("qkv_proj") != std::string::npos;
+  CHECK(uses_fused);
+  for (const auto& p : with.front) {
+    CHECK(meshir::verify(p.schedule, "fused", {}, [](const meshir::PlacedOp& op) { return cost::colours_needed(op); }).empty());
+  }
+}

@@ -467,7 +467,7 @@ void read_search(Validator& v, const Node& node, SearchConfig& s) {
   v.check_map(node, path,
               {"exhaustive", "cut_ratios", "strip_counts", "max_cut_depth", "group_scales", "used_fractions",
                "objectives", "time_limit_s", "seed", "checkpoint_interval_s", "root_chunks",
-               "expert_groups", "cut_step_pes", "sram_cuts", "sram_boundaries", "square_step_pes", "square_sides",
+               "expert_groups", "fusion", "cut_step_pes", "sram_cuts", "sram_boundaries", "square_step_pes", "square_sides",
                "seed_baselines", "all_anchors", "sram_used_step_pes", "sram_footprints"});
   read_bool(v, node, path, "exhaustive", s.exhaustive);
   if (present(node, "cut_ratios")) {
@@ -517,6 +517,7 @@ void read_search(Validator& v, const Node& node, SearchConfig& s) {
     s.expert_groups = v.axis(child_or_null(node, "expert_groups"), "search.expert_groups",
                              [&](const Node& item, const std::string& p) { return v.integer(item, p, 1, 4096); });
   }
+  read_bool(v, node, path, "fusion", s.fusion);
   read_int(v, node, path, "cut_step_pes", s.cut_step_pes, 0, 1 << 20);
   read_int(v, node, path, "sram_cuts", s.sram_cuts, 0, 64);
   read_bool(v, node, path, "sram_boundaries", s.sram_boundaries);

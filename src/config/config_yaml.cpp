@@ -154,6 +154,7 @@ std::string to_yaml(const Config& c, bool absolute_paths) {
   out << YAML::Key << "checkpoint_interval_s" << YAML::Value << num(s.checkpoint_interval_s);
   out << YAML::Key << "root_chunks" << YAML::Value << s.root_chunks;
   out << YAML::Key << "expert_groups" << YAML::Value << YAML::Flow << s.expert_groups;
+  out << YAML::Key << "fusion" << YAML::Value << s.fusion;
   out << YAML::Key << "cut_step_pes" << YAML::Value << s.cut_step_pes;
   out << YAML::Key << "sram_cuts" << YAML::Value << s.sram_cuts;
   out << YAML::Key << "sram_boundaries" << YAML::Value << s.sram_boundaries;

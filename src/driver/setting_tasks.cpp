@@ -464,9 +464,12 @@ std::string run_baselines(const config::Config& config, const config::Setting& s
   if (waferllm && config.search.seed_baselines) seeds.emplace_back("waferllm", *waferllm);
   // WaferLLM's squares cover less of the grid than the subset was sized for: it takes the largest
   // layer subset it can place, scaled to the full depth like the others (it then seeds nothing, as
-  // its schedule holds other layers than the search's).
+  // its schedule holds other layers than the search's). Only where the setting is itself a subset:
+  // a model placed whole is served by WaferLLM whole or as groups of fewer requests (the request
+  // grouping of the tables), never as a part of its layers.
   workload::Workload waferllm_w = w;
-  if (!waferllm && config.workloads.layer_subset && w.model.moe == std::nullopt && setting.wafers == 1) {
+  if (!waferllm && subset.layers > 0 && config.workloads.layer_subset && w.model.moe == std::nullopt &&
+      setting.wafers == 1) {
     const auto& model = config.workloads.models.at(setting.model_index).spec;
     for (std::int64_t k = w.model.num_layers - 1; k >= 1 && !waferllm; --k) {
       if (model.num_layers % k != 0) continue;

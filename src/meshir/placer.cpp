@@ -201,6 +201,19 @@ int Placer::place_op(const workload::Op& op, const std::string& name, int region
     }
     p.inputs.push_back(r);
   }
+  // A MeshGEMM whose moving operand an earlier MeshGEMM of the block already aligned on the same PEs
+  // reuses that skewed copy, as WaferLLM's prefill does for K and V after Q and gate after up
+  // (Prefill/WSE-2/src/prefill.csl, xk_matmul/xv_matmul/z2_matmul): no alignment shifts.
+  if (p.kernel == Kernel::meshgemm && !p.inputs.empty()) {
+    for (std::size_t j = s_.ops.size(); j-- > block_first_op_;) {
+      const PlacedOp& o = s_.ops[j];
+      if (o.kernel == Kernel::meshgemm && !o.inputs.empty() && o.inputs.front() == p.inputs.front() &&
+          o.region == p.region && o.used == p.used) {
+        p.input_skewed = true;
+        break;
+      }
+    }
+  }
   if (same_step) {
     p.step = next_step_ - 1;
     s_.ops.push_back(std::move(p));
@@ -289,6 +302,7 @@ int Placer::place_experts(const workload::Layer& block, std::size_t dispatch, st
 
 void Placer::place(const workload::Layer& block, int region, const Rect& used, int stage, const Tune& tune) {
   const std::size_t first_op = s_.ops.size();
+  block_first_op_ = first_op;
   move_input_to(region, used, stage, tune);
   std::vector<int> placed(block.ops.size(), -1);
   const std::function<int(int)> resolve = [&](int input) {

@@ -20,7 +20,7 @@ using meshir::Axis;
 using meshir::Rect;
 
 std::vector<meshir::Tune> tune_choices(bool decode, const std::vector<double>& scales, std::int64_t experts,
-                                       const std::vector<std::int64_t>& expert_groups) {
+                                       const std::vector<std::int64_t>& expert_groups, bool fusion) {
   std::vector<meshir::Tune> tunes;
   if (decode) {
     for (Axis entry : {Axis::x, Axis::y}) {
@@ -40,7 +40,15 @@ std::vector<meshir::Tune> tune_choices(bool decode, const std::vector<double>& s
       out.push_back(t);
     }
   }
-  return out.empty() ? tunes : out;
+  if (out.empty()) out = tunes;
+  if (!fusion) return out;
+  const std::size_t unfused = out.size();
+  for (std::size_t i = 0; i < unfused; ++i) {
+    meshir::Tune t = out[i];
+    t.fuse = true;
+    out.push_back(t);
+  }
+  return out;
 }
 
 std::vector<std::int64_t> used_sides(std::int64_t side, const std::vector<double>& fractions) {
@@ -134,7 +142,7 @@ using meshir::Rect;
 
 PlanEvaluator::Impl::Impl(const workload::Workload& w, const wafer::WaferParams& wf, const cost::CostParams& p,
                           std::int64_t mb, const std::vector<double>& group_scales,
-                          const std::vector<std::int64_t>& expert_groups)
+                          const std::vector<std::int64_t>& expert_groups, bool fusion)
     : wafer(wf), params(p), decode(w.shape.phase == workload::Phase::decode), requests(w.shape.concurrent_requests),
       prompt_tokens(w.shape.input_tokens), microbatches(mb), layers_total(w.model.num_layers * w.layer_scale),
       layer_scale(w.layer_scale), capacity_factor(w.moe_capacity_factor) {
@@ -145,7 +153,16 @@ PlanEvaluator::Impl::Impl(const workload::Workload& w, const wafer::WaferParams&
     block_scale.push_back(blocks[i].ops.decoder ? static_cast<double>(std::max<std::int64_t>(1, layer_scale)) : 1.0);
   }
   for (const auto& b : blocks) block_type.push_back(b.type);
-  tunes = detail::tune_choices(decode, group_scales, w.model.moe ? w.model.moe->num_experts : 0, expert_groups);
+  // Fusion is a TUNE choice only where some block has operators to fuse.
+  bool fusable = false;
+  if (fusion) {
+    for (const auto& b : blocks) {
+      fused_blocks.push_back(workload::fuse_shared_inputs(b.ops, w.shape.phase));
+      fusable = fusable || fused_blocks.back().ops.size() != b.ops.ops.size();
+    }
+  }
+  tunes = detail::tune_choices(decode, group_scales, w.model.moe ? w.model.moe->num_experts : 0, expert_groups,
+                               fusable);
   for (std::size_t t = 0; t < representative.size(); ++t) {
     tables.push_back(std::make_shared<detail::CostTable>(static_cast<int>(tunes.size())));
   }
@@ -171,7 +188,7 @@ void PlanEvaluator::Impl::share_tables(detail::BlockCostCache& cache) {
   context << (decode ? " decode " : " prefill ") << layer_scale << ' ' << capacity_factor << " t";
   for (const auto& t : tunes) {
     context << ' ' << t.group_scale_x << ',' << t.group_scale_y << ',' << static_cast<int>(t.entry_features) << ','
-            << t.expert_groups;
+            << t.expert_groups << (t.fuse ? ",f" : "");
   }
   context << " | ";
   const std::string prefix = context.str();
@@ -201,8 +218,8 @@ BlockCost PlanEvaluator::Impl::compute(int type, std::int64_t w, std::int64_t h,
   meshir::Schedule s = empty();
   const Rect rect{0, 0, w, h};
   s.regions = {rect};
-  const workload::Layer& block = blocks[static_cast<std::size_t>(representative[static_cast<std::size_t>(type)])].ops;
   const auto& t = tunes[static_cast<std::size_t>(tune)];
+  const workload::Layer& block = ops_of(static_cast<std::size_t>(representative[static_cast<std::size_t>(type)]), t);
   // Every op, a re-layout per input at most, and an expert CUT's copies: no regrowth while placing.
   s.ops.reserve(block.ops.size() * static_cast<std::size_t>(2 + std::max<std::int64_t>(1, t.expert_groups)));
   meshir::Placer placer(s, decode, capacity_factor, /*named=*/false);
@@ -315,8 +332,8 @@ meshir::Schedule PlanEvaluator::Impl::build(const std::vector<Leaf>& leaves) con
     const int region = static_cast<int>(s.regions.size()) - 1;  // expert CUTs append strip regions after it
     const Rect used = leaf.used();
     for (int i = leaf.first_block; i < leaf.end_block; ++i) {
-      placer.place(blocks[static_cast<std::size_t>(i)].ops, region, used, static_cast<int>(l),
-                   tunes[static_cast<std::size_t>(leaf.tune)]);
+      const auto& tune = tunes[static_cast<std::size_t>(leaf.tune)];
+      placer.place(ops_of(static_cast<std::size_t>(i), tune), region, used, static_cast<int>(l), tune);
     }
   }
   return s;
@@ -324,8 +341,9 @@ meshir::Schedule PlanEvaluator::Impl::build(const std::vector<Leaf>& leaves) con
 
 PlanEvaluator::PlanEvaluator(const workload::Workload& workload, const wafer::WaferParams& wafer,
                              const cost::CostParams& params, std::int64_t microbatches,
-                             const std::vector<double>& group_scales, const std::vector<std::int64_t>& expert_groups)
-    : impl_(new Impl(workload, wafer, params, microbatches, group_scales, expert_groups)) {}
+                             const std::vector<double>& group_scales, const std::vector<std::int64_t>& expert_groups,
+                             bool fusion)
+    : impl_(new Impl(workload, wafer, params, microbatches, group_scales, expert_groups, fusion)) {}
 PlanEvaluator::~PlanEvaluator() { delete impl_; }
 const std::vector<meshir::Tune>& PlanEvaluator::tunes() const { return impl_->tunes; }
 int PlanEvaluator::blocks() const { return static_cast<int>(impl_->blocks.size()); }

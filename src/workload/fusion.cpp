@@ -12,16 +12,20 @@ namespace wavel::workload {
 namespace {
 
 // Merges the ops of `layer` named `names` (matmuls over the same input, in this order) into one
-// matmul `fused_name` at the first one's place; the others' consumers read the merged op.
-void merge(Layer& layer, const std::vector<std::string>& names, const std::string& fused_name) {
+// matmul `fused_name` at the first one's place; the others' consumers read the merged op. With
+// `share_reduction` the products stay apart and share one reduction (a decode GEMV's `fused`);
+// without, they are one product of summed width (a MeshGEMM whose weight columns interleave them).
+// Returns whether it merged.
+bool merge(Layer& layer, const std::vector<std::string>& names, const std::string& fused_name,
+           bool share_reduction = true) {
   std::vector<int> at;
   for (const auto& name : names) {
     const auto it = std::find_if(layer.ops.begin(), layer.ops.end(), [&](const Op& o) { return o.name == name; });
-    if (it == layer.ops.end() || it->kind != OpKind::matmul) return;  // not this layer's shape: keep it
+    if (it == layer.ops.end() || it->kind != OpKind::matmul) return false;  // not this layer's shape: keep it
     at.push_back(static_cast<int>(it - layer.ops.begin()));
   }
   for (int i : at) {
-    if (layer.ops[static_cast<std::size_t>(i)].inputs != layer.ops[static_cast<std::size_t>(at.front())].inputs) return;
+    if (layer.ops[static_cast<std::size_t>(i)].inputs != layer.ops[static_cast<std::size_t>(at.front())].inputs) return false;
   }
   Op fused = layer.ops[static_cast<std::size_t>(at.front())];
   fused.name = fused_name;
@@ -34,7 +38,7 @@ void merge(Layer& layer, const std::vector<std::string>& names, const std::strin
     fused.weight_bytes = checked::add(fused.weight_bytes, o.weight_bytes);
     fused.output_bytes = checked::add(fused.output_bytes, o.output_bytes);
   }
-  fused.fused = static_cast<std::int64_t>(at.size());
+  fused.fused = share_reduction ? static_cast<std::int64_t>(at.size()) : 1;
   // New indices: the merged op at the first one's place, the others dropped.
   std::map<int, int> moved;
   std::vector<Op> ops;
@@ -60,9 +64,25 @@ void merge(Layer& layer, const std::vector<std::string>& names, const std::strin
     op.inputs = std::move(inputs);
   }
   layer.ops = std::move(ops);
+  return true;
 }
 
 }  // namespace
+
+Layer fuse_shared_inputs(const Layer& layer, Phase phase) {
+  Layer out = layer;
+  if (!out.decoder) return out;
+  const bool decode = phase == Phase::decode;
+  if (!decode) {  // decode has these already (WaferLLM's fused reductions)
+    merge(out, {"q_proj", "k_proj", "v_proj"}, "qkv_proj", false);
+    merge(out, {"gate_proj", "up_proj"}, "gate_up_proj", false);
+  }
+  // MLA's down-projections read the same normed input.
+  if (!merge(out, {"q_a_proj", "kv_a_proj"}, "q_kv_a_proj", decode)) {
+    merge(out, {"q_proj", "kv_a_proj"}, "q_kv_a_proj", decode);
+  }
+  return out;
+}
 
 Workload fuse_decode_reductions(const Workload& w) {
   if (w.shape.phase != Phase::decode) return w;

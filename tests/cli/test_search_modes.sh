@@ -3,7 +3,8 @@
 # with SRAM-derived and absolute cut positions, where bound pruning fires, and tiny with a defect,
 # used rectangles at every free corner and sized by SRAM need); 1 and 2 threads give identical files; on the quickstart the search alone
 # (search.seed_baselines: false) is at least as fast as both baselines in every setting, and bound and
-# incumbent pruning both fire.
+# incumbent pruning both fire; the space with fusion holds the space without (search.fusion: false):
+# every setting's best at least as fast, on tiny and the quickstart.
 set -u
 exe=$1; src=$2; tmp=$3
 rm -rf "$tmp"; mkdir -p "$tmp"
@@ -25,6 +26,8 @@ run pruned_anchors 1 "$src/configs/tiny.yaml" "${anchors[@]}"
 run exhaustive_anchors 1 "$src/configs/tiny.yaml" "${anchors[@]}" --set search.exhaustive=true
 run threads2 2 "$src/configs/tiny.yaml"
 run quick 2 "$src/configs/quickstart.yaml" --set search.seed_baselines=false
+run pruned_nofusion 1 "$src/configs/tiny.yaml" --set search.fusion=false
+run quick_nofusion 2 "$src/configs/quickstart.yaml" --set search.seed_baselines=false --set search.fusion=false
 
 /usr/bin/python3 - "$tmp" <<'PY' || fail=1
 import csv, math, sys
@@ -67,6 +70,18 @@ for name in ("pruned", "quick"):
             v = float(r[col])
             if not math.isnan(v) and v < 1.0:
                 print(f"FAIL: {name} setting {r['setting_id']} {col} = {v}"); ok = False
+# 4. The old space (no fusion) is a subset: never a faster best there; fusion wins somewhere.
+gained = 0
+for new, old in (("pruned", "pruned_nofusion"), ("quick", "quick_nofusion")):
+    best_old = {r["setting_id"]: float(r["wavel_tokens_per_s"]) for r in rows(old)}
+    for r in rows(new):
+        n, o = float(r["wavel_tokens_per_s"]), best_old[r["setting_id"]]
+        if n < o * (1 - 1e-12):
+            print(f"FAIL: {new} setting {r['setting_id']}: {n} tok/s with fusion, {o} without"); ok = False
+        gained += n > o * (1 + 1e-9)
+print(f"fusion: {gained} settings faster than the space without it")
+if gained == 0:
+    print("FAIL: fusion never gave a faster best schedule"); ok = False
 sys.exit(0 if ok else 1)
 PY
 # 4. Thread count changes nothing but provenance and timing.

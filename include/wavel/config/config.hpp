@@ -61,6 +61,7 @@ struct SearchConfig {
   double checkpoint_interval_s = 0;             ///< 0: only on signals
   std::int64_t root_chunks = 4;                 ///< root CUT options split into this many pieces per footprint
   std::vector<std::int64_t> expert_groups{1, 2, 4, 8};  ///< MoE: expert CUTs into this many strips
+  bool fusion = true;                           ///< TUNE may fuse operators that share an input (prefill Q/K/V, gate/up; MLA)
   std::int64_t cut_step_pes = 0;                ///< two-way CUTs also at every multiple of this many PEs (0: none)
   std::int64_t sram_cuts = 0;                   ///< root two-way CUTs where the first part just holds its blocks
   bool sram_boundaries = true;                  ///< root CUTs also split the blocks where each child holds as many as fit

@@ -18,10 +18,12 @@ struct Tune {
   double group_scale_y = 1.0;   ///< same along Y
   Axis entry_features = Axis::x;  ///< decode: axis holding the features of the activation entering the region
   std::int64_t expert_groups = 1; ///< MoE: the expert CUT splits the region into this many strips of experts
+  bool fuse = false;              ///< the leaf's blocks with operators that share an input fused
+                                  ///< (workload::fuse_shared_inputs); the caller hands the Placer those blocks
 
   friend bool operator==(const Tune& a, const Tune& b) {
     return a.group_scale_x == b.group_scale_x && a.group_scale_y == b.group_scale_y &&
-           a.entry_features == b.entry_features && a.expert_groups == b.expert_groups;
+           a.entry_features == b.entry_features && a.expert_groups == b.expert_groups && a.fuse == b.fuse;
   }
 };
 
@@ -62,6 +64,7 @@ class Placer {
   bool named_ = true;
   int next_step_ = 0;
   int block_input_ = -1;
+  std::size_t block_first_op_ = 0;  ///< the first op place() appended for the current block
   std::vector<int> inputs_;  ///< place()'s scratch for an op's resolved inputs
 };
 

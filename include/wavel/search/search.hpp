@@ -38,6 +38,7 @@ struct SearchOptions {
   bool serial = false;                           ///< parallel loops on Kokkos::Serial instead of the default host space
   std::int64_t root_chunks = 4;                  ///< root CUT options split over this many pieces (units of distribution)
   std::vector<std::int64_t> expert_groups{1, 2, 4, 8};  ///< MoE: expert CUTs of a leaf into this many strips
+  bool fusion = true;                            ///< TUNE may fuse operators that share an input (fuse_shared_inputs)
   std::int64_t cut_step_pes = 0;                 ///< two-way CUTs also at every multiple of this many PEs (0: none)
   std::int64_t sram_cuts = 0;                    ///< root two-way CUTs where the first part just holds n near-equal block runs
   bool sram_boundaries = true;                   ///< root CUTs also split the blocks where each child holds as many as fit
@@ -203,7 +204,7 @@ class PlanEvaluator {
  public:
   PlanEvaluator(const workload::Workload& workload, const wafer::WaferParams& wafer, const cost::CostParams& params,
                 std::int64_t microbatches, const std::vector<double>& group_scales = {1.0, 0.5, 2.0},
-                const std::vector<std::int64_t>& expert_groups = {1, 2, 4, 8});
+                const std::vector<std::int64_t>& expert_groups = {1, 2, 4, 8}, bool fusion = true);
   ~PlanEvaluator();
   PlanEvaluator(const PlanEvaluator&) = delete;
   PlanEvaluator& operator=(const PlanEvaluator&) = delete;

@@ -146,6 +146,13 @@ Workload stage_workload(const ModelSpec& model, const WorkloadShape& shape, std:
 /// build_workload applies it, so every decode schedule (baselines and search) has the fusions.
 Workload fuse_decode_reductions(const Workload& w);
 
+/// The search's fusion of operators that read one input, beyond WaferLLM's: in prefill Q, K and V
+/// become one MeshGEMM `qkv_proj` and gate and up one `gate_up_proj` (each of the summed width; the
+/// weight columns interleave the products, so every PE holds its slice of each and the consumers'
+/// layouts are unchanged); in both phases MLA's q_a (or q) and kv_a become `q_kv_a_proj`. A layer
+/// that is not a decoder layer, or has none of these, is returned unchanged.
+Layer fuse_shared_inputs(const Layer& layer, Phase phase);
+
 /// The divisors of `requests`, ascending: the micro-batch counts that split them exactly.
 std::vector<std::int64_t> request_divisors(std::int64_t requests);
 

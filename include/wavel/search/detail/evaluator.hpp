@@ -168,9 +168,10 @@ class BlockCostCache {
 };
 
 /// TUNE choices: K-tree group scales per axis and the feature entry axis (decode), each again with
-/// every expert CUT that splits the experts evenly (MoE).
+/// every expert CUT that splits the experts evenly (MoE), and each of those again with the
+/// operators that share an input fused when `fusion` (the blocks have some).
 std::vector<meshir::Tune> tune_choices(bool decode, const std::vector<double>& scales, std::int64_t experts,
-                                       const std::vector<std::int64_t>& expert_groups);
+                                       const std::vector<std::int64_t>& expert_groups, bool fusion = false);
 
 /// Used sizes TUNE may pick inside a side (fractions rounded up), each once.
 std::vector<std::int64_t> used_sides(std::int64_t side, const std::vector<double>& fractions);
@@ -198,6 +199,7 @@ struct PlanEvaluator::Impl {
   std::int64_t layer_scale = 1;
   double capacity_factor = 1.0;
   std::vector<Block> blocks;
+  std::vector<workload::Layer> fused_blocks;  ///< blocks[i].ops with workload::fuse_shared_inputs, when fusing
   std::vector<double> block_scale;  ///< layer_scale for decoder blocks, 1 for embedding and head
   std::vector<int> representative;  ///< a block index per type
   std::vector<int> block_type;      ///< blocks[i].type, packed: the leaf sums read it per TUNE
@@ -207,7 +209,12 @@ struct PlanEvaluator::Impl {
   bool serial = false;  ///< run the parallel loops on Kokkos::Serial (tests compare the two)
 
   Impl(const workload::Workload& w, const wafer::WaferParams& wf, const cost::CostParams& p, std::int64_t mb,
-       const std::vector<double>& group_scales, const std::vector<std::int64_t>& expert_groups);
+       const std::vector<double>& group_scales, const std::vector<std::int64_t>& expert_groups, bool fusion);
+
+  /// Block i's ops as TUNE t places them.
+  [[nodiscard]] const workload::Layer& ops_of(std::size_t i, const meshir::Tune& t) const {
+    return t.fuse ? fused_blocks[i] : blocks[i].ops;
+  }
 
   /// Takes each block type's table from `cache` (before any cost is computed), so evaluators of
   /// other settings and parts with identical blocks reuse each other's entries.
