@@ -203,3 +203,27 @@ TEST_CASE("the neighbour shift and the KV shift, by hand") {
   op.work.output_bytes = 512;
   CHECK(cost::op_cost(s, op, wse3(), round_params()).total_cycles == doctest::Approx(136.0));
 }
+
+TEST_CASE("a grouped GEMM runs a MeshGEMM per expert on its own rows, by hand (issue 38)") {
+  // Two experts of 8 rows each, k = n = 8, on 4 x 4 (WSE-3: 4 FMAC elements a cycle). Per expert:
+  // 4 steps, tiles Mt = Kt = Nt = 2; a step computes 2 k-iterations (20) and 4 FMACs of 2 elements
+  // (1 + 1 issue each: 8) = 28, above its shift (2 hops + 16 B = 4 wavelets); 2 alignment shifts of
+  // 2 hops and 8 B (2 wavelets) each; 6 steps' fixed costs (120). 112 + 4 + 4 + 120 = 240 an expert.
+  auto s = one_region(4, 4);
+  auto op = op_on(s.regions[0], meshir::Kernel::meshgemm);
+  op.work.m = 16;
+  op.work.k = 8;
+  op.work.n = 8;
+  op.work.flops = 2 * 16 * 8 * 8;
+  op.work.products = 2;
+  const auto grouped = cost::op_cost(s, op, wse3(), round_params());
+  CHECK(grouped.compute_cycles == doctest::Approx(2 * 112.0));
+  CHECK(grouped.hop_cycles == doctest::Approx(2 * 4.0));
+  CHECK(grouped.link_cycles == doctest::Approx(2 * 4.0));
+  CHECK(grouped.overhead_cycles == doctest::Approx(2 * 120.0));
+  CHECK(grouped.total_cycles == doctest::Approx(480.0));
+  // Costed as one GEMM of all 16 rows against one expert's tile it would be 112 + 4 + 8 + 120 = 244:
+  // the routed rows need their own experts' tiles.
+  op.work.products = 1;
+  CHECK(cost::op_cost(s, op, wse3(), round_params()).total_cycles == doctest::Approx(244.0));
+}

@@ -341,3 +341,12 @@ TEST_CASE("meshir text: a vector instruction mix round-trips; bad counts are loc
   typo.replace(typo.find("vec_fp16_max:1"), 14, "vec_fp16_mux:1");
   CHECK(parse_errors(typo).at(0).format().find("did you mean 'vec_fp16_max'") != std::string::npos);
 }
+
+TEST_CASE("meshir text: a grouped GEMM's products round-trip; the verifier keeps them to MeshGEMMs") {
+  Schedule s = decode_schedule();
+  s.ops[1].work.products = 4;
+  const std::string text = wavel::meshir::print(s);
+  CHECK(text.find(",products:4") != std::string::npos);
+  CHECK(wavel::meshir::parse(text, "x.meshir").ops[1].work.products == 4);
+  CHECK(wavel::meshir::print(decode_schedule()).find("products") == std::string::npos);
+}

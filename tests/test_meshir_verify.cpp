@@ -395,3 +395,11 @@ TEST_CASE("meshir verify: data fits the SRAM a PE has after its reserve; the res
   s.sram_reserved_per_pe_bytes = 4000;
   CHECK(formatted(verify_text(s).diagnostics).find("must be at least 0 and below sram_per_pe_bytes") != std::string::npos);
 }
+
+TEST_CASE("meshir verify: products only on a MeshGEMM") {
+  Schedule s = decode_schedule();
+  s.ops[1].work.products = 2;  // a meshgemv
+  CHECK(formatted(verify_text(s).diagnostics).find("only a meshgemm runs products one after another") != std::string::npos);
+  s.ops[1].work.products = 0;
+  CHECK(formatted(verify_text(s).diagnostics).find("products is 0") != std::string::npos);
+}

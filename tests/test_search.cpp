@@ -493,3 +493,43 @@ TEST_CASE("fusion is a TUNE choice: prefill Q/K/V and gate/up as one MeshGEMM ea
     CHECK(meshir::verify(p.schedule, "fused", {}, [](const meshir::PlacedOp& op) { return cost::colours_needed(op); }).empty());
   }
 }
+
+TEST_CASE("MoE prefill: expert GEMMs are grouped over their experts, over a strip's experts under an expert CUT") {
+  const auto model = workload::load_hf_config(wavel::test::source_path("configs/models/tiny-moe/config.json").string());
+  const auto w = workload::build_workload(model, {workload::Phase::prefill, 1, 64, 0});
+  const workload::Layer* moe = nullptr;
+  for (const auto& l : w.layers) {
+    if (l.is_moe) moe = &l;
+  }
+  REQUIRE(moe != nullptr);
+  const auto experts = model.moe->num_experts;
+  for (std::int64_t groups : {std::int64_t{1}, std::int64_t{2}}) {
+    meshir::Schedule s;
+    s.grid_w_pes = s.grid_h_pes = 16;
+    s.regions = {meshir::Rect{0, 0, 16, 16}};
+    meshir::Placer placer(s, false);
+    meshir::Tune t;
+    t.expert_groups = groups;
+    placer.place(*moe, 0, s.regions[0], 0, t);
+    int grouped = 0;
+    for (const auto& op : s.ops) {
+      if (op.name.find("expert_gate_up") == std::string::npos && op.name.find("expert_down") == std::string::npos) continue;
+      CHECK(op.work.products == experts / groups);
+      ++grouped;
+    }
+    CHECK(grouped == 2 * groups);
+  }
+  // Decode GEMV rows read their own expert's slice in place: no grouping.
+  const auto d = workload::build_workload(model, {workload::Phase::decode, 4, 64, 16});
+  meshir::Schedule s;
+  s.grid_w_pes = s.grid_h_pes = 16;
+  s.regions = {meshir::Rect{0, 0, 16, 16}};
+  meshir::Placer placer(s, true);
+  for (const auto& l : d.layers) {
+    if (l.is_moe) {
+      placer.place(l, 0, s.regions[0], 0, meshir::Tune{});
+      break;
+    }
+  }
+  for (const auto& op : s.ops) CHECK(op.work.products == 1);
+}

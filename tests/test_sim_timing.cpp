@@ -210,3 +210,25 @@ TEST_CASE("the simulator runs each form of a vector mix at its own width and SRA
   s.ops[0].work.vector[static_cast<std::size_t>(VectorForm::fp16_vv)] = 1;
   CHECK(sim::simulate_op(s, 0, w2, options).cycles == doctest::Approx(flops_only));  // the same work, as a mix
 }
+
+TEST_CASE("the simulator runs a grouped GEMM as one MeshGEMM per expert, one after another (issue 38)") {
+  // Two experts of 32 rows on 8 x 8: twice one expert's MeshGEMM of 32 rows (its steps and alignment
+  // shifts, as the simulator runs them), not one MeshGEMM of 64 rows against one expert's tile.
+  auto s = test::one_region(8, 8);
+  auto op = test::op_on(s.regions[0], meshir::Kernel::meshgemm);
+  op.work.m = 32;
+  op.work.k = op.work.n = 64;
+  op.work.flops = 2 * 32 * 64 * 64;
+  s.ops = {op};
+  const auto wafer = test::wse3();
+  sim::SimOptions options;
+  options.max_simulated_steps = 64;  // every step simulated
+  const double one = sim::simulate_op(s, 0, wafer, options).cycles;
+  s.ops[0].work.m = 64;
+  s.ops[0].work.products = 2;
+  const double grouped = sim::simulate_op(s, 0, wafer, options).cycles;
+  s.ops[0].work.products = 1;
+  const double single_tile = sim::simulate_op(s, 0, wafer, options).cycles;
+  CHECK(grouped == doctest::Approx(2.0 * one).epsilon(0.05));
+  CHECK(grouped > 1.5 * single_tile);
+}

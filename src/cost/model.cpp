@@ -70,7 +70,9 @@ meshir::OpWork heads_along_x(const PlacedOp& op) {
 // Per step, as WaferLLM's prefill kernel loops: for each of the Kt rows of the B tile, a k-iteration
 // (gemm_k_cycles) issuing Nt vector FMACs whose vectors run along the Mt tokens of the A tile. Tiles
 // are rounded up: the PE with the largest tile sets the step (WaferLLM's scripts round down because
-// they only run shapes that divide evenly).
+// they only run shapes that divide evenly). A grouped GEMM (`products` > 1: experts, each with its
+// own weights) runs that many MeshGEMMs one after another, each on its share of the rows: its own
+// alignment, ring of steps and k-loops over a tile of Mt = ceil(rows / products / h).
 OpCost meshgemm(const PlacedOp& op, const wafer::WaferParams& wafer, const CostParams& p, bool transposed) {
   OpCost c;
   const meshir::OpWork work = heads_along_x(op);
@@ -79,7 +81,8 @@ OpCost meshgemm(const PlacedOp& op, const wafer::WaferParams& wafer, const CostP
   const std::int64_t ring = std::max(w, h);
   const std::int64_t steps = std::max<std::int64_t>(1, std::min(ring, work.k));
   const double b = static_cast<double>(work.batch);
-  const std::int64_t tile_m = ceil_div(work.m, h);
+  const std::int64_t products = std::max<std::int64_t>(1, work.products);
+  const std::int64_t tile_m = ceil_div(ceil_div(work.m, products), h);
   const std::int64_t tile_k = ceil_div(work.k, steps);
   const std::int64_t tile_n = ceil_div(work.n, w);
   const double kt = static_cast<double>(tile_k);
@@ -107,6 +110,14 @@ OpCost meshgemm(const PlacedOp& op, const wafer::WaferParams& wafer, const CostP
   c.link_cycles += skew_positions * static_cast<double>(detail::wavelets_for(a_bytes, wafer));
   c.hops = static_cast<std::int64_t>(2 * steps + 2 * static_cast<std::int64_t>(skew_positions));
   c.overhead_cycles = (s + skew_positions) * p.gemm_step_cycles;
+  if (products > 1) {
+    const double n = static_cast<double>(products);
+    c.compute_cycles *= n;
+    c.hop_cycles *= n;
+    c.link_cycles *= n;
+    c.overhead_cycles *= n;
+    c.hops *= products;
+  }
   finish(c);
   return c;
 }

@@ -148,6 +148,10 @@ int Placer::place_op(const workload::Op& op, const std::string& name, int region
   p.used = used;
   p.stage = stage;
   p.work = work_of(op);
+  // Prefill's routed rows multiply their own experts' weights: a MeshGEMM per expert, one after
+  // another, on the region that holds a slice of every expert (decode's GEMV rows each read their
+  // expert's slice in place, at the same cost as one matrix).
+  if (op.kind == OpKind::expert_matmul && !decode_ && op.experts > 1) p.work.products = op.experts;
   if (op.kind == OpKind::softmax) p.rounds = 2;  // max, then sum
   if (op.heads > 0) {
     p.attention = op.kind == OpKind::attn_scores ? AttentionRole::scores
@@ -259,6 +263,7 @@ int Placer::place_experts(const workload::Layer& block, std::size_t dispatch, st
     o.input_bytes = scale(op.input_bytes);
     o.output_bytes = op.kind == OpKind::moe_combine ? op.output_bytes : scale(op.output_bytes);
     o.weight_bytes = op.weight_bytes / groups;
+    if (op.experts > 0) o.experts = std::max<std::int64_t>(1, op.experts / groups);  // the strip's experts
     return o;
   };
   std::vector<int> last(static_cast<std::size_t>(groups), -1);

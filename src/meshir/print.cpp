@@ -55,6 +55,7 @@ std::string work_text(const OpWork& w) {
       << ",kv_cache_bytes:" << w.kv_cache_bytes << ",heads:" << w.heads << ",kv_heads:" << w.kv_heads;
   // Written when set, so that schedules without them read back as before.
   if (w.fused != 1) out << ",fused:" << w.fused;
+  if (w.products != 1) out << ",products:" << w.products;
   if (w.scalar_elements != 0 || w.scalar_instructions != 0 || w.scalar_divisions != 0) {
     out << ",scalar_elements:" << w.scalar_elements << ",scalar_instructions:" << w.scalar_instructions
         << ",scalar_divisions:" << w.scalar_divisions;

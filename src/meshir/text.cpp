@@ -235,6 +235,7 @@ void Parser::work(const Piece& piece, const std::string& key_path, OpWork& out) 
     if (key == "heads") out.heads = *v;
     if (key == "kv_heads") out.kv_heads = *v;
     if (key == "fused") out.fused = *v;
+    if (key == "products") out.products = *v;
     if (key == "scalar_elements") out.scalar_elements = *v;
     if (key == "scalar_instructions") out.scalar_instructions = *v;
     if (key == "scalar_divisions") out.scalar_divisions = *v;

@@ -324,6 +324,12 @@ void Checker::check_op(std::size_t i) {
     op_error(i, "work.scalar_elements", "scalar_elements is " + std::to_string(op.work.scalar_elements) +
                                             ", expected 0 to 2^60");
   }
+  if (op.work.products < 1 || op.work.products > kMaxHeads) {
+    op_error(i, "work.products", "products is " + std::to_string(op.work.products) + ", expected 1 to 2^20");
+  } else if (op.work.products > 1 && op.kernel != Kernel::meshgemm) {
+    op_error(i, "work.products", "only a meshgemm runs products one after another, this op is " +
+                                     std::string(to_string(op.kernel)));
+  }
   if (op.work.fused < 1 || op.work.fused > kMaxHeads) {
     op_error(i, "work.fused", "fused is " + std::to_string(op.work.fused) + ", expected 1 to 2^20");
   } else if (op.work.fused > 1 && op.kernel != Kernel::meshgemv) {

@@ -94,6 +94,9 @@ struct OpWork {
   std::int64_t heads = 0;     ///< attention ops: query heads in `batch` (0: not attention)
   std::int64_t kv_heads = 0;  ///< attention ops: KV heads; heads / kv_heads query heads share one (GQA)
   std::int64_t fused = 1;     ///< meshgemv: independent GEMVs (outputs side by side along n) sharing one allreduce
+  /// meshgemm: products run one after another on the region, each with its own weights (a grouped
+  /// GEMM over experts: every PE holds a slice of each); the m rows are split evenly over them.
+  std::int64_t products = 1;
   // A scalar loop (exp, SiLU's division, a norm's sqrt): elements per token row (split over the
   // PEs that share a row), each `scalar_instructions` scalar instructions and `scalar_divisions` divisions.
   std::int64_t scalar_elements = 0;

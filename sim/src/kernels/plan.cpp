@@ -318,9 +318,13 @@ KernelPlan plan_kernel(const meshir::Schedule& schedule, const PlacedOp& op, con
         if (op.attention == AttentionRole::values) wk.n = mul(wk.n, wk.heads);
       }
       const std::int64_t ring = std::max(w, h);
+      // A grouped GEMM (experts) is `products` MeshGEMMs in a row, each on its share of the rows:
+      // their steps and alignment shifts follow one another (counted below, simulated as one run).
+      const std::int64_t products = at_least_1(wk.products);
       plan.steps = at_least_1(std::min(ring, wk.k));
       const std::int64_t b = at_least_1(wk.batch);
-      const std::int64_t tile_m = ceil_div(wk.m, h), tile_k = ceil_div(wk.k, plan.steps), tile_n = ceil_div(wk.n, w);
+      const std::int64_t tile_m = ceil_div(ceil_div(wk.m, products), h), tile_k = ceil_div(wk.k, plan.steps),
+                         tile_n = ceil_div(wk.n, w);
       // WaferLLM's prefill loop: per k of the tile, the k-iteration's own instructions, then one vector
       // FMAC per output column, its vector along the tile's m tokens.
       plan.step_compute_cycles =
@@ -333,7 +337,8 @@ KernelPlan plan_kernel(const meshir::Schedule& schedule, const PlacedOp& op, con
       plan.x_bytes = op.kernel == Kernel::gemm_t ? out_bytes : a_bytes;
       plan.y_bytes = b_bytes;
       plan.skew_bytes = a_bytes;
-      plan.skew_rounds = op.input_skewed ? 0 : ring / 2;  // K and V reuse Q's aligned input
+      plan.skew_rounds = mul(op.input_skewed ? 0 : ring / 2, products);  // K and V reuse Q's aligned input
+      plan.steps = mul(plan.steps, products);
       plan.x_ring_pes = w;
       plan.y_ring_pes = h;
       s.steps_total = plan.steps;
