@@ -13,7 +13,7 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_
 export OMP_PROC_BIND=${OMP_PROC_BIND:-false} OMP_NUM_THREADS=${OMP_NUM_THREADS:-1} MPLBACKEND=Agg
 out=results/paper
 
-timing="# scripts/paper.sh at $(git rev-parse --short HEAD 2>/dev/null || echo unknown), $(date -u +%Y-%m-%d), $ranks ranks on $(nproc) cores"
+timing="# scripts/paper.sh at $(git rev-parse --short HEAD 2>/dev/null || echo unknown), $(date -u +%Y-%m-%d), $ranks ranks on $(nproc --all) cores"
 for sweep in dense moe; do
   start=$(date +%s)
   mpirun -n "$ranks" --bind-to none "$exe" "configs/paper/$sweep.yaml" --set output.progress=always

@@ -83,8 +83,9 @@ std::string physics_that_differ(const std::string& kernel) {
            "costs measured on hardware, the simulator with its own, lower task and scalar-instruction constants";
   }
   if (kernel == "elementwise") {
-    return "elementwise: the simulator runs one lane-op per flop in vector loops over the PE's rows with a setup "
-           "per vector op, the model one element per flop at the FMAC's port-bound rate; both add the op's scalar loop";
+    return "elementwise: both run the op's vector instruction mix at each form's width or SRAM ports; the simulator "
+           "rounds each instruction up to whole issues and adds a setup per row, the model has neither; both add "
+           "the op's scalar loop";
   }
   if (kernel == "kv_shift") {
     return "KV shift: the simulator queues every row's message on the ramps and links it shares; the model pays "
