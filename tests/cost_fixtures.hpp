@@ -24,6 +24,7 @@ inline cost::CostParams round_params() {
   p.shift_fixed_cycles = 50.0;
   p.shift_hop_cycles = 70.0;
   p.shift_element_cycles = 1.0;
+  p.shift_queue_cycles = 15.0;
   p.scalar_op_cycles = 6.0;
   p.route_switch_cycles = 50.0;
   return p;

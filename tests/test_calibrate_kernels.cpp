@@ -118,10 +118,12 @@ TEST_CASE("kernel predictions, by hand") {
     q.groups = 2;
     CHECK(calibrate::predict_kernel_cycles(q, test::wse3(), p) == doctest::Approx(16.0 + 90.0 + 10.0 + 3.0 + 40.0));
   }
-  SUBCASE("shift: L store-and-forward hops of the PE's tile") {
+  SUBCASE("shift: L store-and-forward hops of the PE's tile, the first min(L, P) behind the row's tiles") {
     auto q = point(KernelKind::shift, 4, 8, 0, 16);  // 2 x 4 = 8 elements a PE
     q.hops = 3;
-    CHECK(calibrate::predict_kernel_cycles(q, test::wse3(), p) == doctest::Approx(50.0 + 3.0 * (70.0 + 8.0)));
+    CHECK(calibrate::predict_kernel_cycles(q, test::wse3(), p) == doctest::Approx(50.0 + 3.0 * (70.0 + 8.0) + 3.0 * 15.0));
+    q.hops = 6;  // past the row's 4 tiles the route is clear
+    CHECK(calibrate::predict_kernel_cycles(q, test::wse3(), p) == doctest::Approx(50.0 + 6.0 * (70.0 + 8.0) + 4.0 * 15.0));
   }
 }
 
@@ -131,7 +133,7 @@ TEST_CASE("the kernel constants fitted on the shared WSE-3 measurements predict 
   CHECK(points.size() == 449 + 336 + 410);
   const auto wafer = test::wse3();
   const auto names = calibrate::kernel_fit_names(sets);
-  CHECK(names.size() == 10);
+  CHECK(names.size() == 11);
   const cost::CostParams start = cost::default_params(wafer);
   const auto held = calibrate::kernel_held_out_mask(points);
   const auto fit = calibrate::calibrate(calibrate::kernel_problem(points, held, wafer), calibrate::PointSource{}, start,
@@ -149,8 +151,8 @@ TEST_CASE("the kernel constants fitted on the shared WSE-3 measurements predict 
     measured.push_back(points[i].mean_cycles);
     worst = std::max(worst, std::abs(calibrate::rel_error(cv.predicted[i], points[i].mean_cycles)));
   }
-  CHECK(calibrate::mape_pct(predicted, measured) <= 5.0);
-  CHECK(worst <= 0.15);
+  CHECK(calibrate::mape_pct(predicted, measured) <= 3.0);  // issue 35: leave-one-P-out <= 3 %, worst <= 10 %
+  CHECK(worst <= 0.10);
   // Levenberg-Marquardt lands on the same constants from a start far from them.
   cost::CostParams far = start;
   far.alpha_cycles_per_hop = 5.0;

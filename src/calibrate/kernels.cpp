@@ -230,7 +230,7 @@ double predict_kernel_cycles(const KernelPoint& point, const wafer::WaferParams&
     }
     case KernelKind::shift: {
       const std::int64_t elements = (point.m / point.side_pes) * (point.n / point.side_pes);
-      return cost::detail::neighbour_shift(point.hops, elements, p).total_cycles;
+      return cost::detail::neighbour_shift(point.hops, elements, point.side_pes, p).total_cycles;  // P tiles a row
     }
   }
   throw InternalError("predict_kernel_cycles: unknown kernel");
@@ -250,7 +250,7 @@ std::vector<std::string> kernel_fit_names(const std::vector<KernelSet>& sets) {
   }
   if (kinds.count(KernelKind::meshgemv) != 0) names.insert(names.end(), {"gemv_fixed_cycles", "gemv_fmac_issue_cycles"});
   if (kinds.count(KernelKind::shift) != 0) {
-    names.insert(names.end(), {"shift_fixed_cycles", "shift_hop_cycles", "shift_element_cycles"});
+    names.insert(names.end(), {"shift_fixed_cycles", "shift_hop_cycles", "shift_element_cycles", "shift_queue_cycles"});
   }
   return names;
 }

@@ -89,13 +89,14 @@ double scalar_loop_cycles(const meshir::PlacedOp& op, const wafer::WaferParams& 
   return pe_share(op, op.work.scalar_elements) * scalar_element_cycles(op.work, wafer, p);
 }
 
-OpCost neighbour_shift(std::int64_t hops, std::int64_t elements, const CostParams& p) {
+OpCost neighbour_shift(std::int64_t hops, std::int64_t elements, std::int64_t tiles, const CostParams& p) {
   OpCost c;
   if (hops < 1) return c;
   const double l = static_cast<double>(hops);
   c.hops = hops;
   c.stages = hops;  // each hop is received whole before it is sent on
-  c.stage_cycles = l * p.shift_hop_cycles;
+  c.stage_cycles = l * p.shift_hop_cycles +
+                   static_cast<double>(std::min(hops, std::max<std::int64_t>(1, tiles))) * p.shift_queue_cycles;
   c.link_cycles = l * static_cast<double>(std::max<std::int64_t>(0, elements)) * p.shift_element_cycles;
   c.overhead_cycles = p.shift_fixed_cycles;
   finish(c);

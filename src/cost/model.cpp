@@ -156,7 +156,8 @@ OpCost scalar_allreduce(const PlacedOp& op, const wafer::WaferParams& wafer, con
 OpCost kv_shift(const PlacedOp& op, const CostParams& p) {
   const std::int64_t pes = std::max<std::int64_t>(1, op.used.pes());
   const std::int64_t elements = ceil_div(ceil_div(std::max<std::int64_t>(0, op.work.output_bytes), pes), 2);
-  OpCost c = detail::neighbour_shift(1, elements, p);
+  // Every row passes its entry up at once: one hop, with the rows above still in flight.
+  OpCost c = detail::neighbour_shift(1, elements, op.used.h, p);
   return c;
 }
 

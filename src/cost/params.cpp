@@ -44,6 +44,8 @@ std::vector<ParamInfo> build_registry() {
        "neighbour shift: one store-and-forward hop of a tile (receive task, DSD set-up)"},
       {"shift_element_cycles", "cycles/element", 0.1, 100.0, &CostParams::shift_element_cycles,
        "neighbour shift: one FP16 element of the tile through the ramp and the link"},
+      {"shift_queue_cycles", "cycles/hop", 0.0, 1e4, &CostParams::shift_queue_cycles,
+       "neighbour shift: a hop on which the row's other tiles are still in flight ahead (waiting for the next PE's one-tile buffer); the first min(hops, tiles in the row) hops"},
       {"scalar_op_cycles", "cycles/instruction", 0.5, 50.0, &CostParams::scalar_op_cycles,
        "one scalar instruction (a loop's loads, stores, multiplies; WaferLLM's MeshGEMM k-iteration runs 6: gemm_k_cycles / 6); divisions cost the wafer's scalar_division_cycles"},
       {"route_switch_cycles", "cycles/switch", 0.0, 1e6, &CostParams::route_switch_cycles,

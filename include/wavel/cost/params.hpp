@@ -23,6 +23,7 @@ struct CostParams {
   double shift_fixed_cycles = 50.0;         ///< neighbour shift: fixed cost of one call
   double shift_hop_cycles = 73.0;           ///< neighbour shift: one store-and-forward hop of a tile (task, DSDs)
   double shift_element_cycles = 1.0;        ///< neighbour shift: one FP16 element through the ramp and link
+  double shift_queue_cycles = 15.0;         ///< neighbour shift: a hop on which the row's other tiles are still ahead
   // Costs the kernels do not show; WaferLLM's WSE-2 end-to-end layers pin them (configs/params/wse2-waferllm.yaml).
   double scalar_op_cycles = 6.4;            ///< one scalar instruction (exp, SiLU, rsqrt loops): WSE-3's gemm_k_cycles / 6
   double route_switch_cycles = 50.0;        ///< re-configuring routes at run time (allreduce axis switch)

@@ -51,9 +51,12 @@ double vector_cycles_per_element(const meshir::OpWork& work, const wafer::WaferP
 /// issue them: instructions x (ceil(length / fmac_elements_per_cycle) + issue_cycles).
 double fmac_loop_cycles(double instructions, std::int64_t length, double issue_cycles, const wafer::WaferParams& wafer);
 
-/// A tile of `elements` FP16 values shifted `hops` PEs along a line, one store-and-forward hop at a
-/// time (WaferLLM's shift): shift_fixed + hops x (shift_hop + elements x shift_element) cycles.
-OpCost neighbour_shift(std::int64_t hops, std::int64_t elements, const CostParams& params);
+/// A tile of `elements` FP16 values shifted `hops` PEs along a line of `tiles` tiles all shifting, one
+/// store-and-forward hop at a time (WaferLLM's shift): shift_fixed + hops x (shift_hop + elements x
+/// shift_element) + min(hops, tiles) x shift_queue cycles. The last tile of the row waits on each hop
+/// while the tiles ahead of it are still in flight (one-tile buffers); past the row's width the route
+/// is clear (WSE-3 shift runs: 77 cycles a hop within the width, 65 beyond, every P).
+OpCost neighbour_shift(std::int64_t hops, std::int64_t elements, std::int64_t tiles, const CostParams& params);
 
 /// Cycles of one element of a work's scalar loop: scalar_instructions x scalar_op_cycles +
 /// scalar_divisions x the wafer's scalar_division_cycles.
