@@ -233,7 +233,8 @@ int Placer::place_op(const workload::Op& op, const std::string& name, int region
 // more than every token routed to each of its experts.
 int Placer::place_experts(const workload::Layer& block, std::size_t dispatch, std::size_t combine,
                           const std::function<int(int)>& resolve, int region,
-                          const Rect& used, int stage, const Tune& tune, std::int64_t groups) {
+                          const Rect used, int stage, const Tune& tune, std::int64_t groups) {
+  // `used` by value: the strips below grow s_.regions, which a caller's reference may point into.
   const workload::Op& d = block.ops[dispatch];
   const std::int64_t experts = d.experts, top_k = std::max<std::int64_t>(1, d.experts_per_token);
   const std::int64_t routed = std::max<std::int64_t>(1, d.m);
@@ -305,7 +306,8 @@ int Placer::place_experts(const workload::Layer& block, std::size_t dispatch, st
   return out;
 }
 
-void Placer::place(const workload::Layer& block, int region, const Rect& used, int stage, const Tune& tune) {
+void Placer::place(const workload::Layer& block, int region, const Rect used,  // by value: see place_experts
+                   int stage, const Tune& tune) {
   const std::size_t first_op = s_.ops.size();
   block_first_op_ = first_op;
   move_input_to(region, used, stage, tune);

@@ -46,7 +46,7 @@ class Placer {
   /// If the incoming activation lives in another region, a transfer is placed first; inside a region,
   /// a producer whose layout differs from its consumer's gets a re-layout. With tune.expert_groups > 1
   /// a routed-expert section (dispatch .. combine) is placed by the expert CUT on new strip regions.
-  void place(const workload::Layer& block, int region, const Rect& used, int stage, const Tune& tune);
+  void place(const workload::Layer& block, int region, Rect used, int stage, const Tune& tune);
 
  private:
   int append(PlacedOp op);
@@ -54,7 +54,7 @@ class Placer {
                const Tune& tune, const std::vector<int>& inputs, bool same_step);
   int place_experts(const workload::Layer& block, std::size_t dispatch, std::size_t combine,
                     const std::function<int(int)>& resolve, int region,
-                    const Rect& used, int stage, const Tune& tune, std::int64_t groups);
+                    Rect used, int stage, const Tune& tune, std::int64_t groups);
   int relayout(int producer, const Layout& target, const std::string& consumer);
   void move_input_to(int region, const Rect& used, int stage, const Tune& tune);
 
