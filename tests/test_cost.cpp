@@ -1,6 +1,8 @@
 // Cost model: golden values computed by hand for small cases, and physical sanity properties.
 #include <doctest/doctest.h>
 
+#include <string>
+
 #include "cost_fixtures.hpp"
 #include "wavel/cost/model.hpp"
 #include "wavel/cost/params.hpp"
@@ -104,6 +106,62 @@ TEST_CASE("N bytes over H hops between regions, by hand") {
   // the transfer's set-up as the shift kernel's (shift_fixed_cycles, 50).
   CHECK(c.hops == 10);
   CHECK(c.total_cycles == doctest::Approx(10.0 + 100.0 + 50.0));
+}
+
+TEST_CASE("an expert CUT's all-to-all over four strips, by hand") {
+  // Region 0 is 8 x 4; strips 1..4 are its 2-wide columns. Each dispatch moves 1600 B of tokens
+  // spread evenly along the 8-PE rows into one strip, over the 4 rows (4 B/cycle per link).
+  auto s = one_region(8, 4);
+  for (std::int64_t x = 0; x < 8; x += 2) s.regions.push_back(meshir::Rect{x, 0, 2, 4});
+  s.ops.clear();
+  for (int k = 0; k < 4; ++k) {
+    auto op = op_on(s.regions[0], meshir::Kernel::moe_dispatch);
+    op.name = "d" + std::to_string(k);
+    op.to_region = k + 1;
+    op.work.input_bytes = 1600;
+    s.ops.push_back(op);
+  }
+  const auto e = meshir::exchange_of(s, s.ops[1]);
+  REQUIRE(e.has_value());
+  CHECK(e->axis == meshir::Axis::x);
+  CHECK((e->lo() == 2 && e->hi() == 4 && e->side() == 8 && e->lines() == 4));
+  // Alone, strip [2, 4): 2/8 of the bytes enter from below, 4/8 from above: 800 B / 16 B per cycle
+  // = 50; the farthest path is from PE 7 to PE 2, 5 hops; set-up 50. Strip [0, 2): 6/8, 75, 7 hops.
+  CHECK(cost::op_cost(s, s.ops[1], wse3(), round_params()).total_cycles == doctest::Approx(5.0 + 50.0 + 50.0));
+  CHECK(cost::op_cost(s, s.ops[0], wse3(), round_params()).total_cycles == doctest::Approx(7.0 + 75.0 + 50.0));
+  // Together: at the middle boundary the two upper strips each draw half their bytes from below
+  // (2 x 800 B) and the two lower ones half from above; at x = 2 and 6, 3 x 400 or 1200 B. Every
+  // flow waits for 1600 B / 16 = 100 cycles (summing the flows' own link times would give 250).
+  const auto together = cost::evaluate(s, wse3(), round_params(), false, 1);
+  CHECK(together.ops[0].total_cycles == doctest::Approx(7.0 + 100.0 + 50.0));
+  CHECK(together.ops[1].total_cycles == doctest::Approx(5.0 + 100.0 + 50.0));
+  CHECK(together.ops[2].total_cycles == doctest::Approx(5.0 + 100.0 + 50.0));
+  CHECK(together.ops[3].total_cycles == doctest::Approx(7.0 + 100.0 + 50.0));
+  // Combine: each strip sends its 1600 B back spread over the rows, the same boundaries the other way.
+  meshir::Schedule back = s;
+  for (int k = 0; k < 4; ++k) {
+    auto& op = back.ops[static_cast<std::size_t>(k)];
+    op.kernel = meshir::Kernel::moe_combine;
+    op.region = k + 1;
+    op.used = s.regions[static_cast<std::size_t>(k + 1)];
+    op.to_region = 0;
+  }
+  REQUIRE(meshir::exchange_of(back, back.ops[2]).has_value());
+  CHECK(!meshir::exchange_of(back, back.ops[2])->into_strip);
+  const auto combined = cost::evaluate(back, wse3(), round_params(), false, 1);
+  for (int k = 0; k < 4; ++k) {
+    CHECK(combined.ops[static_cast<std::size_t>(k)].total_cycles ==
+          doctest::Approx(together.ops[static_cast<std::size_t>(k)].total_cycles));
+  }
+  // Two strips: each flow's own edge is the busiest boundary, so sharing adds nothing.
+  meshir::Schedule two = one_region(8, 4);
+  two.regions.push_back(meshir::Rect{0, 0, 4, 4});
+  two.regions.push_back(meshir::Rect{4, 0, 4, 4});
+  two.ops = {s.ops[0], s.ops[1]};
+  two.ops[1].to_region = 2;
+  const auto pair = cost::evaluate(two, wse3(), round_params(), false, 1);
+  CHECK(pair.ops[0].total_cycles == doctest::Approx(7.0 + 800.0 / 16.0 + 50.0));
+  CHECK(pair.ops[1].total_cycles == doctest::Approx(pair.ops[0].total_cycles));
 }
 
 TEST_CASE("more hops never cost less") {

@@ -300,6 +300,51 @@ TEST_CASE("sim: kv shift and movers sharing a region's links, by hand") {
   CHECK(sim::simulate(m, wse3(), true, 1, round_options()).ops[1].total_cycles == 205.0);
 }
 
+TEST_CASE("sim: an expert CUT's all-to-all, its messages by hand and its shared boundaries") {
+  // A line of 8 PEs into the strip [2, 4): the piece [0, 2) sends from its middle PE 0 to the
+  // strip's lower edge PE 2; [4, 6) and [6, 8) from PEs 4 and 6 to the upper edge PE 3; 2/8 of the
+  // line's 800 B each. A combine runs the same messages the other way.
+  const auto in = sim::exchange_sends(8, 2, 4, true, 800);
+  REQUIRE(in.size() == 3);
+  CHECK((in[0].from == 0 && in[0].to == 2 && in[0].bytes == 200));
+  CHECK((in[1].from == 4 && in[1].to == 3 && in[1].bytes == 200));
+  CHECK((in[2].from == 6 && in[2].to == 3 && in[2].bytes == 200));
+  const auto out = sim::exchange_sends(8, 2, 4, false, 800);
+  REQUIRE(out.size() == 3);
+  CHECK((out[1].from == 3 && out[1].to == 4 && out[1].bytes == 200));
+  // The strip [0, 3) of 8 PEs: the 5 PEs above it in two pieces [3, 5) and [5, 8).
+  const auto wide = sim::exchange_sends(8, 0, 3, true, 800);
+  REQUIRE(wide.size() == 2);
+  CHECK((wide[0].from == 3 && wide[0].bytes == 200 && wide[1].from == 6 && wide[1].bytes == 300));
+
+  // Region 0 is 8 x 2, strips 1..4 its 2-wide columns; each dispatch moves 1000 B of FP16, 2000 B
+  // of wavelets, 1000 B a row. Alone, strip [6, 8) takes three pieces of 250 B over its lower edge.
+  auto s = one_region(8, 2);
+  for (std::int64_t x = 0; x < 8; x += 2) s.regions.push_back(meshir::Rect{x, 0, 2, 2});
+  for (int k = 0; k < 4; ++k) {
+    auto op = op_on(s.regions[0], meshir::Kernel::moe_dispatch);
+    op.name = "d" + std::to_string(k);
+    op.to_region = k + 1;
+    op.work.input_bytes = 1000;
+    s.ops.push_back(op);
+  }
+  double alone_max = 0.0;
+  for (std::size_t k = 0; k < 4; ++k) {
+    const auto r = sim::simulate_op(s, k, wse3(), round_options());
+    CHECK(r.sample.lines_total == 2);
+    alone_max = std::max(alone_max, r.cycles);
+  }
+  // Together, the link from PE 3 to PE 4 carries half of strip [4, 6)'s and two thirds of strip
+  // [6, 8)'s pieces, 500 + 500 B: 250 wavelets after the 64-cycle launch, whatever the order.
+  const auto together = sim::simulate(s, wse3(), false, 1, round_options());
+  double joint_max = 0.0;
+  for (const auto& r : together.ops) joint_max = std::max(joint_max, r.total_cycles);
+  CHECK(joint_max >= 64.0 + 250.0);
+  CHECK(joint_max > alone_max);
+  // No slower than every flow's pieces one after another on one link: 4 x 750 B, 750 wavelets.
+  CHECK(joint_max <= 64.0 + 750.0 + 8.0 + 3.0);
+}
+
 TEST_CASE("sim: a router out of colours relays the route and counts it") {
   // The K-tree needs 3 colours at some routers; with 2, those routes are relayed in software
   // (relay_cycles each) rather than refused: slower, never an error.

@@ -68,6 +68,61 @@ std::string memo_key(const meshir::Schedule& schedule, const PlacedOp& op) {
   return key;
 }
 
+// An expert CUT's flows of one step between one rectangle and its strips share the rectangle's
+// lines: one line carries every flow's messages at once (exchange_sends, the op's heaviest line),
+// and each flow is charged the time its messages lose to the others.
+void add_exchange_contention(const meshir::Schedule& schedule, const MicroArch& micro, const SimOptions& options,
+                             const std::vector<std::pair<std::size_t, meshir::Exchange>>& exchanges,
+                             std::vector<OpSimResult>& ops) {
+  std::vector<bool> done(exchanges.size(), false);
+  for (std::size_t a = 0; a < exchanges.size(); ++a) {
+    if (done[a]) continue;
+    const meshir::Exchange& first = exchanges[a].second;
+    std::vector<std::size_t> group;
+    for (std::size_t b = a; b < exchanges.size(); ++b) {
+      const meshir::Exchange& e = exchanges[b].second;
+      if (!done[b] && e.outer == first.outer && e.axis == first.axis && e.into_strip == first.into_strip) {
+        group.push_back(b);
+        done[b] = true;
+      }
+    }
+    if (group.size() < 2) continue;
+    NetworkConfig config;
+    config.width_pes = std::max<std::int64_t>(1, first.side());
+    config.hop_cycles = micro.hop_cycles;
+    config.link_bytes_per_cycle = micro.link_bytes_per_cycle;
+    config.routable_colours = micro.routable_colours;
+    config.model_ramps = options.model_ramps;
+    Network net(config);
+    std::vector<std::vector<ItemId>> sent(group.size());
+    for (std::size_t g = 0; g < group.size(); ++g) {
+      const auto& [op_index, e] = exchanges[group[g]];
+      PlanOptions po;
+      po.sample_lines = 1;
+      const KernelPlan plan = plan_kernel(schedule, schedule.ops[op_index], micro, po);
+      std::int64_t bytes = 0;
+      for (const LineWork& l : plan.lines) bytes = std::max(bytes, l.message_bytes);
+      for (const ExchangeSend& m : exchange_sends(first.side(), e.lo(), e.hi(), e.into_strip, bytes)) {
+        SendSpec spec;
+        spec.src_pe = m.from;
+        spec.dst_pe = m.to;
+        spec.bytes = m.bytes;
+        spec.colour = m.to > m.from ? 0 : 1;
+        sent[g].push_back(net.send(spec));
+        // Every PE launches once for the whole exchange; launches on different PEs overlap.
+        net.release_at(sent[g].back(), micro.timing.kernel_launch_cycles);
+      }
+    }
+    net.run();
+    for (std::size_t g = 0; g < group.size(); ++g) {
+      double finish = 0.0;
+      for (const ItemId id : sent[g]) finish = std::max(finish, net.finish_cycles(id));
+      OpSimResult& r = ops[exchanges[group[g]].first];
+      r.contention_cycles = std::max(r.contention_cycles, finish - r.cycles);
+    }
+  }
+}
+
 // Movers of one step that leave one region the same way, or enter one region from the same side,
 // share its boundary links: simulate their busiest lanes together on one line and charge each the
 // time it loses to the others.
@@ -81,9 +136,14 @@ void add_mover_contention(const meshir::Schedule& schedule, const wafer::WaferPa
   for (std::size_t i = 0; i < schedule.ops.size();) {
     std::size_t end = i;
     std::map<std::pair<int, int>, std::vector<Lane>> leaving, entering;  // (region, direction) -> lanes
+    std::vector<std::pair<std::size_t, meshir::Exchange>> exchanges;
     for (; end < schedule.ops.size() && schedule.ops[end].step == schedule.ops[i].step; ++end) {
       const PlacedOp& op = schedule.ops[end];
       if (!moves_between_regions(op.kernel) || meshir::crosses_wafers(schedule, op)) continue;
+      if (const auto e = meshir::exchange_of(schedule, op)) {
+        exchanges.emplace_back(end, *e);
+        continue;
+      }
       PlanOptions po;
       po.sample_lines = 1;
       const KernelPlan plan = plan_kernel(schedule, op, micro, po);
@@ -125,6 +185,7 @@ void add_mover_contention(const meshir::Schedule& schedule, const wafer::WaferPa
     };
     for (const auto& [key, lanes] : leaving) run(lanes, true);
     for (const auto& [key, lanes] : entering) run(lanes, false);
+    add_exchange_contention(schedule, micro, options, exchanges, ops);
     i = end;
   }
 }

@@ -219,25 +219,89 @@ bool between_stages(const meshir::Schedule& schedule, const PlacedOp& op) {
   return schedule.ops[static_cast<std::size_t>(producer)].stage != op.stage;
 }
 
+// An expert CUT's exchanges of one step (dispatch into, or combine out of, the strips of one
+// rectangle) cross the boundaries between strips: at a boundary c of a line of `side` PEs, a flow
+// into a strip beyond c carries the share c / side of its bytes that starts before c (a combine's
+// flow the share that ends beyond c). Every flow waits for the busiest boundary, either direction,
+// over the rectangle's lines. The maximum lies at a strip's edge: between edges a direction's load
+// is linear in c over a fixed set of flows.
+void add_exchange_contention(const meshir::Schedule& schedule, const std::vector<std::size_t>& flows,
+                             const wafer::WaferParams& wafer, std::vector<OpCost>& costs) {
+  std::vector<bool> done(flows.size(), false);
+  for (std::size_t a = 0; a < flows.size(); ++a) {
+    if (done[a]) continue;
+    const meshir::Exchange first = *meshir::exchange_of(schedule, schedule.ops[flows[a]]);
+    std::vector<std::pair<std::size_t, meshir::Exchange>> group;
+    for (std::size_t b = a; b < flows.size(); ++b) {
+      if (done[b]) continue;
+      const meshir::Exchange e = *meshir::exchange_of(schedule, schedule.ops[flows[b]]);
+      if (e.outer == first.outer && e.axis == first.axis && e.into_strip == first.into_strip) {
+        group.emplace_back(flows[b], e);
+        done[b] = true;
+      }
+    }
+    const double side = static_cast<double>(first.side());
+    double busiest_bytes = 0.0;
+    for (const auto& [unused, cut_at] : group) {
+      for (const std::int64_t c : {cut_at.lo(), cut_at.hi()}) {
+        if (c <= 0 || c >= first.side()) continue;
+        double forward = 0.0, backward = 0.0;  // towards higher and lower coordinates
+        for (const auto& [k, e] : group) {
+          const double bytes = static_cast<double>(schedule.ops[k].work.input_bytes);
+          const double before = static_cast<double>(c) / side, after = 1.0 - before;
+          if (e.into_strip) {
+            if (e.lo() >= c) forward += bytes * before;
+            if (e.hi() <= c) backward += bytes * after;
+          } else {
+            if (e.hi() <= c) forward += bytes * after;
+            if (e.lo() >= c) backward += bytes * before;
+          }
+        }
+        busiest_bytes = std::max({busiest_bytes, forward, backward});
+      }
+    }
+    const double shared = busiest_bytes / (static_cast<double>(wafer.link_bytes_per_cycle) *
+                                           static_cast<double>(std::max<std::int64_t>(1, first.lines())));
+    for (const auto& [k, e] : group) {
+      if (shared <= costs[k].link_cycles) continue;
+      costs[k].total_cycles += shared - costs[k].link_cycles;
+      costs[k].link_cycles = shared;
+    }
+  }
+}
+
 // Movers of one step that leave the same region, or enter the same region, share that region's
-// boundary links: each waits for the wavelets of all of them (MoE dispatch to G strips, combine back).
-void add_mover_contention(const meshir::Schedule& schedule, std::vector<OpCost>& costs) {
+// boundary links: each waits for the wavelets of all of them. An expert CUT's exchanges cross its
+// strips' boundaries inside the rectangle instead (add_exchange_contention).
+void add_mover_contention(const meshir::Schedule& schedule, const wafer::WaferParams& wafer,
+                          std::vector<OpCost>& costs) {
   // Per region, dense (the search costs a block per call): reset after each step where touched.
   std::vector<double> leaving(schedule.regions.size(), 0.0), entering(schedule.regions.size(), 0.0);
   const auto in_range = [&](int r) { return r >= 0 && static_cast<std::size_t>(r) < schedule.regions.size(); };
+  std::vector<std::size_t> exchanges;
   for (std::size_t i = 0; i < schedule.ops.size();) {
     std::size_t end = i;
+    exchanges.clear();
     for (; end < schedule.ops.size() && schedule.ops[end].step == schedule.ops[i].step; ++end) {
       const PlacedOp& op = schedule.ops[end];
       if (!meshir::moves_between_regions(op.kernel)) continue;
       if (!in_range(op.region) || !in_range(op.to_region)) {
         throw InternalError("op '" + op.name + "' moves data between invalid regions");
       }
+      if (meshir::exchange_of(schedule, op)) {
+        exchanges.push_back(end);
+        continue;
+      }
       leaving[static_cast<std::size_t>(op.region)] += costs[end].link_cycles;
       entering[static_cast<std::size_t>(op.to_region)] += costs[end].link_cycles;
     }
+    std::size_t next_exchange = 0;  // `exchanges` is ascending
     for (std::size_t k = i; k < end; ++k) {
       const PlacedOp& op = schedule.ops[k];
+      if (next_exchange < exchanges.size() && exchanges[next_exchange] == k) {
+        ++next_exchange;
+        continue;
+      }
       if (!meshir::moves_between_regions(op.kernel)) continue;
       const double shared =
           std::max(leaving[static_cast<std::size_t>(op.region)], entering[static_cast<std::size_t>(op.to_region)]);
@@ -250,6 +314,7 @@ void add_mover_contention(const meshir::Schedule& schedule, std::vector<OpCost>&
       leaving[static_cast<std::size_t>(op.region)] = 0.0;
       entering[static_cast<std::size_t>(op.to_region)] = 0.0;
     }
+    if (!exchanges.empty()) add_exchange_contention(schedule, exchanges, wafer, costs);
     i = end;
   }
 }
@@ -264,6 +329,17 @@ OpCost transfer_cost(const Rect& from, const Rect& to, double bytes, const wafer
   const std::int64_t dy = std::llabs((2 * from.y + from.h) - (2 * to.y + to.h)) / 2;
   const std::int64_t lanes = std::min({from.w, from.h, to.w, to.h});
   return movement(dx + dy, bytes, lanes, wafer, p);
+}
+
+// One strip's flow of an expert CUT's all-to-all, alone: the tokens lie evenly along each line of the
+// rectangle, so the share lo / side of the bytes enters the strip across its lower edge and
+// (side - hi) / side across its upper edge, on opposite directions of the lines' links (a combine
+// leaves the same ways). The last bytes travel from a line's far end to the strip's far end.
+OpCost exchange_cost(const meshir::Exchange& e, double bytes, const wafer::WaferParams& wafer, const CostParams& p) {
+  const std::int64_t side = e.side(), lo = e.lo(), hi = e.hi();
+  const double side_d = static_cast<double>(side);
+  const double busiest = bytes * static_cast<double>(std::max(lo, side - hi)) / side_d;
+  return movement(std::max(hi - 1, side - 1 - lo), busiest, e.lines(), wafer, p);
 }
 
 OpCost link_crossing_cost(const meshir::Schedule& schedule, const PlacedOp& op, const wafer::WaferParams& wafer,
@@ -331,6 +407,10 @@ OpCost op_cost(const meshir::Schedule& schedule, const PlacedOp& op, const wafer
       }
       if (meshir::crosses_wafers(schedule, op)) {
         c = link_crossing_cost(schedule, op, wafer, params);
+        break;
+      }
+      if (const auto e = meshir::exchange_of(schedule, op)) {
+        c = exchange_cost(*e, static_cast<double>(op.work.input_bytes), wafer, params);
         break;
       }
       // From the PEs holding the data (the mover's used rectangle) to the used part of the
@@ -452,7 +532,7 @@ std::vector<OpCost> timed_ops(const meshir::Schedule& schedule, const wafer::Waf
     c.total_cycles += switches[i];
     ops.push_back(c);
   }
-  add_mover_contention(schedule, ops);
+  add_mover_contention(schedule, wafer, ops);
   totals.clear();
   totals.reserve(ops.size());
   for (const OpCost& c : ops) totals.push_back(c.total_cycles);

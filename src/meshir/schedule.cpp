@@ -115,4 +115,26 @@ Rect used_part(const Schedule& schedule, int region) {
   return schedule.regions[static_cast<std::size_t>(region)];
 }
 
+std::optional<Exchange> exchange_of(const Schedule& schedule, const PlacedOp& op) {
+  if (op.kernel != Kernel::moe_dispatch && op.kernel != Kernel::moe_combine) return std::nullopt;
+  if (op.to_region < 0 || static_cast<std::size_t>(op.to_region) >= schedule.regions.size()) return std::nullopt;
+  if (crosses_wafers(schedule, op)) return std::nullopt;
+  Exchange e;
+  e.into_strip = op.kernel == Kernel::moe_dispatch;
+  const Rect other = used_part(schedule, op.to_region);
+  e.outer = e.into_strip ? op.used : other;
+  e.strip = e.into_strip ? other : op.used;
+  const Rect& o = e.outer;
+  const Rect& s = e.strip;
+  if (s.w < 1 || s.h < 1 || s.x < o.x || s.y < o.y || s.x + s.w > o.x + o.w || s.y + s.h > o.y + o.h) return std::nullopt;
+  if (s.h == o.h && s.w < o.w) {
+    e.axis = Axis::x;
+  } else if (s.w == o.w && s.h < o.h) {
+    e.axis = Axis::y;
+  } else {
+    return std::nullopt;
+  }
+  return e;
+}
+
 }  // namespace wavel::meshir

@@ -78,9 +78,16 @@ ScheduleCost evaluate(const meshir::Schedule& schedule, const wafer::WaferParams
 double pass_cycles(const meshir::Schedule& schedule, const wafer::WaferParams& wafer, const CostParams& params);
 
 /// Cost of moving `bytes` from rectangle `from` to rectangle `to` (transfers, MoE dispatch and
-/// combine: the mover's used rectangle and the destination region's meshir::used_part): alpha x
+/// combine between separate rectangles: the mover's used rectangle and the destination region's meshir::used_part): alpha x
 /// centre-to-centre hops + bytes over as many links as the narrowest side of either rectangle + launch.
 OpCost transfer_cost(const meshir::Rect& from, const meshir::Rect& to, double bytes, const wafer::WaferParams& wafer,
+                     const CostParams& params);
+
+/// Cost of one strip's flow of an expert CUT's all-to-all (meshir::exchange_of), alone: the bytes
+/// that start (end) on either side of the strip cross its edge over the rectangle's lines, the larger
+/// side paces it; alpha x the longest path; a transfer's set-up. The flows of one step also share the
+/// boundaries between strips (charged in evaluate: every flow waits for the busiest boundary).
+OpCost exchange_cost(const meshir::Exchange& exchange, double bytes, const wafer::WaferParams& wafer,
                      const CostParams& params);
 
 /// Cost of a transfer to a region on another wafer (meshir::crosses_wafers): from the mover's used

@@ -191,4 +191,22 @@ std::optional<Axis> parse_axis(std::string_view text);
 /// from this part of their source region to this part of their destination region.
 Rect used_part(const Schedule& schedule, int region);
 
+/// An expert CUT's all-to-all, seen from one strip: a dispatch from a rectangle to a strip inside it,
+/// or a combine from such a strip back to the rectangle. The strip spans the rectangle across `axis`
+/// and is narrower along it, so the bytes travel along `axis` on the rectangle's `lines()` lines.
+struct Exchange {
+  Rect outer, strip;
+  Axis axis = Axis::x;
+  bool into_strip = true;  ///< dispatch (tokens spread over `outer` go to the strip); false: combine
+
+  [[nodiscard]] std::int64_t side() const { return axis == Axis::x ? outer.w : outer.h; }   ///< PEs along a line
+  [[nodiscard]] std::int64_t lines() const { return axis == Axis::x ? outer.h : outer.w; }  ///< parallel lines
+  [[nodiscard]] std::int64_t lo() const { return axis == Axis::x ? strip.x - outer.x : strip.y - outer.y; }
+  [[nodiscard]] std::int64_t hi() const { return lo() + (axis == Axis::x ? strip.w : strip.h); }
+};
+
+/// The exchange `op` is part of, if it is an MoE dispatch into (combine out of) a strip that lies
+/// inside the other end's used part and spans it across one axis; nullopt for every other op.
+std::optional<Exchange> exchange_of(const Schedule& schedule, const PlacedOp& op);
+
 }  // namespace wavel::meshir

@@ -1,5 +1,7 @@
 // Builds each planned kernel's tasks and messages on a Network (see kernels.hpp for the shapes).
 #include <algorithm>
+#include <iterator>
+#include <utility>
 
 #include "wavel/common/error.hpp"
 #include "wavel/sim/kernels.hpp"
@@ -184,6 +186,31 @@ void build_cannon(Network& net, const KernelPlan& plan, KernelBuild& out) {
 
 }  // namespace
 
+std::vector<ExchangeSend> exchange_sends(std::int64_t line_pes, std::int64_t lo, std::int64_t hi, bool into_strip,
+                                         std::int64_t bytes) {
+  std::vector<ExchangeSend> out;
+  const std::int64_t width = std::max<std::int64_t>(1, hi - lo);
+  if (line_pes < 1 || lo < 0 || hi > line_pes || lo >= hi || bytes <= 0) return out;
+  // Pieces of [first, last) no wider than the strip, as even as the count allows.
+  const auto pieces = [&](std::int64_t first, std::int64_t last, std::int64_t edge) {
+    const std::int64_t span = last - first;
+    if (span <= 0) return;
+    const std::int64_t n = (span + width - 1) / width;
+    for (std::int64_t i = 0; i < n; ++i) {
+      const std::int64_t a = first + span * i / n, b = first + span * (i + 1) / n;
+      // The piece's share of the line's bytes, by width.
+      const std::int64_t piece_bytes = static_cast<std::int64_t>(static_cast<double>(bytes) * static_cast<double>(b - a) /
+                                                                 static_cast<double>(line_pes));
+      if (piece_bytes <= 0) continue;
+      const std::int64_t middle = (a + b - 1) / 2;
+      out.push_back(into_strip ? ExchangeSend{middle, edge, piece_bytes} : ExchangeSend{edge, middle, piece_bytes});
+    }
+  };
+  pieces(0, lo, lo);
+  pieces(hi, line_pes, hi - 1);
+  return out;
+}
+
 KernelBuild build_kernel(Network& net, const KernelPlan& plan) {
   if (net.config().width_pes != plan.mesh_w_pes || net.config().height_pes != plan.mesh_h_pes) {
     throw InternalError("sim::build_kernel: the network is not the planned mesh");
@@ -247,6 +274,28 @@ KernelBuild build_kernel(Network& net, const KernelPlan& plan) {
         const ItemId m = net.send(spec);
         net.after(m, launch);
         net.after(line_done, m);
+        break;
+      }
+      case Shape::exchange: {
+        // Each sending PE launches once, then streams its pieces; rightward on colour 0, leftward on 1.
+        std::vector<std::pair<std::int64_t, ItemId>> launched;  // (line position, launch): a few per line
+        for (const ExchangeSend& m : exchange_sends(line.count, plan.exchange_lo, plan.exchange_hi,
+                                                    plan.exchange_into_strip, work.message_bytes)) {
+          auto it = std::find_if(launched.begin(), launched.end(), [&](const auto& l) { return l.first == m.from; });
+          if (it == launched.end()) {
+            launched.emplace_back(m.from, net.task(line.at(m.from), plan.launch_cycles, SpanKind::launch));
+            it = std::prev(launched.end());
+          }
+          const ItemId launch = it->second;
+          SendSpec spec;
+          spec.src_pe = line.at(m.from);
+          spec.dst_pe = line.at(m.to);
+          spec.bytes = m.bytes;
+          spec.colour = m.to > m.from ? 0 : 1;
+          const ItemId sent = net.send(spec);
+          net.after(sent, launch);
+          net.after(line_done, sent);
+        }
         break;
       }
       case Shape::cannon:

@@ -382,6 +382,21 @@ KernelPlan plan_kernel(const meshir::Schedule& schedule, const PlacedOp& op, con
     case Kernel::moe_dispatch:
     case Kernel::moe_combine:
     case Kernel::lookup: {
+      if (const auto e = meshir::exchange_of(schedule, op)) {
+        // An expert CUT's all-to-all: every line of the rectangle along the strip's axis carries
+        // its share of the tokens between the line's pieces outside the strip and the strip.
+        plan.shape = Shape::exchange;
+        plan.exchange_lo = e->lo();
+        plan.exchange_hi = e->hi();
+        plan.exchange_into_strip = e->into_strip;
+        const std::int64_t lines = at_least_1(e->lines());
+        const std::int64_t bytes = fp16_wire(std::max<std::int64_t>(0, work.input_bytes));
+        set_lines(at_least_1(e->side()), lines, bytes % lines, Axis::x, false,
+                  "lines of " + str(e->side()) + " PEs through the strip", [&](std::int64_t l) {
+                    return LineWork{0, 0.0, share(bytes, lines, l)};
+                  });
+        break;
+      }
       plan.shape = Shape::lanes;
       std::int64_t lanes = 1, bytes = 0;
       if (op.kernel == Kernel::lookup) {

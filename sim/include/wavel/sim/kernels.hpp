@@ -84,6 +84,7 @@ enum class Shape {
   lanes,       ///< movers: each lane carries one message over `hops` hops
   mirror,      ///< relayout: PE i of each line sends its tile to PE count-1-i
   attention,   ///< decode attention: GQA multicast over a KV group's span, compute, K-trees
+  exchange,    ///< an expert CUT's all-to-all: a line's pieces outside a strip send to it (or it to them)
 };
 
 /// Lines of the simulated mesh and the per-line work (lines may differ where a dimension does not
@@ -111,6 +112,8 @@ struct KernelPlan {
   std::int64_t span_pes = 0;         ///< attention: GQA multicast span (0: none)
   std::int64_t span_bytes = 0;       ///< attention: the K/V slice multicast over the span
   std::int64_t hops = 0;             ///< movers: hops per lane
+  std::int64_t exchange_lo = 0, exchange_hi = 0;  ///< exchange: the strip's PEs [lo, hi) of each line
+  bool exchange_into_strip = true;   ///< exchange: dispatch (false: combine)
   // Cannon (MeshGEMM / GEMM-T)
   std::int64_t x_ring_pes = 1, y_ring_pes = 1;
   double step_compute_cycles = 0;
@@ -118,6 +121,18 @@ struct KernelPlan {
   std::int64_t skew_rounds_simulated = 0;  ///< alignment rounds built; the rest extrapolated like steps
   std::int64_t steps = 1;
 };
+
+/// A message of an expert CUT's all-to-all on one line (positions along the line).
+struct ExchangeSend {
+  std::int64_t from = 0, to = 0, bytes = 0;
+};
+
+/// The messages of one strip's flow on a line of `line_pes` PEs: the line outside the strip's PEs
+/// [lo, hi) is cut into pieces no wider than the strip; each piece's middle PE sends the piece's
+/// share (by width) of the line's `bytes` to the strip's nearer edge PE, or receives it from there
+/// when `into_strip` is false (a combine). The strip's own share does not move.
+std::vector<ExchangeSend> exchange_sends(std::int64_t line_pes, std::int64_t lo, std::int64_t hi, bool into_strip,
+                                         std::int64_t bytes);
 
 /// Options of plan_kernel.
 struct PlanOptions {
