@@ -207,6 +207,10 @@ TEST_CASE("the expert CUT places expert groups on strips, every strip in the sam
         const std::int64_t rows = std::min<std::int64_t>(8 * std::min<std::int64_t>(2, 8 / groups),
                                                          static_cast<std::int64_t>(std::ceil(1.25 * routed / groups)));
         CHECK(op.work.m == rows);
+        // Each token travels once to a strip holding any of its experts: of 8 tokens with 2 of 8
+        // experts, a strip of 4 experts sees 1 - C(4,2)/C(8,2) = 22/28 of them (x 1.25: all 8), a
+        // strip of 2 experts 1 - C(6,2)/C(8,2) = 13/28 (x 1.25: 4.64, so 5); 256 FP16 features each.
+        CHECK(op.work.input_bytes == (groups == 2 ? 8 : 5) * 256 * 2);
         CHECK(op.to_region > 0);
         CHECK(s.regions[static_cast<std::size_t>(op.to_region)].pes() == 32 * 32 / groups);
       }

@@ -96,7 +96,13 @@ std::string physics_that_differ(const std::string& kernel) {
            "middle links; the model moves half the bytes over min(w, h) lanes";
   }
   if (kernel == "lookup") return "lookup: per-lane messages over half the region's perimeter, not the full perimeter";
-  if (kernel == "transfer" || kernel == "moe_dispatch" || kernel == "moe_combine") {
+  if (kernel == "moe_dispatch" || kernel == "moe_combine") {
+    return "movers: under an expert CUT both run an all-to-all along the rectangle's lines; the simulator streams "
+           "each piece outside the strip to the strip's edge PE as one wavelet per FP16 element and queues the "
+           "pieces on the edge PE's ramp, the model takes the bytes over the strip's edges at two FP16 elements "
+           "per wavelet; between separate regions as for transfers";
+  }
+  if (kernel == "transfer") {
     return "movers: the simulator's lanes are the rows or columns both regions span along the way they move, and "
            "movers of one step contend only when they leave or enter a region the same way; the model uses the "
            "narrowest side of either region and sums the bytes of all movers sharing a region";

@@ -242,6 +242,21 @@ int Placer::place_experts(const workload::Layer& block, std::size_t dispatch, st
   const double mean = static_cast<double>(routed) / static_cast<double>(groups);
   const std::int64_t rows = std::min<std::int64_t>(tokens * std::min(top_k, experts / groups),
                                                    static_cast<std::int64_t>(std::ceil(capacity_factor_ * mean)));
+  // A token routed to several experts of one strip travels there once, and its outputs are summed
+  // on the strip before they return: under uniform routing a strip sees each token with probability
+  // 1 - C(E - E/G, k) / C(E, k), the busiest strip capacity_factor x that share, never more than rows.
+  double none_here = 1.0;
+  for (std::int64_t i = 0; i < top_k; ++i) {
+    none_here *= static_cast<double>(std::max<std::int64_t>(0, experts - experts / groups - i)) /
+                 static_cast<double>(std::max<std::int64_t>(1, experts - i));
+  }
+  const std::int64_t distinct = std::max<std::int64_t>(
+      1, std::min({rows, tokens,
+                   static_cast<std::int64_t>(std::ceil(capacity_factor_ * static_cast<double>(tokens) * (1.0 - none_here)))}));
+  const auto token_bytes = [&](std::int64_t bytes) {
+    return static_cast<std::int64_t>(std::ceil(static_cast<double>(bytes) * static_cast<double>(distinct) /
+                                                static_cast<double>(routed)));
+  };
   const bool along_x = used.w >= used.h;
   const std::int64_t side = along_x ? used.w : used.h;
   std::vector<int> strips;
@@ -273,7 +288,7 @@ int Placer::place_experts(const workload::Layer& block, std::size_t dispatch, st
   for (int in : d.inputs) sources.push_back(resolve(in));
   for (std::int64_t g = 0; g < groups; ++g) {
     workload::Op o = share(d);
-    o.output_bytes = o.input_bytes;
+    o.input_bytes = o.output_bytes = token_bytes(d.input_bytes);
     const int i = place_op(o, named_ ? block.name + "." + d.name + ".g" + std::to_string(g) : std::string(), region, used, stage, tune, sources,
                            g > 0);
     s_.ops[static_cast<std::size_t>(i)].to_region = strips[static_cast<std::size_t>(g)];
@@ -294,8 +309,10 @@ int Placer::place_experts(const workload::Layer& block, std::size_t dispatch, st
   // the tokens, so the router output is not read again).
   const workload::Op& c = block.ops[combine];
   int out = -1;
+  workload::Op combined = share(c);
+  combined.input_bytes = token_bytes(c.input_bytes);
   for (std::int64_t g = 0; g < groups; ++g) {
-    const int i = place_op(share(c), named_ ? block.name + "." + c.name + ".g" + std::to_string(g) : std::string(),
+    const int i = place_op(combined, named_ ? block.name + "." + c.name + ".g" + std::to_string(g) : std::string(),
                            strips[static_cast<std::size_t>(g)], rects[static_cast<std::size_t>(g)], stage, tune,
                            {last[static_cast<std::size_t>(g)]}, g > 0);
     PlacedOp& op = s_.ops[static_cast<std::size_t>(i)];
