@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 #include "wavel/cost/params.hpp"
 #include "wavel/meshir/schedule.hpp"
@@ -49,6 +50,21 @@ inline meshir::PlacedOp op_on(const meshir::Rect& r, meshir::Kernel kernel) {
   op.kernel = kernel;
   op.used = r;
   return op;
+}
+
+/// one_region(w, h) cut into columns `strip_w` wide (regions 1, 2, ...), and an expert CUT's dispatch of
+/// `bytes` from region 0 into each, all in step 0.
+inline meshir::Schedule strip_dispatches(std::int64_t w, std::int64_t h, std::int64_t strip_w, std::int64_t bytes) {
+  auto s = one_region(w, h);
+  for (std::int64_t x = 0; x < w; x += strip_w) {
+    s.regions.push_back(meshir::Rect{x, 0, strip_w, h});
+    auto op = op_on(s.regions[0], meshir::Kernel::moe_dispatch);
+    op.name = "d" + std::to_string(s.regions.size() - 2);
+    op.to_region = static_cast<int>(s.regions.size()) - 1;
+    op.work.input_bytes = bytes;
+    s.ops.push_back(op);
+  }
+  return s;
 }
 
 }  // namespace wavel::test

@@ -111,16 +111,7 @@ TEST_CASE("N bytes over H hops between regions, by hand") {
 TEST_CASE("an expert CUT's all-to-all over four strips, by hand") {
   // Region 0 is 8 x 4; strips 1..4 are its 2-wide columns. Each dispatch moves 1600 B of tokens
   // spread evenly along the 8-PE rows into one strip, over the 4 rows (4 B/cycle per link).
-  auto s = one_region(8, 4);
-  for (std::int64_t x = 0; x < 8; x += 2) s.regions.push_back(meshir::Rect{x, 0, 2, 4});
-  s.ops.clear();
-  for (int k = 0; k < 4; ++k) {
-    auto op = op_on(s.regions[0], meshir::Kernel::moe_dispatch);
-    op.name = "d" + std::to_string(k);
-    op.to_region = k + 1;
-    op.work.input_bytes = 1600;
-    s.ops.push_back(op);
-  }
+  auto s = wavel::test::strip_dispatches(8, 4, 2, 1600);
   const auto e = meshir::exchange_of(s, s.ops[1]);
   REQUIRE(e.has_value());
   CHECK(e->axis == meshir::Axis::x);
@@ -154,11 +145,7 @@ TEST_CASE("an expert CUT's all-to-all over four strips, by hand") {
           doctest::Approx(together.ops[static_cast<std::size_t>(k)].total_cycles));
   }
   // Two strips: each flow's own edge is the busiest boundary, so sharing adds nothing.
-  meshir::Schedule two = one_region(8, 4);
-  two.regions.push_back(meshir::Rect{0, 0, 4, 4});
-  two.regions.push_back(meshir::Rect{4, 0, 4, 4});
-  two.ops = {s.ops[0], s.ops[1]};
-  two.ops[1].to_region = 2;
+  const auto two = wavel::test::strip_dispatches(8, 4, 4, 1600);
   const auto pair = cost::evaluate(two, wse3(), round_params(), false, 1);
   CHECK(pair.ops[0].total_cycles == doctest::Approx(7.0 + 800.0 / 16.0 + 50.0));
   CHECK(pair.ops[1].total_cycles == doctest::Approx(pair.ops[0].total_cycles));

@@ -319,15 +319,7 @@ TEST_CASE("sim: an expert CUT's all-to-all, its messages by hand and its shared 
 
   // Region 0 is 8 x 2, strips 1..4 its 2-wide columns; each dispatch moves 1000 B of FP16, 2000 B
   // of wavelets, 1000 B a row. Alone, strip [6, 8) takes three pieces of 250 B over its lower edge.
-  auto s = one_region(8, 2);
-  for (std::int64_t x = 0; x < 8; x += 2) s.regions.push_back(meshir::Rect{x, 0, 2, 2});
-  for (int k = 0; k < 4; ++k) {
-    auto op = op_on(s.regions[0], meshir::Kernel::moe_dispatch);
-    op.name = "d" + std::to_string(k);
-    op.to_region = k + 1;
-    op.work.input_bytes = 1000;
-    s.ops.push_back(op);
-  }
+  const auto s = wavel::test::strip_dispatches(8, 2, 2, 1000);
   double alone_max = 0.0;
   for (std::size_t k = 0; k < 4; ++k) {
     const auto r = sim::simulate_op(s, k, wse3(), round_options());
