@@ -80,8 +80,7 @@ void add_exchange_contention(const meshir::Schedule& schedule, const MicroArch& 
     const meshir::Exchange& first = exchanges[a].second;
     std::vector<std::size_t> group;
     for (std::size_t b = a; b < exchanges.size(); ++b) {
-      const meshir::Exchange& e = exchanges[b].second;
-      if (!done[b] && e.outer == first.outer && e.axis == first.axis && e.into_strip == first.into_strip) {
+      if (!done[b] && exchanges[b].second.same_all_to_all(first)) {
         group.push_back(b);
         done[b] = true;
       }

@@ -225,18 +225,17 @@ bool between_stages(const meshir::Schedule& schedule, const PlacedOp& op) {
 // flow the share that ends beyond c). Every flow waits for the busiest boundary, either direction,
 // over the rectangle's lines. The maximum lies at a strip's edge: between edges a direction's load
 // is linear in c over a fixed set of flows.
-void add_exchange_contention(const meshir::Schedule& schedule, const std::vector<std::size_t>& flows,
+void add_exchange_contention(const meshir::Schedule& schedule,
+                             const std::vector<std::pair<std::size_t, meshir::Exchange>>& flows,
                              const wafer::WaferParams& wafer, std::vector<OpCost>& costs) {
   std::vector<bool> done(flows.size(), false);
   for (std::size_t a = 0; a < flows.size(); ++a) {
     if (done[a]) continue;
-    const meshir::Exchange first = *meshir::exchange_of(schedule, schedule.ops[flows[a]]);
+    const meshir::Exchange& first = flows[a].second;
     std::vector<std::pair<std::size_t, meshir::Exchange>> group;
     for (std::size_t b = a; b < flows.size(); ++b) {
-      if (done[b]) continue;
-      const meshir::Exchange e = *meshir::exchange_of(schedule, schedule.ops[flows[b]]);
-      if (e.outer == first.outer && e.axis == first.axis && e.into_strip == first.into_strip) {
-        group.emplace_back(flows[b], e);
+      if (!done[b] && flows[b].second.same_all_to_all(first)) {
+        group.push_back(flows[b]);
         done[b] = true;
       }
     }
@@ -278,7 +277,7 @@ void add_mover_contention(const meshir::Schedule& schedule, const wafer::WaferPa
   // Per region, dense (the search costs a block per call): reset after each step where touched.
   std::vector<double> leaving(schedule.regions.size(), 0.0), entering(schedule.regions.size(), 0.0);
   const auto in_range = [&](int r) { return r >= 0 && static_cast<std::size_t>(r) < schedule.regions.size(); };
-  std::vector<std::size_t> exchanges;
+  std::vector<std::pair<std::size_t, meshir::Exchange>> exchanges;  // (op, flow) of the step, ascending
   for (std::size_t i = 0; i < schedule.ops.size();) {
     std::size_t end = i;
     exchanges.clear();
@@ -288,17 +287,17 @@ void add_mover_contention(const meshir::Schedule& schedule, const wafer::WaferPa
       if (!in_range(op.region) || !in_range(op.to_region)) {
         throw InternalError("op '" + op.name + "' moves data between invalid regions");
       }
-      if (meshir::exchange_of(schedule, op)) {
-        exchanges.push_back(end);
+      if (const auto e = meshir::exchange_of(schedule, op)) {
+        exchanges.emplace_back(end, *e);
         continue;
       }
       leaving[static_cast<std::size_t>(op.region)] += costs[end].link_cycles;
       entering[static_cast<std::size_t>(op.to_region)] += costs[end].link_cycles;
     }
-    std::size_t next_exchange = 0;  // `exchanges` is ascending
+    std::size_t next_exchange = 0;
     for (std::size_t k = i; k < end; ++k) {
       const PlacedOp& op = schedule.ops[k];
-      if (next_exchange < exchanges.size() && exchanges[next_exchange] == k) {
+      if (next_exchange < exchanges.size() && exchanges[next_exchange].first == k) {
         ++next_exchange;
         continue;
       }

@@ -203,6 +203,10 @@ struct Exchange {
   [[nodiscard]] std::int64_t lines() const { return axis == Axis::x ? outer.h : outer.w; }  ///< parallel lines
   [[nodiscard]] std::int64_t lo() const { return axis == Axis::x ? strip.x - outer.x : strip.y - outer.y; }
   [[nodiscard]] std::int64_t hi() const { return lo() + (axis == Axis::x ? strip.w : strip.h); }
+  /// Both flows belong to one all-to-all: the same rectangle, axis and direction.
+  [[nodiscard]] bool same_all_to_all(const Exchange& o) const {
+    return outer == o.outer && axis == o.axis && into_strip == o.into_strip;
+  }
 };
 
 /// The exchange `op` is part of, if it is an MoE dispatch into (combine out of) a strip that lies
