@@ -13,7 +13,7 @@
 #include "wavel/common/error.hpp"
 #include "wavel/config/config.hpp"
 #include "wavel/cost/params.hpp"
-#include "wavel/config/schema.hpp"
+#include "wavel/common/yaml_schema.hpp"
 
 using wavel::config::parse_config;
 
@@ -49,12 +49,12 @@ TEST_CASE("a minimal config gets the documented defaults") {
 
 TEST_CASE("did_you_mean suggests a near name and skips words too far off in length") {
   const std::vector<std::string> keys{"model", "phase", "batch"};
-  CHECK(wavel::config::did_you_mean("modle", keys) == "model");
-  CHECK(wavel::config::did_you_mean("batc", keys) == "batch");
+  CHECK(wavel::yaml::did_you_mean("modle", keys) == "model");
+  CHECK(wavel::yaml::did_you_mean("batc", keys) == "batch");
   // Distance 3 from "model" is not under the threshold max(2, 8 / 3) + 1 = 3.
-  CHECK(wavel::config::did_you_mean("modelxyz", keys).empty());
+  CHECK(wavel::yaml::did_you_mean("modelxyz", keys).empty());
   // A hostile 100 kB key: its length alone rules every candidate out, so no suggestion.
-  CHECK(wavel::config::did_you_mean(std::string(100000, 'm'), keys).empty());
+  CHECK(wavel::yaml::did_you_mean(std::string(100000, 'm'), keys).empty());
 }
 
 TEST_CASE("every error in a file is reported at once, in order, with 1-based positions") {

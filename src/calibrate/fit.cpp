@@ -12,7 +12,7 @@
 #include <utility>
 
 #include "wavel/common/error.hpp"
-#include "wavel/config/schema.hpp"
+#include "wavel/common/yaml_schema.hpp"
 
 namespace wavel::calibrate {
 

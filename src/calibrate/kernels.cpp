@@ -10,8 +10,8 @@
 #include "wavel/calibrate/fit.hpp"
 #include "wavel/common/error.hpp"
 #include "wavel/common/input_file.hpp"
-#include "wavel/config/schema.hpp"
-#include "wavel/config/source_tree.hpp"
+#include "wavel/common/yaml_schema.hpp"
+#include "wavel/common/yaml_tree.hpp"
 #include "wavel/cost/detail/collectives.hpp"
 #include "wavel/cost/model.hpp"
 
@@ -19,8 +19,8 @@ namespace wavel::calibrate {
 
 namespace {
 
-using config::Node;
-using config::Validator;
+using yaml::Node;
+using yaml::Validator;
 
 constexpr std::int64_t kMaxSidePes = 100000;
 constexpr std::int64_t kMaxSize = std::int64_t{1} << 30;
@@ -57,11 +57,11 @@ std::optional<KernelPoint> read_point(Validator& v, const Node& node, const std:
   auto integer = [&](const char* key, std::int64_t lo, std::int64_t hi) -> std::int64_t {
     const Node* n = node.find(key);
     if (n == nullptr) {
-      v.error(node.where, config::join_key(path, key), "missing required key");
+      v.error(node.where, yaml::join_key(path, key), "missing required key");
       ok = false;
       return 0;
     }
-    auto value = v.integer(*n, config::join_key(path, key), lo, hi);
+    auto value = v.integer(*n, yaml::join_key(path, key), lo, hi);
     if (!value) ok = false;
     return value.value_or(0);
   };
@@ -77,12 +77,12 @@ std::optional<KernelPoint> read_point(Validator& v, const Node& node, const std:
     // A run that failed has no cycles; it is skipped, but only if the file says it failed.
     const bool says_failed = exit_code != nullptr && exit_code->kind == Node::Kind::scalar && exit_code->scalar != "0";
     if (!says_failed) {
-      v.error(node.where, config::join_key(path, "mean_cycles"), "missing (and the run is not marked failed by exit)");
+      v.error(node.where, yaml::join_key(path, "mean_cycles"), "missing (and the run is not marked failed by exit)");
     }
     failed_run = says_failed;
     return std::nullopt;
   }
-  if (auto c = v.number(*cycles, config::join_key(path, "mean_cycles"), 1.0, kMaxCycles)) {
+  if (auto c = v.number(*cycles, yaml::join_key(path, "mean_cycles"), 1.0, kMaxCycles)) {
     p.mean_cycles = *c;
   } else {
     ok = false;
@@ -91,13 +91,13 @@ std::optional<KernelPoint> read_point(Validator& v, const Node& node, const std:
   // Sizes are global; each PE holds size / P. The kernels only run shapes that divide evenly.
   for (const auto& [key, value] : {std::pair<const char*, std::int64_t>{"M", p.m}, {"K", p.k}, {"N", p.n}}) {
     if (value > 0 && value % p.side_pes != 0) {
-      v.error(node.find(key)->where, config::join_key(path, key),
+      v.error(node.find(key)->where, yaml::join_key(path, key),
               std::to_string(value) + " is not a multiple of P = " + std::to_string(p.side_pes));
       ok = false;
     }
   }
   if (kind == KernelKind::meshgemv && p.side_pes % p.groups != 0) {
-    v.error(node.find("group_num")->where, config::join_key(path, "group_num"),
+    v.error(node.find("group_num")->where, yaml::join_key(path, "group_num"),
             "P = " + std::to_string(p.side_pes) + " is not split into " + std::to_string(p.groups) + " equal groups");
     ok = false;
   }
@@ -127,7 +127,7 @@ std::string to_string(KernelKind kind) {
 
 bool looks_like_kernel_file(const std::string& text) {
   try {
-    const Node root = config::parse_yaml(text, "");
+    const Node root = yaml::parse_yaml(text, "");
     return root.kind == Node::Kind::map && root.find("kernel") != nullptr;
   } catch (const Error&) {
     return false;
@@ -141,7 +141,7 @@ KernelSet load_kernel_set(const std::string& path) {
 KernelSet parse_kernel_set(const std::string& text, const std::string& file_label) {
   Node root;
   try {
-    root = config::parse_yaml(text, file_label);
+    root = yaml::parse_yaml(text, file_label);
   } catch (const ConfigError& e) {
     throw_data_error(e.diagnostics());
   }

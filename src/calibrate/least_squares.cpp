@@ -11,7 +11,7 @@
 #include <unsupported/Eigen/NumericalDiff>
 
 #include "wavel/common/error.hpp"
-#include "wavel/config/schema.hpp"
+#include "wavel/common/yaml_schema.hpp"
 
 namespace wavel::calibrate {
 
@@ -200,7 +200,7 @@ std::vector<const cost::ParamInfo*> resolve_fit_names(const std::vector<std::str
   for (std::size_t i = 0; i < fit_names.size(); ++i) {
     const auto& name = fit_names[i];
     if (std::find(known.begin(), known.end(), name) == known.end()) {
-      const std::string suggestion = config::did_you_mean(name, known);
+      const std::string suggestion = yaml::did_you_mean(name, known);
       throw UsageError("unknown cost parameter '" + name + "' to fit" +
                        (suggestion.empty() ? "" : "; did you mean '" + suggestion + "'?") +
                        " (parameters: " + param_list() + ")");

@@ -10,8 +10,8 @@
 
 #include "wavel/common/error.hpp"
 #include "wavel/common/input_file.hpp"
-#include "wavel/config/schema.hpp"
-#include "wavel/config/source_tree.hpp"
+#include "wavel/common/yaml_schema.hpp"
+#include "wavel/common/yaml_tree.hpp"
 #include "wavel/wafer/wafer.hpp"
 #include "wavel/workload/model.hpp"
 
@@ -19,8 +19,8 @@ namespace wavel::calibrate {
 
 namespace {
 
-using config::Node;
-using config::Validator;
+using yaml::Node;
+using yaml::Validator;
 
 // Ranges of a point (README "Input limits"): the config's own token limit and mesh side limit.
 constexpr std::int64_t kMaxTokens = std::int64_t{1} << 24;
@@ -44,7 +44,7 @@ std::optional<std::string> read_model(Validator& v, const Node& node, const std:
   auto name = v.string(node, path);
   if (!name) return std::nullopt;
   if (workload::find_model_preset(*name)) return name;
-  const std::string suggestion = config::did_you_mean(*name, workload::model_preset_names());
+  const std::string suggestion = yaml::did_you_mean(*name, workload::model_preset_names());
   v.error(node.where, path,
           "unknown model '" + *name + "'" + (suggestion.empty() ? "" : "; did you mean '" + suggestion + "'?") +
               " (presets: " + preset_list() + ")");
@@ -60,8 +60,8 @@ std::int64_t max_square_side_pes(const std::optional<std::string>& wafer_name) {
 }
 
 // Where `key` is written in `map` (its last occurrence): key-level problems point at the key.
-config::Source key_where(const Node& map, const std::string& key) {
-  config::Source where = map.where;
+yaml::Source key_where(const Node& map, const std::string& key) {
+  yaml::Source where = map.where;
   for (std::size_t i = 0; i < map.entries.size(); ++i) {
     if (map.entries[i].first == key) where = map.key_sources[i];
   }
@@ -81,7 +81,7 @@ std::optional<ReferencePoint> read_point(Validator& v, const Node& node, const s
   auto required = [&](const char* key) -> const Node* {
     const Node* found = node.find(key);
     if (found == nullptr) {
-      v.error(node.where, config::join_key(path, key), "missing required key");
+      v.error(node.where, yaml::join_key(path, key), "missing required key");
       ok = false;
     }
     return found;
@@ -92,11 +92,11 @@ std::optional<ReferencePoint> read_point(Validator& v, const Node& node, const s
   point.column = node.where.column;
 
   if (const Node* n = required("model")) {
-    if (auto model = read_model(v, *n, config::join_key(path, "model"))) point.model = *model; else ok = false;
+    if (auto model = read_model(v, *n, yaml::join_key(path, "model"))) point.model = *model; else ok = false;
   }
   std::optional<workload::Phase> phase;
   if (const Node* n = required("phase")) {
-    if (auto p = v.choice(*n, config::join_key(path, "phase"), {"prefill", "decode"})) {
+    if (auto p = v.choice(*n, yaml::join_key(path, "phase"), {"prefill", "decode"})) {
       phase = *p == "prefill" ? workload::Phase::prefill : workload::Phase::decode;
       point.phase = *phase;
     } else {
@@ -109,17 +109,17 @@ std::optional<ReferencePoint> read_point(Validator& v, const Node& node, const s
   const Node* context = node.find("context_tokens");
   const Node* input = node.find("input_tokens");
   auto read_tokens = [&](const Node& n, const char* key) -> std::optional<std::int64_t> {
-    auto tokens = v.integer(n, config::join_key(path, key), 1, kMaxTokens);
+    auto tokens = v.integer(n, yaml::join_key(path, key), 1, kMaxTokens);
     if (!tokens) ok = false;
     return tokens;
   };
   if (context != nullptr && input != nullptr) {
-    const config::Source at_context = key_where(node, "context_tokens");
-    const config::Source at_input = key_where(node, "input_tokens");
+    const yaml::Source at_context = key_where(node, "context_tokens");
+    const yaml::Source at_input = key_where(node, "input_tokens");
     const bool context_later =
         std::make_pair(at_context.line, at_context.column) > std::make_pair(at_input.line, at_input.column);
     v.error(context_later ? at_context : at_input,
-            config::join_key(path, context_later ? "context_tokens" : "input_tokens"),
+            yaml::join_key(path, context_later ? "context_tokens" : "input_tokens"),
             "give exactly one of context_tokens (decode) or input_tokens (prefill), not both");
     ok = false;
   } else if (!phase) {
@@ -131,7 +131,7 @@ std::optional<ReferencePoint> read_point(Validator& v, const Node& node, const s
     const char* wanted = decode ? "context_tokens" : "input_tokens";
     const char* other = decode ? "input_tokens" : "context_tokens";
     if ((decode ? input : context) != nullptr) {
-      v.error(key_where(node, other), config::join_key(path, other),
+      v.error(key_where(node, other), yaml::join_key(path, other),
               std::string("not allowed for a ") + (decode ? "decode" : "prefill") + " point; give " + wanted);
       ok = false;
     } else if (const Node* n = required(wanted)) {
@@ -140,7 +140,7 @@ std::optional<ReferencePoint> read_point(Validator& v, const Node& node, const s
   }
 
   if (const Node* n = required("grid")) {
-    const std::string key = config::join_key(path, "grid");
+    const std::string key = yaml::join_key(path, "grid");
     if (auto grid = v.integer(*n, key, 1, kMaxSidePes)) {
       if (max_side_pes > 0 && *grid > max_side_pes) {
         v.error(n->where, key,
@@ -155,7 +155,7 @@ std::optional<ReferencePoint> read_point(Validator& v, const Node& node, const s
     }
   }
   if (const Node* n = required("tpr_tokens_per_s")) {
-    if (auto tpr = v.number(*n, config::join_key(path, "tpr_tokens_per_s"), kMinTokensPerS, kMaxTokensPerS)) {
+    if (auto tpr = v.number(*n, yaml::join_key(path, "tpr_tokens_per_s"), kMinTokensPerS, kMaxTokensPerS)) {
       point.tpr_tokens_per_s = *tpr;
     } else {
       ok = false;
@@ -169,7 +169,7 @@ std::optional<ReferencePoint> read_point(Validator& v, const Node& node, const s
   for (const auto& k : shape_keys) {
     const Node* n = node.find(k.key);
     if (n == nullptr) continue;
-    const std::string key = config::join_key(path, k.key);
+    const std::string key = yaml::join_key(path, k.key);
     const auto value = v.integer(*n, key, 1, kMaxTokens);
     if (!value) {
       ok = false;
@@ -199,7 +199,7 @@ ReferenceSet load_reference(const std::string& path) {
 ReferenceSet parse_reference(const std::string& text, const std::string& file_label) {
   Node root;
   try {
-    root = config::parse_yaml(text, file_label);
+    root = yaml::parse_yaml(text, file_label);
   } catch (const ConfigError& e) {
     throw_data_error(e.diagnostics());
   }

@@ -16,7 +16,7 @@
 #include "wavel/calibrate/kernels.hpp"
 #include "wavel/common/error.hpp"
 #include "wavel/config/config.hpp"
-#include "wavel/config/schema.hpp"
+#include "wavel/common/yaml_schema.hpp"
 #include "wavel/wafer/wafer.hpp"
 #include "wavel/driver/commands.hpp"
 #include "wavel/driver/run.hpp"
@@ -229,7 +229,7 @@ Options parse(const std::vector<std::string>& args) {
   } else if (!rest.empty() && rest[0].rfind('-', 0) != 0) {
     // A word that is no file but close to a subcommand is a mistyped subcommand, not a config.
     std::error_code ec;
-    const std::string suggestion = config::did_you_mean(rest[0], kSubcommands);
+    const std::string suggestion = yaml::did_you_mean(rest[0], kSubcommands);
     if (!suggestion.empty() && !std::filesystem::exists(rest[0], ec)) {
       throw UsageError("unknown subcommand '" + rest[0] + "'; did you mean '" + suggestion + "'? (subcommands: run, " +
                        "validate, calibrate, show, check, simulate)");
@@ -250,7 +250,7 @@ Options parse(const std::vector<std::string>& args) {
       if (option->long_name() != "config") names.push_back("--" + option->long_name());
     }
     const std::string given = e.get_option_name();
-    const std::string suggestion = config::did_you_mean(given, names);
+    const std::string suggestion = yaml::did_you_mean(given, names);
     throw UsageError(std::string(e.what()) + (suggestion.empty() ? "" : "; did you mean '" + suggestion + "'?"));
   } catch (const po::error& e) {
     throw UsageError(e.what());
@@ -280,7 +280,7 @@ Options parse(const std::vector<std::string>& args) {
   if (vm.count("wafer")) o.wafer = vm["wafer"].as<std::string>();
   o.wafer_given = vm.count("wafer") > 0;
   if (o.wafer_given && !wafer::find_wafer_preset(o.wafer)) {
-    const std::string suggestion = config::did_you_mean(o.wafer, wafer::wafer_preset_names());
+    const std::string suggestion = yaml::did_you_mean(o.wafer, wafer::wafer_preset_names());
     throw UsageError("unknown wafer preset '" + o.wafer + "' (--wafer)" +
                      (suggestion.empty() ? "" : "; did you mean '" + suggestion + "'?") + " (presets: wse2, wse3)");
   }

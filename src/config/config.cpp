@@ -12,10 +12,11 @@
 
 #include "wavel/cost/draws.hpp"
 #include "wavel/config/hardware.hpp"
-#include "wavel/config/schema.hpp"
-#include "wavel/config/source_tree.hpp"
+#include "wavel/common/yaml_schema.hpp"
+#include "wavel/common/yaml_tree.hpp"
 
 namespace wavel::config {
+using namespace wavel::yaml;  // the YAML tree and its validator (common/)
 
 namespace fs = std::filesystem;
 

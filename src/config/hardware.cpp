@@ -9,6 +9,7 @@
 #include "wavel/cost/draws.hpp"
 
 namespace wavel::config {
+using namespace wavel::yaml;  // the YAML tree and its validator (common/)
 
 namespace {
 

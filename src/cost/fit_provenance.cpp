@@ -6,8 +6,8 @@
 #include <sstream>
 
 #include "wavel/common/error.hpp"
-#include "wavel/config/schema.hpp"
-#include "wavel/config/source_tree.hpp"
+#include "wavel/common/yaml_schema.hpp"
+#include "wavel/common/yaml_tree.hpp"
 #include "wavel/cost/params.hpp"
 #include "wavel/wafer/wafer.hpp"
 
@@ -41,31 +41,31 @@ std::string fits_to_yaml(const std::vector<FitStep>& fits) {
 }
 
 std::vector<FitStep> parse_fits(const std::string& text, const std::string& file_label) {
-  const config::Node root = config::parse_yaml(text, file_label);
-  const config::Node* section = root.kind == config::Node::Kind::map ? root.find("fits") : nullptr;
+  const yaml::Node root = yaml::parse_yaml(text, file_label);
+  const yaml::Node* section = root.kind == yaml::Node::Kind::map ? root.find("fits") : nullptr;
   std::vector<FitStep> fits;
   if (section == nullptr) return fits;
-  config::Validator v;
+  yaml::Validator v;
   std::vector<std::string> known;
   for (const auto& info : param_registry()) known.push_back(info.name);
-  if (section->kind != config::Node::Kind::sequence || section->items.size() > kMaxSteps) {
+  if (section->kind != yaml::Node::Kind::sequence || section->items.size() > kMaxSteps) {
     v.error(section->where, "fits", "expected a list of at most 64 {wafer, data, names} steps");
   } else {
     for (std::size_t i = 0; i < section->items.size(); ++i) {
-      const config::Node& item = section->items[i];
+      const yaml::Node& item = section->items[i];
       const std::string path = "fits[" + std::to_string(i) + "]";
       if (!v.check_map(item, path, {"wafer", "data", "names"})) continue;
       FitStep step;
-      const config::Node* wafer = item.find("wafer");
-      const config::Node* data = item.find("data");
-      const config::Node* names = item.find("names");
+      const yaml::Node* wafer = item.find("wafer");
+      const yaml::Node* data = item.find("data");
+      const yaml::Node* names = item.find("names");
       if (wafer == nullptr || data == nullptr || names == nullptr) {
         v.error(item.where, path, "needs wafer, data and names");
         continue;
       }
       if (auto w = v.choice(*wafer, path + ".wafer", wafer::wafer_preset_names())) step.wafer = *w;
-      if (data->kind == config::Node::Kind::scalar) step.data = data->scalar;
-      if (names->kind != config::Node::Kind::sequence) {
+      if (data->kind == yaml::Node::Kind::scalar) step.data = data->scalar;
+      if (names->kind != yaml::Node::Kind::sequence) {
         v.error(names->where, path + ".names", "expected a list of parameter names");
         continue;
       }

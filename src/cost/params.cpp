@@ -12,8 +12,8 @@
 #include "wavel/common/error.hpp"
 #include "wavel/cost/draws.hpp"
 #include "wavel/cost/fit_provenance.hpp"
-#include "wavel/config/schema.hpp"
-#include "wavel/config/source_tree.hpp"
+#include "wavel/common/yaml_schema.hpp"
+#include "wavel/common/yaml_tree.hpp"
 
 namespace wavel::cost {
 
@@ -118,8 +118,8 @@ ParamUncertaintySpec load_uncertainty(const std::string& path) {
 }
 
 CostParams parse_params(const std::string& text, const std::string& file_label, const CostParams& base) {
-  const config::Node root = config::parse_yaml(text, file_label);
-  config::Validator v;
+  const yaml::Node root = yaml::parse_yaml(text, file_label);
+  yaml::Validator v;
   CostParams params = base;
   // Parameters of earlier versions, named with what replaced them rather than as unknown keys.
   static const std::pair<const char*, const char*> removed[] = {
@@ -131,7 +131,7 @@ CostParams parse_params(const std::string& text, const std::string& file_label, 
        "was removed: elementwise ops run at the FMAC's port-bound rate (the wafer's SRAM ports) plus their scalar "
        "loops; regenerate the file with calibrate"}};
   std::vector<std::string> allowed = file_keys();
-  if (root.kind == config::Node::Kind::map) {
+  if (root.kind == yaml::Node::Kind::map) {
     for (std::size_t i = 0; i < root.entries.size(); ++i) {
       for (const auto& [key, why] : removed) {
         if (root.entries[i].first != key) continue;
@@ -142,16 +142,16 @@ CostParams parse_params(const std::string& text, const std::string& file_label, 
   }
   if (v.check_map(root, "", allowed)) {
     for (const auto& info : param_registry()) {
-      const config::Node* node = root.find(info.name);
+      const yaml::Node* node = root.find(info.name);
       if (node == nullptr) continue;
       if (auto value = v.number(*node, info.name, info.min_value, info.max_value)) params.*info.field = *value;
     }
   }
   v.throw_if_errors();
   // The other sections are checked with the values, so every command refuses a bad one up front.
-  if (root.kind == config::Node::Kind::map && root.find("uncertainty") != nullptr) parse_uncertainty(text, file_label);
-  if (root.kind == config::Node::Kind::map && root.find("sim_timing") != nullptr) parse_pe_timing(text, file_label, {});
-  if (root.kind == config::Node::Kind::map && root.find("fits") != nullptr) parse_fits(text, file_label);
+  if (root.kind == yaml::Node::Kind::map && root.find("uncertainty") != nullptr) parse_uncertainty(text, file_label);
+  if (root.kind == yaml::Node::Kind::map && root.find("sim_timing") != nullptr) parse_pe_timing(text, file_label, {});
+  if (root.kind == yaml::Node::Kind::map && root.find("fits") != nullptr) parse_fits(text, file_label);
   return params;
 }
 
@@ -160,16 +160,16 @@ wafer::PeTiming load_pe_timing(const std::string& path, const wafer::PeTiming& b
 }
 
 wafer::PeTiming parse_pe_timing(const std::string& text, const std::string& file_label, const wafer::PeTiming& base) {
-  const config::Node root = config::parse_yaml(text, file_label);
-  const config::Node* section = root.kind == config::Node::Kind::map ? root.find("sim_timing") : nullptr;
+  const yaml::Node root = yaml::parse_yaml(text, file_label);
+  const yaml::Node* section = root.kind == yaml::Node::Kind::map ? root.find("sim_timing") : nullptr;
   wafer::PeTiming timing = base;
   if (section == nullptr) return timing;
-  config::Validator v;
+  yaml::Validator v;
   std::vector<std::string> names;
   for (const auto& info : wafer::pe_timing_registry()) names.push_back(info.name);
   if (v.check_map(*section, "sim_timing", names)) {
     for (const auto& info : wafer::pe_timing_registry()) {
-      const config::Node* node = section->find(info.name);
+      const yaml::Node* node = section->find(info.name);
       if (node == nullptr) continue;
       if (auto value = v.number(*node, "sim_timing." + info.name, info.min_value, info.max_value)) {
         timing.*info.field = *value;
@@ -238,29 +238,29 @@ std::string uncertainty_to_yaml(const ParamUncertaintySpec& spec) {
 }
 
 ParamUncertaintySpec parse_uncertainty(const std::string& text, const std::string& file_label) {
-  const config::Node root = config::parse_yaml(text, file_label);
+  const yaml::Node root = yaml::parse_yaml(text, file_label);
   ParamUncertaintySpec spec;
-  const config::Node* u = root.kind == config::Node::Kind::map ? root.find("uncertainty") : nullptr;
+  const yaml::Node* u = root.kind == yaml::Node::Kind::map ? root.find("uncertainty") : nullptr;
   if (u == nullptr) return spec;
-  config::Validator v;
+  yaml::Validator v;
   if (!v.check_map(*u, "uncertainty", {"method", "names", "ln_covariance"})) v.throw_if_errors();
-  if (const config::Node* m = u->find("method")) spec.method = v.string(*m, "uncertainty.method").value_or("");
-  const config::Node* names = u->find("names");
-  const config::Node* cov = u->find("ln_covariance");
+  if (const yaml::Node* m = u->find("method")) spec.method = v.string(*m, "uncertainty.method").value_or("");
+  const yaml::Node* names = u->find("names");
+  const yaml::Node* cov = u->find("ln_covariance");
   if (names == nullptr || cov == nullptr) {
     v.error(u->where, "uncertainty", "needs both names and ln_covariance");
     v.throw_if_errors();
   }
   spec.names = v.axis(*names, "uncertainty.names",
-                      [&v](const config::Node& n, const std::string& path) { return v.choice(n, path, registry_names()); });
+                      [&v](const yaml::Node& n, const std::string& path) { return v.choice(n, path, registry_names()); });
   const std::size_t p = spec.names.size();
-  if (cov->kind != config::Node::Kind::sequence || cov->items.size() != p) {
+  if (cov->kind != yaml::Node::Kind::sequence || cov->items.size() != p) {
     v.error(cov->where, "uncertainty.ln_covariance", "expected " + std::to_string(p) + " rows, one per name");
   } else {
     for (std::size_t i = 0; i < p; ++i) {
-      const config::Node& row = cov->items[i];
+      const yaml::Node& row = cov->items[i];
       const std::string path = "uncertainty.ln_covariance[" + std::to_string(i) + "]";
-      if (row.kind != config::Node::Kind::sequence || row.items.size() != p) {
+      if (row.kind != yaml::Node::Kind::sequence || row.items.size() != p) {
         v.error(row.where, path, "expected a row of " + std::to_string(p) + " numbers");
         continue;
       }
@@ -274,7 +274,7 @@ ParamUncertaintySpec parse_uncertainty(const std::string& text, const std::strin
     for (std::size_t i = 0; i < spec.names.size(); ++i) {
       for (std::size_t j = 0; j < i; ++j) {
         if (spec.names[i] == spec.names[j]) {
-          v.error(names->kind == config::Node::Kind::sequence && i < names->items.size() ? names->items[i].where
+          v.error(names->kind == yaml::Node::Kind::sequence && i < names->items.size() ? names->items[i].where
                                                                                          : names->where,
                   "uncertainty.names", "'" + spec.names[i] + "' is named twice");
         }

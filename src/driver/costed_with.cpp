@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "wavel/common/error.hpp"
-#include "wavel/config/schema.hpp"
+#include "wavel/common/yaml_schema.hpp"
 
 namespace wavel::driver {
 
@@ -101,7 +101,7 @@ void apply_costed_params(const meshir::ParsedSchedule& parsed, const std::string
       if (check(info.min_value, info.max_value, info.units)) timing.*(info.field) = value;
     }
     if (!known) {
-      const std::string best = config::did_you_mean(name, known_names);
+      const std::string best = yaml::did_you_mean(name, known_names);
       problems.push_back({file, line, 0, "param", "unknown parameter '" + name + "'" +
                                                       (best.empty() ? std::string() : "; did you mean '" + best + "'?")});
     }

@@ -9,7 +9,26 @@ check() {  # check DESCRIPTION COMMAND...: the command must succeed
   if "$@"; then echo "ok: $what"; else echo "FAIL: $what"; fail=1; fi
 }
 # Nothing cites a document the repository does not hold.
-check "README and results/README cite no domain.md" bash -c "! grep -n 'domain\.md' '$src/README.md' '$src/results/README.md'"
+check "README, docs/ and results/README cite no domain.md" \
+  bash -c "! grep -n 'domain\.md' '$src/README.md' '$src'/docs/*.md '$src/results/README.md'"
+# Every relative link of README, docs/ and results/README names a file the repository holds (issue 36, item 5).
+check "relative links of README, docs/ and results/README resolve" python3 - "$src" <<'PY'
+import os, re, sys, glob
+src = sys.argv[1]; bad = 0
+for f in [os.path.join(src, 'README.md'), os.path.join(src, 'results', 'README.md')] + sorted(glob.glob(os.path.join(src, 'docs', '*.md'))):
+    text = re.sub(r'```.*?```', '', open(f, encoding='utf-8').read(), flags=re.S)
+    for target in re.findall(r'\]\(([^)\s]+)\)', text):
+        path = target.split('#')[0]
+        if re.match(r'[a-z]+:', target) or not path: continue
+        if not os.path.exists(os.path.join(os.path.dirname(f), path)):
+            print(f"{os.path.relpath(f, src)}: no such file: {target}"); bad = 1
+sys.exit(bad)
+PY
+# The README is a guide (issue 36, item 5): short, and it links every reference document.
+check "README.md has at most 200 lines" test "$(wc -l <"$src/README.md")" -le 200
+for doc in "$src"/docs/*.md; do
+  check "README links docs/$(basename "$doc")" grep -qF "(docs/$(basename "$doc"))" "$src/README.md"
+done
 # paper.sh's header names the params file each paper config uses.
 for cfg in "$src"/configs/paper/*.yaml; do
   p=$(sed -n 's/^ *params_file: *\([^ #]*\).*/\1/p' "$cfg" | head -1)

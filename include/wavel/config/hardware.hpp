@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "wavel/config/config.hpp"
-#include "wavel/config/schema.hpp"
+#include "wavel/common/yaml_schema.hpp"
 
 namespace wavel::config {
 
@@ -28,7 +28,7 @@ constexpr double kMaxDefectRate = 0.01;
 
 /// Reads `sweep`, `sweep_mode`, `defect_rate` and `defect_seed` of the `wafer` section (`node`)
 /// against the base wafer `base` (its listed defects already read).
-void read_wafer_sweep(Validator& v, const Node& node, const wafer::WaferParams& base, WaferSweep& sweep);
+void read_wafer_sweep(yaml::Validator& v, const yaml::Node& node, const wafer::WaferParams& base, WaferSweep& sweep);
 
 /// The hardware points of a sweep over `base` (whose own defects are replaced by the sweep's listed
 /// ones and its random map): one point, the base, without axes. Random defects are drawn here.

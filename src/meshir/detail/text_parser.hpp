@@ -17,7 +17,7 @@
 #include <utility>
 
 #include "wavel/common/error.hpp"
-#include "wavel/config/schema.hpp"
+#include "wavel/common/yaml_schema.hpp"
 #include "wavel/meshir/text.hpp"
 
 namespace wavel::meshir::detail {
@@ -59,7 +59,7 @@ inline std::vector<std::string> kernel_names() {
 }
 
 inline std::string suggestion_suffix(std::string_view word, const std::vector<std::string>& candidates) {
-  const std::string best = config::did_you_mean(std::string(word), candidates);
+  const std::string best = yaml::did_you_mean(std::string(word), candidates);
   return best.empty() ? std::string() : " (did you mean '" + best + "'?)";
 }
 

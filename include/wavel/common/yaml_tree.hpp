@@ -7,7 +7,7 @@
 
 #include "wavel/common/error.hpp"
 
-namespace wavel::config {
+namespace wavel::yaml {
 
 /// 1-based position of a key or value in a named input (a file, or a --set argument).
 struct Source {
@@ -43,4 +43,4 @@ Node parse_yaml(const std::string& text, const std::string& file_label);
 /// for a malformed argument.
 void apply_override(Node& root, const std::string& assignment, int index);
 
-}  // namespace wavel::config
+}  // namespace wavel::yaml

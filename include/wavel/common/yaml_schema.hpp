@@ -8,9 +8,9 @@
 #include <vector>
 
 #include "wavel/common/error.hpp"
-#include "wavel/config/source_tree.hpp"
+#include "wavel/common/yaml_tree.hpp"
 
-namespace wavel::config {
+namespace wavel::yaml {
 
 /// Closest candidate within a small edit distance, or "" if none is close.
 std::string did_you_mean(const std::string& word, const std::vector<std::string>& candidates);
@@ -65,4 +65,4 @@ class Validator {
   std::vector<Diagnostic> diagnostics_;
 };
 
-}  // namespace wavel::config
+}  // namespace wavel::yaml

@@ -1,5 +1,5 @@
 // Typed, located reads of YAML nodes with "did you mean" suggestions.
-#include "wavel/config/schema.hpp"
+#include "wavel/common/yaml_schema.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -9,7 +9,7 @@
 #include <map>
 #include <sstream>
 
-namespace wavel::config {
+namespace wavel::yaml {
 
 namespace {
 
@@ -199,4 +199,4 @@ std::optional<std::string> Validator::choice(const Node& node, const std::string
   return std::nullopt;
 }
 
-}  // namespace wavel::config
+}  // namespace wavel::yaml

@@ -1,5 +1,5 @@
 // Converts yaml-cpp nodes into located Nodes and applies --set overrides.
-#include "wavel/config/source_tree.hpp"
+#include "wavel/common/yaml_tree.hpp"
 
 #include <yaml-cpp/yaml.h>
 
@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-namespace wavel::config {
+namespace wavel::yaml {
 
 const Node* Node::find(const std::string& key) const {
   const Node* found = nullptr;
@@ -183,4 +183,4 @@ const Node& child_or_null(const Node& map, const std::string& key) {
   return found != nullptr ? *found : null_node;
 }
 
-}  // namespace wavel::config
+}  // namespace wavel::yaml
