@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Regenerates configs/params/ by the two calibration levels (README, Calibration):
+# Regenerates configs/params/ by the two calibration levels (docs/calibration.md):
 #   1. wse3-kernels.yaml: the kernel constants fitted on WSE-3 hardware kernel measurements, and the
 #      simulator's PE timing (sim_timing) fitted on the same points through the simulator's loops;
 #   2. wse2-waferllm.yaml: from (1), what the kernels cannot pin, fitted on WaferLLM's WSE-2 end-to-end

@@ -22,7 +22,7 @@ namespace {
 using yaml::Node;
 using yaml::Validator;
 
-// Ranges of a point (README "Input limits"): the config's own token limit and mesh side limit.
+// Ranges of a point (docs/cli.md, Input limits): the config's own token limit and mesh side limit.
 constexpr std::int64_t kMaxTokens = std::int64_t{1} << 24;
 constexpr std::int64_t kMaxSidePes = 100000;
 constexpr double kMaxTokensPerS = 1e15;

@@ -169,7 +169,7 @@ std::string subcommand_help(const std::string& subcommand) {
   std::ostringstream out;
   out << subcommand_usage(subcommand) << '\n' << mine
       << "\nExit codes: 0 ok, 64 usage, 65 bad data, 66 missing input, 69 output directory in use, 70 internal\n"
-         "error, 73 cannot write output, 75 checkpointed (requeue), 78 invalid config. See README.md.\n";
+         "error, 73 cannot write output, 75 checkpointed (requeue), 78 invalid config. See docs/cli.md.\n";
   return out.str();
 }
 
@@ -199,7 +199,7 @@ std::string usage_text() {
          "Exit codes: 0 ok, 64 usage, 65 bad data, 66 missing input, 69 output directory in use by another\n"
          "run, 70 internal error, 73 cannot write output, 75 checkpointed (requeue), 78 invalid config.\n"
          "Kokkos warnings are off unless KOKKOS_DISABLE_WARNINGS=0 is set.\n"
-         "Config keys and output format: see README.md.\n";
+         "Config keys and output format: see docs/config.md and docs/output.md.\n";
   return out.str();
 }
 

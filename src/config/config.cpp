@@ -23,7 +23,7 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr std::int64_t kMaxMeshSidePes = 100000;
-constexpr double kMaxSettings = 100000;  ///< settings in one sweep (README "Input limits")
+constexpr double kMaxSettings = 100000;  ///< settings in one sweep (docs/cli.md, Input limits)
 
 bool present(const Node& map, const std::string& key) {
   return map.kind == Node::Kind::map && map.find(key) != nullptr;
@@ -134,7 +134,7 @@ void read_wafer(Validator& v, const Node& node, wafer::WaferParams& w) {
   }
 }
 
-// Published figures; see EnergyConfig and README "Energy".
+// Published figures; see EnergyConfig and docs/config.md, Energy.
 void read_energy(Validator& v, const Node& node, EnergyConfig& e) {
   const std::string path = "energy";
   v.check_map(node, path, {"system_power_w", "off_wafer_pj_per_bit"});

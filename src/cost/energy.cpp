@@ -1,4 +1,4 @@
-// Energy per token; see cost/energy.hpp and README "Energy".
+// Energy per token; see cost/energy.hpp and docs/config.md, Energy.
 #include "wavel/cost/energy.hpp"
 
 #include <limits>

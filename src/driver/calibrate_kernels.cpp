@@ -203,7 +203,7 @@ void calibrate_kernels_command(const std::vector<std::string>& kernel_paths, con
                << percent(r.sim_test.max_pct) << ")";
   }
   sim_header << '\n' << sim_timing_bound_warnings(sim_fit);
-  header << "\nThe other parameters keep their start values; end-to-end calibration fits those (see README, Calibration).";
+  header << "\nThe other parameters keep their start values; end-to-end calibration fits those (see docs/calibration.md).";
   const std::string warnings = bound_warnings(result);
   if (const auto w = bound_warnings(result); !w.empty()) header << '\n' << w.substr(0, w.size() - 1);
   std::vector<cost::FitStep> fits = params_path.empty() ? std::vector<cost::FitStep>{} : cost::load_fits(params_path);

@@ -13,7 +13,7 @@ namespace {
 
 constexpr std::int64_t int64_max = std::numeric_limits<std::int64_t>::max();
 
-// Supported ranges (README "Input limits"), so that what reaches the cost model and the simulator
+// Supported ranges (docs/cli.md, Input limits), so that what reaches the cost model and the simulator
 // is bounded: no billion-round loop, no op whose figures overflow when multiplied by a few.
 constexpr std::int64_t kMaxSidePes = 100000;
 constexpr std::int64_t kMaxLayers = std::int64_t{1} << 20;

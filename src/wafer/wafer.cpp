@@ -23,7 +23,7 @@ WaferParams common_params() {
   // runtime (a minimal memcpy kernel's ELF takes 4,176 more than its data; MeshGEMM's 5,776). No
   // WSE-2 figure is published: the same CSL runtime is assumed.
   p.sram_reserved_per_pe_bytes = 5616;
-  p.clock_hz = 1.1e9;  // WaferLLM's launch scripts; uncertain on WSE-3 (README, Clock)
+  p.clock_hz = 1.1e9;  // WaferLLM's launch scripts; uncertain on WSE-3 (results/README.md, the clock)
   p.link_bytes_per_cycle = 4;
   // csl-examples benchmark-libs/allreduce/pe.csl: "about 50 cycles" for a scalar fp32 division. No
   // WSE-3 figure is published; the same ISA's software division is assumed.
@@ -39,7 +39,7 @@ WaferParams common_params() {
 WaferParams wse2() {
   WaferParams p = common_params();
   p.preset = "wse2";
-  p.calibrated_params = "params/wse2-waferllm.yaml";  // fitted on WaferLLM's WSE-2 runs (README, Calibration)
+  p.calibrated_params = "params/wse2-waferllm.yaml";  // fitted on WaferLLM's WSE-2 runs (docs/calibration.md)
   p.fabric_w_pes = 757;
   p.fabric_h_pes = 996;
   for (const auto& f : vector_forms()) p.simd_widths[static_cast<std::size_t>(f.form)] = f.width_wse2;
@@ -48,7 +48,7 @@ WaferParams wse2() {
   p.clock_hz_documented_max = 1.1e9;
   // Cerebras SDK appendix: "two 32-bit reads and one 32-bit write" per cycle. An FP16 FMAC reads two
   // elements and writes one, so WSE-2 runs it at 2 elements per cycle (domain.md 2b; WaferLLM's
-  // WSE-2 end-to-end points behave so, see README, Calibration).
+  // WSE-2 end-to-end points behave so, see docs/calibration.md).
   p.sram_read_bytes_per_cycle = 8;
   p.sram_write_bytes_per_cycle = 4;
   p.grid_w_pes = p.max_grid_w_pes();
@@ -59,7 +59,7 @@ WaferParams wse2() {
 WaferParams wse3() {
   WaferParams p = common_params();
   p.preset = "wse3";
-  p.calibrated_params = "params/wse3.yaml";  // kernel constants from WSE-3 runs, the rest via WSE-2 (README)
+  p.calibrated_params = "params/wse3.yaml";  // kernel constants from WSE-3 runs, the rest via WSE-2 (docs/calibration.md)
   p.fabric_w_pes = 762;
   p.fabric_h_pes = 1176;
   for (const auto& f : vector_forms()) p.simd_widths[static_cast<std::size_t>(f.form)] = f.width_wse3;

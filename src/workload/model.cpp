@@ -94,7 +94,7 @@ const std::vector<ModelSpec>& presets() {
 
 // ---- HF config.json reading -------------------------------------------------------------------
 
-// Supported ranges (README "Input limits"): generous for real models, and small enough that the
+// Supported ranges (docs/cli.md, Input limits): generous for real models, and small enough that the
 // op graph's products are far from overflowing (workload.cpp also checks them).
 constexpr std::int64_t kMaxLayers = 1024;
 constexpr std::int64_t kMaxHeads = 4096;

@@ -62,7 +62,7 @@ double predict_kernel_cycles(const KernelPoint& point, const wafer::WaferParams&
 inline constexpr int kScalarInstructionsPerKIteration = 6;
 
 /// A scalar instruction's cycles from a fitted k-iteration: gemm_k_cycles / 6. (On WSE-2, where both
-/// are fitted end to end, the two agree within about 10 %: README, Calibration.)
+/// are fitted end to end, the two agree within about 10 %: docs/calibration.md.)
 inline double scalar_op_cycles_from_k_iteration(double gemm_k_cycles) {
   return gemm_k_cycles / kScalarInstructionsPerKIteration;
 }

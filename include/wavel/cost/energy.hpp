@@ -8,11 +8,11 @@
 
 namespace wavel::cost {
 
-/// Published range of one CS-2/CS-3 system's power (README "Energy"): the bounds of system_power_w.
+/// Published range of one CS-2/CS-3 system's power (docs/config.md, Energy): the bounds of system_power_w.
 constexpr double kMinSystemPowerW = 15000;
 constexpr double kMaxSystemPowerW = 23000;
 
-/// Energy constants, each named with its source in README "Energy".
+/// Energy constants, each named with its source in docs/config.md, Energy.
 struct EnergyParams {
   double system_power_w = 20000;     ///< one system at its preset's fabric PEs and clock
   double off_wafer_pj_per_bit = 10;  ///< one bit over a wafer-to-wafer link (WaferLLM Table 1: ~10 pJ/bit off-chip)

@@ -35,7 +35,7 @@ constexpr std::int64_t kMaxWafers = 64;
 constexpr double kMinLinkLatencyS = 1e-7;
 constexpr double kMaxLinkLatencyS = 1e-3;
 
-/// The presets (README: Clusters): 12 x 100 GbE per system (1.2 Tb/s = 150 GB/s) for CS-2 and CS-3,
+/// The presets (docs/config.md, cluster): 12 x 100 GbE per system (1.2 Tb/s = 150 GB/s) for CS-2 and CS-3,
 /// weights streamed in through the same I/O; latency 5 us by default. Throws wavel::InputDataError
 /// for an unknown name.
 ClusterParams cluster_preset(const std::string& name);

@@ -126,7 +126,7 @@ struct SettingResult {
   std::vector<ScheduleResult> schedules;   ///< fullchip, then waferllm
   deploy::WeightStreaming weight_streaming; ///< the whole model streamed layer by layer (not in dry runs)
   std::vector<FrontEntry> front;           ///< the search's Pareto front, best throughput first
-  double hypervolume = 0;                  ///< normalized, see README
+  double hypervolume = 0;                  ///< normalized, see docs/search.md
   double hypervolume_latency_ref_s = 0;
   PredictionIntervals intervals;
   SearchCounts search;

@@ -63,7 +63,7 @@ struct Cancelled : std::exception {
 SearchOptions options_from(const config::SearchConfig& search);
 
 /// What the search did, counted per pruning rule.
-/// What the search did, counted per pruning rule (README, Search, defines each).
+/// What the search did, counted per pruning rule (docs/search.md defines each).
 struct SearchStats {
   std::int64_t nodes_visited = 0;          ///< partial schedules generated: leaves (used size, best TUNE) and combinations
   double exhaustive_tree_log10 = -std::numeric_limits<double>::infinity();  ///< log10 of the unpruned tree's nodes
@@ -97,7 +97,7 @@ struct FrontPoint {
 struct SearchResult {
   std::vector<FrontPoint> front;           ///< sorted by (-throughput, latency, PEs, id)
   std::size_t best = 0;                    ///< index of the highest-throughput point (front[0])
-  double hypervolume = 0;                  ///< normalized; reference documented in README
+  double hypervolume = 0;                  ///< normalized; reference in docs/search.md
   HypervolumeReference reference;
   SearchStats stats;
 };

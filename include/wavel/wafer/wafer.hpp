@@ -19,7 +19,7 @@ struct PeCoord {
   std::int64_t y = 0;
 };
 
-/// Physical parameters of one wafer. Sources and uncertainty: docs in README and domain.md §2.
+/// Physical parameters of one wafer. Sources and uncertainty: docs/config.md (the wafer table).
 struct WaferParams {
   std::string preset;                       ///< "wse2" or "wse3"
   std::string calibrated_params;            ///< the committed params file that predicts this preset, under

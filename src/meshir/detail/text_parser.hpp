@@ -69,7 +69,7 @@ inline std::string list_text(const std::vector<std::string>& items) {
   return out;
 }
 
-// Supported sizes (README "Input limits"): far above the schedules the search writes, and small
+// Supported sizes (docs/cli.md, Input limits): far above the schedules the search writes, and small
 // enough that the verifier and the cost model check any file within seconds.
 inline constexpr std::size_t kMaxRegions = 4096;
 inline constexpr std::size_t kMaxOps = std::size_t{1} << 17;
