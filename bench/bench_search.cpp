@@ -78,7 +78,7 @@ void BM_QuickstartSearch(benchmark::State& state) {
   const std::string path = std::string(WAVEL_SOURCE_DIR) + "/configs/quickstart.yaml";
   const auto config = config::parse_config(read(path), path, {});
   const auto settings = config::expand_sweep(config);
-  const search::SearchOptions options = search::options_from(config.search);
+  const search::SearchOptions options = config.search.options();
   std::int64_t candidates = 0;
   for (auto _ : state) {
     const auto start = std::chrono::steady_clock::now();

@@ -8,8 +8,8 @@
 #include "fuzz_support.hpp"
 #include "wavel/common/error.hpp"
 #include "wavel/common/hash.hpp"
-#include "wavel/driver/checkpoint.hpp"
-#include "wavel/driver/setting_tasks.hpp"
+#include "wavel/engine/checkpoint.hpp"
+#include "wavel/sweep/setting_tasks.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   wavel::fuzz::start_runtime();

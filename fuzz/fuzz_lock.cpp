@@ -12,7 +12,7 @@
 
 #include "fuzz_support.hpp"
 #include "wavel/common/error.hpp"
-#include "wavel/driver/runtime.hpp"
+#include "wavel/engine/runtime.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   wavel::fuzz::start_runtime();

@@ -8,7 +8,7 @@
 #include "wavel/calibrate/crossval.hpp"
 #include "wavel/calibrate/predict.hpp"
 #include "wavel/cost/model.hpp"
-#include "wavel/driver/commands.hpp"
+#include "wavel/commands/commands.hpp"
 #include "wavel/meshir/text.hpp"
 #include "wavel/meshir/verify.hpp"
 

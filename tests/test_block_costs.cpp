@@ -12,7 +12,7 @@
 #include "wavel/config/config.hpp"
 #include "wavel/config/sweep.hpp"
 #include "wavel/deploy/pipeline.hpp"
-#include "wavel/driver/detail/task_plan.hpp"
+#include "wavel/engine/detail/task_plan.hpp"
 #include "wavel/search/detail/evaluator.hpp"
 #include "wavel/search/search.hpp"
 #include "wavel/workload/model.hpp"

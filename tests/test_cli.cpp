@@ -8,7 +8,7 @@
 #include "test_support.hpp"
 #include "wavel/cli/cli.hpp"
 #include "wavel/common/error.hpp"
-#include "wavel/driver/costed_with.hpp"
+#include "wavel/report/costed_with.hpp"
 
 namespace fs = std::filesystem;
 

@@ -4,7 +4,7 @@
 
 #include "wavel/config/config.hpp"
 #include "wavel/config/sweep.hpp"
-#include "wavel/driver/grouping.hpp"
+#include "wavel/sweep/grouping.hpp"
 
 using namespace wavel;
 

@@ -5,7 +5,7 @@
 #include "wavel/config/config.hpp"
 #include "wavel/config/sweep.hpp"
 #include "wavel/cost/model.hpp"
-#include "wavel/driver/setting_tasks.hpp"
+#include "wavel/sweep/setting_tasks.hpp"
 #include "wavel/baselines/baselines.hpp"
 
 using namespace wavel;

@@ -12,7 +12,7 @@
 #include "cost_fixtures.hpp"
 #include "test_support.hpp"
 #include "wavel/baselines/baselines.hpp"
-#include "wavel/driver/sim_agreement.hpp"
+#include "wavel/compare/sim_agreement.hpp"
 #include "wavel/sim/compose.hpp"
 #include "wavel/sim/simulate.hpp"
 #include "wavel/sim/trace.hpp"

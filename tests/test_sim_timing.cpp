@@ -12,7 +12,7 @@
 #include "wavel/calibrate/kernels.hpp"
 #include "wavel/common/error.hpp"
 #include "wavel/cost/params.hpp"
-#include "wavel/driver/sim_timing_fit.hpp"
+#include "wavel/compare/sim_timing_fit.hpp"
 #include "wavel/sim/microarch.hpp"
 #include "wavel/sim/simulate.hpp"
 

@@ -10,7 +10,7 @@
 #include "wavel/common/error.hpp"
 #include "wavel/config/config.hpp"
 #include "wavel/config/sweep.hpp"
-#include "wavel/driver/wafer_counts.hpp"
+#include "wavel/report/wafer_counts.hpp"
 
 using namespace wavel;
 

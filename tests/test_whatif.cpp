@@ -16,7 +16,7 @@
 #include "wavel/config/sweep.hpp"
 #include "wavel/cost/energy.hpp"
 #include "wavel/cost/model.hpp"
-#include "wavel/driver/whatif.hpp"
+#include "wavel/report/whatif.hpp"
 #include "wavel/sim/microarch.hpp"
 #include "wavel/workload/model.hpp"
 #include "wavel/workload/workload.hpp"

@@ -18,9 +18,10 @@
 #include "wavel/config/config.hpp"
 #include "wavel/common/yaml_schema.hpp"
 #include "wavel/wafer/wafer.hpp"
-#include "wavel/driver/commands.hpp"
-#include "wavel/driver/run.hpp"
-#include "wavel/driver/runtime.hpp"
+#include "wavel/commands/commands.hpp"
+#include "wavel/commands/run.hpp"
+#include "wavel/report/tables.hpp"
+#include "wavel/engine/runtime.hpp"
 #include "wavel/version_info.hpp"
 
 namespace wavel::cli {

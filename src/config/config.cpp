@@ -501,15 +501,19 @@ void read_search(Validator& v, const Node& node, SearchConfig& s) {
                               [&](const Node& n, const std::string& p) { return v.number(n, p, 0.0, 1.0, true); });
   }
   if (present(node, "objectives")) {
-    s.objectives = v.axis(child_or_null(node, "objectives"), "search.objectives",
+    s.objective_names = v.axis(child_or_null(node, "objectives"), "search.objectives",
                           [&](const Node& n, const std::string& p) {
                             return v.choice(n, p, {"throughput", "latency", "pes"});
                           });
-    std::set<std::string> distinct(s.objectives.begin(), s.objectives.end());
-    if (distinct.size() != s.objectives.size()) {
+    std::set<std::string> distinct(s.objective_names.begin(), s.objective_names.end());
+    if (distinct.size() != s.objective_names.size()) {
       v.error(child_or_null(node, "objectives").where, "search.objectives", "an objective is listed twice");
     }
   }
+  const auto has = [&](const char* name) {
+    return std::find(s.objective_names.begin(), s.objective_names.end(), name) != s.objective_names.end();
+  };
+  s.objectives = search::ObjectiveSet{has("throughput"), has("latency"), has("pes")};
   read_double(v, node, path, "time_limit_s", s.time_limit_s, 0.0, 1e9);
   read_int(v, node, path, "seed", s.seed, 0, std::numeric_limits<std::int64_t>::max());
   read_double(v, node, path, "checkpoint_interval_s", s.checkpoint_interval_s, 0.0, 1e9);

@@ -148,7 +148,7 @@ std::string to_yaml(const Config& c, bool absolute_paths) {
   out << YAML::Key << "used_fractions" << YAML::Value << YAML::Flow << YAML::BeginSeq;
   for (double f : s.used_fractions) out << num(f);
   out << YAML::EndSeq;
-  out << YAML::Key << "objectives" << YAML::Value << YAML::Flow << s.objectives;
+  out << YAML::Key << "objectives" << YAML::Value << YAML::Flow << s.objective_names;
   out << YAML::Key << "time_limit_s" << YAML::Value << num(s.time_limit_s);
   out << YAML::Key << "seed" << YAML::Value << s.seed;
   out << YAML::Key << "checkpoint_interval_s" << YAML::Value << num(s.checkpoint_interval_s);

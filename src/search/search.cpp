@@ -80,34 +80,6 @@ std::vector<std::int64_t> microbatch_choices(std::int64_t requests) { return wor
 
 }  // namespace
 
-SearchOptions options_from(const config::SearchConfig& search) {
-  SearchOptions o;
-  o.exhaustive = search.exhaustive;
-  o.cut_ratios = search.cut_ratios;
-  o.strip_counts = search.strip_counts;
-  o.max_cut_depth = search.max_cut_depth;
-  o.group_scales = search.group_scales;
-  o.used_fractions = search.used_fractions;
-  o.time_limit_s = search.time_limit_s;
-  o.root_chunks = search.root_chunks;
-  o.expert_groups = search.expert_groups;
-  o.fusion = search.fusion;
-  o.cut_step_pes = search.cut_step_pes;
-  o.sram_cuts = search.sram_cuts;
-  o.sram_boundaries = search.sram_boundaries;
-  o.square_step_pes = search.square_step_pes;
-  o.square_sides = search.square_sides;
-  o.seed = search.seed;
-  o.all_anchors = search.all_anchors;
-  o.sram_used_step_pes = search.sram_used_step_pes;
-  o.sram_footprints = search.sram_footprints;
-  const auto has = [&](const char* name) {
-    return std::find(search.objectives.begin(), search.objectives.end(), name) != search.objectives.end();
-  };
-  o.objectives = ObjectiveSet{has("throughput"), has("latency"), has("pes")};
-  return o;
-}
-
 std::vector<SearchPiece> search_pieces(const workload::Workload& workload, const wafer::WaferParams& wafer,
                                        const SearchOptions& options) {
   const workload::WorkloadShape& shape = workload.shape;

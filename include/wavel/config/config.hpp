@@ -10,6 +10,7 @@
 #include "wavel/cost/energy.hpp"
 #include "wavel/cost/params.hpp"
 #include "wavel/deploy/deployment.hpp"
+#include "wavel/search/options.hpp"
 #include "wavel/wafer/wafer.hpp"
 #include "wavel/workload/model.hpp"
 #include "wavel/workload/workload.hpp"
@@ -48,29 +49,13 @@ struct WorkloadAxes {
 };
 
 /// CUT/TUNE search settings (validated now; used by the search).
-struct SearchConfig {
-  bool exhaustive = false;                      ///< disable bound and dominance pruning
-  std::vector<double> cut_ratios{0.25, 0.5, 0.75};  ///< two-way split positions as fractions of a side
-  std::vector<std::int64_t> strip_counts{3, 4, 6, 8};  ///< n-way splits into equal strips
-  std::int64_t max_cut_depth = 3;
-  std::vector<double> group_scales{1.0, 0.5, 2.0};     ///< TUNE: K-tree group = scale x sqrt(side)
-  std::vector<double> used_fractions{1.0, 0.75, 0.5};  ///< TUNE: fraction of each region side used
-  std::vector<std::string> objectives{"throughput", "latency", "pes"};
-  double time_limit_s = 0;                      ///< 0: no limit
-  std::int64_t seed = 1;                        ///< seeds the parameter draws and which search piece takes which root CUT
+struct SearchConfig : search::SearchOptions {
+  std::vector<std::string> objective_names{"throughput", "latency", "pes"};  ///< as given; SearchOptions::objectives from them
   double checkpoint_interval_s = 0;             ///< 0: only on signals
-  std::int64_t root_chunks = 4;                 ///< root CUT options split into this many pieces per footprint
-  std::vector<std::int64_t> expert_groups{1, 2, 4, 8};  ///< MoE: expert CUTs into this many strips
-  bool fusion = true;                           ///< TUNE may fuse operators that share an input (prefill Q/K/V, gate/up; MLA)
-  std::int64_t cut_step_pes = 0;                ///< two-way CUTs also at every multiple of this many PEs (0: none)
-  std::int64_t sram_cuts = 0;                   ///< root two-way CUTs where the first part just holds its blocks
-  bool sram_boundaries = true;                  ///< root CUTs also split the blocks where each child holds as many as fit
-  std::int64_t square_step_pes = 15;            ///< P x P square layouts: every multiple of this (0: none)
-  std::vector<std::int64_t> square_sides;       ///< P x P square layouts: these sides too
   bool seed_baselines = true;                   ///< the baselines enter the front as seeds
-  bool all_anchors = false;                     ///< used rectangles at every region corner free of defects
-  std::int64_t sram_used_step_pes = 0;          ///< used sizes also from SRAM need at this granularity (0: none)
-  std::vector<double> sram_footprints;          ///< footprints holding the resident bytes at these SRAM fills (none by default)
+
+  /// What the search takes (the config's keys without the driver's).
+  [[nodiscard]] const search::SearchOptions& options() const { return *this; }
 };
 
 /// Where and what to write.

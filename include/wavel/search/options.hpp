@@ -1,0 +1,41 @@
+// The search's settings: one declaration, read from the config's `search` section
+// (config::SearchConfig adds only what the driver uses: checkpoints, baseline seeds, objective names).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <vector>
+
+#include "wavel/search/pareto.hpp"
+
+namespace wavel::search {
+
+/// Search settings.
+struct SearchOptions {
+  bool exhaustive = false;                       ///< no bound and no dominance pruning
+  std::vector<double> cut_ratios{0.25, 0.5, 0.75};  ///< two-way CUTs at these fractions of a side
+  std::vector<std::int64_t> strip_counts{3, 4, 6, 8};  ///< n-way CUTs into equal strips
+  std::int64_t max_cut_depth = 3;
+  std::vector<double> group_scales{1.0, 0.5, 2.0};     ///< TUNE: K-tree group = scale x sqrt(side)
+  std::vector<double> used_fractions{1.0, 0.75, 0.5};  ///< TUNE: fraction of each region side used
+  double time_limit_s = 0;                       ///< 0: none (a limit makes results timing-dependent)
+  bool serial = false;                           ///< parallel loops on Kokkos::Serial instead of the default host space
+  std::int64_t root_chunks = 4;                  ///< root CUT options split over this many pieces (units of distribution)
+  std::vector<std::int64_t> expert_groups{1, 2, 4, 8};  ///< MoE: expert CUTs of a leaf into this many strips
+  bool fusion = true;                            ///< TUNE may fuse operators that share an input (fuse_shared_inputs)
+  std::int64_t cut_step_pes = 0;                 ///< two-way CUTs also at every multiple of this many PEs (0: none)
+  std::int64_t sram_cuts = 0;                    ///< root two-way CUTs where the first part just holds n near-equal block runs
+  bool sram_boundaries = true;                   ///< root CUTs also split the blocks where each child holds as many as fit
+  std::int64_t square_step_pes = 15;             ///< P x P layouts: every multiple of this up to the shorter side (0: none)
+  std::vector<std::int64_t> square_sides;        ///< P x P layouts: these sides too
+  std::int64_t seed = 1;                         ///< seeds the parameter draws and which piece takes which root CUT option
+  bool all_anchors = false;                      ///< a used rectangle at every region corner free of defects, not only the first
+  std::int64_t sram_used_step_pes = 0;           ///< used sizes also from SRAM need, rounded up to this many PEs (0: none)
+  std::vector<double> sram_footprints;           ///< footprints holding the resident bytes at these SRAM fills
+  ObjectiveSet objectives;                       ///< what the fronts compare
+  /// Checked between subproblems: nonzero abandons the piece with search::Cancelled (a pending
+  /// SIGTERM/SIGUSR1, so a long piece cannot hold a checkpoint back). Not part of the results.
+  const std::atomic<int>* stop_flag = nullptr;
+};
+
+}  // namespace wavel::search

@@ -1,0 +1,606 @@
+// Hub-and-workers evaluation of a sweep; see distribute.hpp. Every rank (rank 0 included) runs the
+// worker loop on its main thread; rank 0 also runs the hub on a second thread, which owns the task
+// states, the results, the incumbents, the checkpoints and the progress line. Results depend only on
+// the task plan, never on which rank ran what or when, so any rank count gives identical bytes.
+#include "wavel/engine/distribute.hpp"
+
+#include <unistd.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <deque>
+#include <filesystem>
+#include <iomanip>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <optional>
+#include <sstream>
+#include <thread>
+
+#include "wavel/common/error.hpp"
+#include "wavel/common/hash.hpp"
+#include "wavel/engine/checkpoint.hpp"
+#include "wavel/engine/detail/spool.hpp"
+#include "wavel/engine/detail/task_plan.hpp"
+#include "wavel/engine/detail/worker.hpp"
+#include "wavel/common/format.hpp"
+#include "wavel/sweep/pack.hpp"
+#include "wavel/sweep/setting_tasks.hpp"
+#include "wavel/search/pareto.hpp"
+
+namespace wavel::driver {
+
+namespace {
+
+using namespace detail;
+using Clock = std::chrono::steady_clock;
+
+std::atomic<int> g_signal{0};  // the signal that asked for a checkpoint, 0 if none
+
+extern "C" void on_checkpoint_signal(int sig) { g_signal.store(sig); }
+
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+// Runs tasks for whoever asks; a single instance on rank 0's second thread.
+class Hub {
+ public:
+  enum class Outcome { finished, interrupted, failed };
+
+  Hub(const Plan& plan, const std::vector<config::Setting>& settings, MPI_Comm comm, int ranks,
+      const DistributeOptions& options, std::optional<Checkpoint> resumed, Spool spool)
+      : plan_(plan), settings_(settings), comm_(comm), ranks_(ranks), opt_(options),
+        state_(plan.tasks.size(), State::pending), results_(plan.tasks.size()),
+        missing_inputs_(plan.tasks.size(), 0), incumbents_(plan.slots), groups_(plan.groups),
+        affinity_(static_cast<std::size_t>(ranks)), stopped_(static_cast<std::size_t>(ranks), false),
+        worker_nodes_(static_cast<std::size_t>(ranks), 0), spool_(std::move(spool)),
+        finished_(settings.size()), restored_(settings.size(), false) {
+    for (std::size_t t = 0; t < plan.tasks.size(); ++t) missing_inputs_[t] = plan.inputs[t].size();
+    if (resumed) restore(*resumed);
+    for (std::size_t t = 0; t < plan.tasks.size(); ++t) {
+      if (state_[t] != State::pending) continue;
+      if (plan.tasks[t].kind == Kind::finish) {
+        if (missing_inputs_[t] == 0) ready_finish_.push_back(t);
+      } else {
+        groups_[plan.tasks[t].group].push_back(t);
+      }
+    }
+    untouched_.assign(plan.groups, true);
+    for (std::size_t g = 0; g < groups_.size(); ++g) {
+      if (!groups_[g].empty()) live_groups_.push_back(g);
+    }
+    open_tasks_ = static_cast<std::size_t>(std::count_if(state_.begin(), state_.end(), [](State st) {
+      return st == State::pending || st == State::running;
+    }));
+  }
+
+  void serve() {
+    start_ = Clock::now();
+    last_checkpoint_ = start_;
+    last_progress_ = start_;
+    PollBackoff backoff(std::chrono::microseconds(200));
+    while (true) {
+      int flag = 0;
+      MPI_Status status;
+      MPI_Iprobe(MPI_ANY_SOURCE, kReportTag, comm_, &flag, &status);
+      if (flag) {
+        handle(status.MPI_SOURCE, unpack_report(receive(comm_, status)));
+        backoff.reset();
+        continue;
+      }
+      if (!stop_signal_ && g_signal.load() != 0) request_stop(g_signal.load());
+      if (std::count(stopped_.begin(), stopped_.end(), true) == ranks_) break;
+      const double since = std::chrono::duration<double>(Clock::now() - last_checkpoint_).count();
+      if (opt_.checkpoint_interval_s > 0 && since >= opt_.checkpoint_interval_s && !opt_.checkpoint_path.empty() &&
+          error_code_ == 0) {  // after a failure (a lost spool write, say) the state is not resumable
+        checkpoint();
+        last_checkpoint_ = Clock::now();
+      }
+      if (opt_.progress && seconds_since(last_progress_) >= opt_.progress_interval_s) {
+        progress(false);
+        last_progress_ = Clock::now();
+      }
+      backoff.idle();
+    }
+    if (error_code_ != 0) {
+      outcome_ = Outcome::failed;
+    } else if (stop_signal_ != 0) {
+      if (!opt_.checkpoint_path.empty()) checkpoint();
+      // "Checkpoint written" only once it is durably on disk; a failed one is this run's error.
+      outcome_ = error_code_ != 0 ? Outcome::failed : Outcome::interrupted;
+    } else {
+      outcome_ = Outcome::finished;
+      // The end phase reads the results back from the spool, and a resume after it stops finds them.
+      try {
+        spool_.sync();
+      } catch (const Error& e) {
+        outcome_ = Outcome::failed;
+        error_code_ = static_cast<int>(e.code());
+        error_ = e.what();
+      }
+    }
+    if (opt_.progress) progress(true);
+  }
+
+  [[nodiscard]] Outcome outcome() const { return outcome_; }
+  [[nodiscard]] int error_code() const { return error_code_; }
+  [[nodiscard]] const std::string& error() const { return error_; }
+  [[nodiscard]] int stop_signal() const { return stop_signal_; }
+
+  /// Where the finished settings' results lie, in setting order, and the spool (moved out).
+  struct Finished {
+    Spool spool;
+    std::vector<Checkpoint::Finished> entries;
+    std::vector<bool> restored;  ///< spooled by an earlier run
+  };
+  Finished take_finished() { return Finished{std::move(spool_), std::move(finished_), std::move(restored_)}; }
+
+ private:
+  // consumed: its result is in the spool (a finish) or folded into its setting's (an input).
+  enum class State : std::uint8_t { pending, running, done, consumed };
+
+  void restore(const Checkpoint& c) {
+    for (std::size_t s = 0; s < c.incumbents.size() && s < incumbents_.size(); ++s) incumbents_[s] = c.incumbents[s];
+    for (const auto& f : c.finished) {
+      const std::size_t setting = plan_.tasks[f.task].setting;
+      state_[f.task] = State::consumed;
+      for (std::size_t in : plan_.inputs[f.task]) state_[in] = State::consumed;
+      finished_[setting] = f;
+      restored_[setting] = true;
+      for (std::size_t in : plan_.inputs[f.task]) std::vector<search::Objectives>().swap(incumbents_[plan_.tasks[in].slot]);
+    }
+    for (const auto& r : c.done) {
+      if (state_[r.task] == State::consumed) continue;  // its setting finished after the checkpoint (spool)
+      state_[r.task] = State::done;
+      results_[r.task] = r.result;
+    }
+    for (std::size_t t = 0; t < plan_.tasks.size(); ++t) {
+      if (state_[t] == State::pending) continue;
+      if (plan_.tasks[t].kind == Kind::finish) {
+        ++settings_done_;
+      } else {
+        --missing_inputs_[plan_.tasks[t].finish];
+      }
+    }
+    nodes_before_ = c.nodes;
+    pruned_before_ = c.pruned;
+    evaluations_before_ = c.evaluations;
+    elapsed_before_ = c.elapsed_s;
+  }
+
+  void request_stop(int sig) {
+    stop_signal_ = sig;
+    for (int w : waiting_) reply(w, kStop, "");
+    waiting_.clear();
+  }
+
+  void fail(int code, const std::string& message) {
+    if (error_code_ != 0) return;
+    error_code_ = code;
+    error_ = message;
+    for (int w : waiting_) reply(w, kStop, "");
+    waiting_.clear();
+  }
+
+  void handle(int worker, Report r) {
+    if (r.signal != 0 && stop_signal_ == 0) request_stop(r.signal);
+    if (r.error_code != 0) fail(r.error_code, r.error);
+    if (r.task >= 0 && r.error_code == 0) complete(worker, static_cast<std::size_t>(r.task), r);
+    assign(worker);
+    // A finished task may have made a finishing task ready, or ended the sweep.
+    std::vector<int> waiting;
+    waiting.swap(waiting_);
+    for (int w : waiting) assign(w);
+  }
+
+  void complete(int worker, std::size_t t, Report& r) {
+    const Task& task = plan_.tasks[t];
+    worker_nodes_[static_cast<std::size_t>(worker)] += r.counters.nodes;
+    state_[t] = State::done;
+    --open_tasks_;
+    results_[t] = std::move(r.result);
+    nodes_ += r.counters.nodes;
+    pruned_ += r.counters.pruned;
+    evaluations_ += r.counters.evaluations;
+    busy_[static_cast<int>(task.kind)] += r.busy_s;
+    ++completed_[static_cast<int>(task.kind)];
+    if (task.kind == Kind::finish) {
+      ++settings_done_;
+      last_setting_ = task.setting;
+      last_best_ = r.counters.best_tokens_per_s;
+      last_front_ = r.counters.front_size;
+      for (std::size_t in : plan_.inputs[t]) {  // folded into the setting's result: free them
+        state_[in] = State::consumed;
+        std::string().swap(results_[in]);
+      }
+      // The setting's result goes to the spool; memory and checkpoints keep only where it lies.
+      try {
+        finished_[task.setting] = spool_.append(t, results_[t]);
+      } catch (const Error& e) {
+        // The checkpoint names the spool's settings: while a signal asks for one, a spool that
+        // cannot take a finished setting means no checkpoint, and the message says so.
+        const int sig = stop_signal_ != 0 ? stop_signal_ : g_signal.load();
+        fail(static_cast<int>(e.code()),
+             sig == 0 ? std::string(e.what())
+                      : std::string("stopped by ") + (sig == SIGTERM ? "SIGTERM" : "SIGUSR1") +
+                            " but no checkpoint was written: " + e.what());
+      }
+      state_[t] = State::consumed;
+      std::string().swap(results_[t]);
+      for (std::size_t in : plan_.inputs[t]) std::vector<search::Objectives>().swap(incumbents_[plan_.tasks[in].slot]);
+      return;
+    }
+    merge_incumbents(incumbents_[task.slot], r.counters.found);
+    if (--missing_inputs_[task.finish] == 0) ready_finish_.push_back(task.finish);
+  }
+
+  // The next task for `worker`: a ready finish if this worker has explored at least its share of
+  // search nodes (finishing explores none, so handing it to the others would skew the nodes per
+  // rank), then its own group, then an untouched group of its family, then any untouched group, then the back of the group with the most
+  // tasks left (stealing from whoever works on it); a held finish once no search task is left.
+  std::optional<std::size_t> next(int worker) {
+    const auto finish = [&]() -> std::optional<std::size_t> {
+      if (ready_finish_.empty()) return std::nullopt;
+      const std::size_t t = ready_finish_.front();
+      ready_finish_.pop_front();
+      return t;
+    };
+    std::int64_t total = 0;
+    for (auto n : worker_nodes_) total += n;
+    const bool ahead = worker_nodes_[static_cast<std::size_t>(worker)] * ranks_ >= total;
+    if (ahead) {
+      if (auto t = finish()) return t;
+    }
+    auto& [group, from_back] = affinity_[static_cast<std::size_t>(worker)];
+    if (group < groups_.size() && !groups_[group].empty()) return take(group, from_back);
+    // Then an untouched group of the same family: alike blocks, so their costs are already known here.
+    if (group < groups_.size() && plan_.group_family[group] != Plan::kNoFamily) {
+      for (const std::size_t g : plan_.families[plan_.group_family[group]]) {
+        if (untouched_[g] && !groups_[g].empty()) {
+          group = g;
+          from_back = false;
+          return take(g, false);
+        }
+      }
+    }
+    // Groups before the cursor are touched or empty for good (groups only shrink): each message
+    // costs O(1) here, not O(groups), which on a 100 000-setting sweep was quadratic.
+    for (; next_untouched_ < groups_.size(); ++next_untouched_) {
+      const std::size_t g = next_untouched_;
+      if (untouched_[g] && !groups_[g].empty()) {
+        group = g;
+        from_back = false;
+        return take(g, false);
+      }
+    }
+    // The fullest group (the first of equals), among those not yet empty.
+    live_groups_.erase(std::remove_if(live_groups_.begin(), live_groups_.end(),
+                                      [&](std::size_t g) { return groups_[g].empty(); }),
+                       live_groups_.end());
+    std::size_t fullest = groups_.size();
+    for (const std::size_t g : live_groups_) {
+      if (fullest == groups_.size() || groups_[g].size() > groups_[fullest].size()) fullest = g;
+    }
+    if (fullest == groups_.size()) return finish();
+    group = fullest;
+    from_back = true;
+    return take(fullest, true);
+  }
+
+  std::size_t take(std::size_t g, bool from_back) {
+    untouched_[g] = false;
+    auto& q = groups_[g];
+    const std::size_t t = from_back ? q.back() : q.front();
+    if (from_back) {
+      q.pop_back();
+    } else {
+      q.pop_front();
+    }
+    return t;
+  }
+
+  void assign(int worker) {
+    if (stop_signal_ != 0 || error_code_ != 0) {
+      reply(worker, kStop, "");
+      return;
+    }
+    const auto t = next(worker);
+    if (!t) {
+      if (open_tasks_ == 0) {
+        reply(worker, kFinished, "");
+      } else {
+        waiting_.push_back(worker);  // tasks still running elsewhere may unlock a finish
+      }
+      return;
+    }
+    state_[*t] = State::running;
+    reply(worker, static_cast<std::int64_t>(*t), task_input(plan_, *t, results_, incumbents_[plan_.tasks[*t].slot]));
+  }
+
+  void reply(int worker, std::int64_t task, const std::string& input) {
+    if (task < 0) stopped_[static_cast<std::size_t>(worker)] = true;
+    Packer p;
+    p.put(task);
+    p.put(input);
+    send(comm_, worker, kReplyTag, p.bytes());
+  }
+
+  void checkpoint() {
+    Checkpoint c;
+    c.config_hash = opt_.config_hash;
+    c.inputs = opt_.inputs;
+    c.plan_fingerprint = plan_.fingerprint;
+    c.tasks = plan_.tasks.size();
+    for (std::size_t t = 0; t < plan_.tasks.size(); ++t) {
+      if (plan_.tasks[t].kind == Kind::finish && state_[t] == State::consumed) {
+        c.finished.push_back(finished_[plan_.tasks[t].setting]);
+      } else if (state_[t] == State::done) {
+        c.done.push_back(Checkpoint::Record{t, results_[t]});
+      }
+    }
+    c.incumbents = incumbents_;
+    c.nodes = nodes_before_ + nodes_;
+    c.pruned = pruned_before_ + pruned_;
+    c.evaluations = evaluations_before_ + evaluations_;
+    c.elapsed_s = elapsed_before_ + seconds_since(start_);
+    try {
+      spool_.sync();  // durable before the checkpoint names it
+      write_checkpoint(opt_.checkpoint_path, c);
+    } catch (const Error& e) {
+      // A failed periodic checkpoint must not kill the run (the previous one stays intact); a
+      // failed final one fails the run, so that nobody requeues it expecting to resume.
+      if (stop_signal_ != 0) {
+        error_code_ = static_cast<int>(e.code());
+        error_ = std::string("stopped by ") + (stop_signal_ == SIGTERM ? "SIGTERM" : "SIGUSR1") +
+                 " but no checkpoint was written: " + e.what();
+      } else {
+        std::cerr << "wavel-dse: warning: " << e.what() << '\n';
+      }
+    }
+  }
+
+  void progress(bool final) {
+    const double elapsed = seconds_since(start_);
+    std::size_t done = 0;
+    for (auto s : state_) done += s == State::done || s == State::consumed ? 1 : 0;
+    // ETA from the mean time each kind of task took so far, spread over the ranks; and, where tasks
+    // are so short that handing them out costs more than running them, from the tasks done per
+    // second of wall time: the longer of the two.
+    double remaining_s = 0;
+    bool known = true;
+    std::size_t left_all = 0;
+    for (int k = 0; k < 3; ++k) {
+      std::size_t left = 0;
+      for (std::size_t t = 0; t < plan_.tasks.size(); ++t) {
+        if (static_cast<int>(plan_.tasks[t].kind) == k && (state_[t] == State::pending || state_[t] == State::running)) ++left;
+      }
+      left_all += left;
+      if (left == 0) continue;
+      if (completed_[k] == 0) {
+        known = false;
+        continue;
+      }
+      remaining_s += static_cast<double>(left) * busy_[k] / static_cast<double>(completed_[k]);
+    }
+    remaining_s /= static_cast<double>(ranks_);
+    const std::size_t done_now = completed_[0] + completed_[1] + completed_[2];
+    if (done_now > 0) {
+      remaining_s = std::max(remaining_s, elapsed * static_cast<double>(left_all) / static_cast<double>(done_now));
+    }
+    std::ostringstream line;
+    line << "wavel-dse: settings " << settings_done_ << "/" << settings_.size() << ", tasks " << done << "/"
+         << plan_.tasks.size() << ", nodes " << human(static_cast<double>(nodes_before_ + nodes_), "") << " explored, "
+         << human(static_cast<double>(pruned_before_ + pruned_), "") << " pruned, "
+         << human(elapsed > 0 ? static_cast<double>(evaluations_) / elapsed : 0.0, "eval/s");
+    if (last_setting_ < settings_.size()) {
+      line << ", setting " << settings_[last_setting_].id << " best " << human(last_best_, "tok/s") << " (predicted), front "
+           << last_front_;
+    }
+    if (final) {
+      line << (outcome_ == Outcome::finished ? ", done in " : ", stopped after ") << human_duration(elapsed)
+           << std::fixed << std::setprecision(1) << " (task time: baselines " << busy_[0] << " s, search " << busy_[1]
+           << " s, finishing " << busy_[2] << " s)";
+    } else {
+      line << ", ETA " << (known ? human_duration(remaining_s) : std::string("?"));
+    }
+    std::cerr << line.str() << '\n' << std::flush;
+  }
+
+  const Plan& plan_;
+  const std::vector<config::Setting>& settings_;
+  MPI_Comm comm_;
+  int ranks_;
+  DistributeOptions opt_;
+  std::vector<State> state_;
+  std::vector<std::string> results_;
+  std::vector<std::size_t> missing_inputs_;
+  std::vector<std::vector<search::Objectives>> incumbents_;
+  std::vector<std::deque<std::size_t>> groups_;
+  std::vector<bool> untouched_;
+  std::size_t next_untouched_ = 0;         ///< groups before it are touched or empty
+  std::vector<std::size_t> live_groups_;   ///< groups not yet seen empty, ascending
+  std::size_t open_tasks_ = 0;             ///< pending or running
+  std::deque<std::size_t> ready_finish_;
+  std::vector<std::pair<std::size_t, bool>> affinity_;  // per worker: group, and whether it takes from the back
+  std::vector<bool> stopped_;
+  std::vector<std::int64_t> worker_nodes_;  // search nodes each worker reported in this attempt
+  std::vector<int> waiting_;
+  int stop_signal_ = 0;
+  int error_code_ = 0;
+  std::string error_;
+  Outcome outcome_ = Outcome::failed;
+  Clock::time_point start_, last_checkpoint_, last_progress_;
+  std::int64_t nodes_ = 0, pruned_ = 0, evaluations_ = 0;
+  std::int64_t nodes_before_ = 0, pruned_before_ = 0, evaluations_before_ = 0;
+  double elapsed_before_ = 0;
+  double busy_[3] = {0, 0, 0};
+  std::size_t completed_[3] = {0, 0, 0};
+  std::size_t settings_done_ = 0;
+  std::size_t last_setting_ = static_cast<std::size_t>(-1);
+  double last_best_ = 0;
+  std::int64_t last_front_ = 0;
+  Spool spool_;
+  std::vector<Checkpoint::Finished> finished_;  // per setting: where its result lies in the spool
+  std::vector<bool> restored_;                  // per setting: spooled by an earlier run
+};
+
+}  // namespace
+
+void stop_if_signalled(const std::string& phase) {
+  const int sig = g_signal.load();
+  if (sig == 0) return;
+  throw Error(ExitCode::checkpointed, std::string("stopped by ") + (sig == SIGTERM ? "SIGTERM" : "SIGUSR1") + " while " +
+                                          phase + "; every setting is finished and kept in the spool: rerun with "
+                                          "--resume to write the results without searching again");
+}
+
+void install_checkpoint_signals() {
+  struct sigaction action {};
+  action.sa_handler = on_checkpoint_signal;
+  sigemptyset(&action.sa_mask);
+  action.sa_flags = SA_RESTART;
+  sigaction(SIGUSR1, &action, nullptr);
+  sigaction(SIGTERM, &action, nullptr);
+}
+
+SweepOutcome evaluate_distributed(const config::Config& config, const std::vector<config::Setting>& settings,
+                                  const RunContext& context, const DistributeOptions& options) {
+  int provided = MPI_THREAD_SINGLE;
+  MPI_Query_thread(&provided);
+  if (provided < MPI_THREAD_MULTIPLE) {
+    throw InternalError("the hub needs MPI_THREAD_MULTIPLE; MPI was initialised with less");
+  }
+  auto owned_plan = std::make_unique<const Plan>(make_plan(config, settings));
+  const Plan& plan = *owned_plan;
+  std::optional<Checkpoint> resumed;
+  Spool spool;
+  const SpoolHeader header{options.config_hash, options.inputs, plan.fingerprint, plan.tasks.size()};
+  if (options.resume) {
+    on_root_agreed(context.comm, 0, [&] {
+      // The spool holds every finished setting; a checkpoint, if there is one, adds the tasks done
+      // for the others and the incumbents. Without one (the end phase stopped, or no checkpoint was
+      // due yet) the finished settings are kept and the rest runs again.
+      std::vector<Checkpoint::Finished> spooled;
+      spool = Spool::recover(options.spool_path, header, spooled);
+      std::error_code ec;
+      const bool have_checkpoint = std::filesystem::exists(std::filesystem::symlink_status(options.checkpoint_path, ec));
+      if (have_checkpoint) {
+        resumed = read_checkpoint(options.checkpoint_path, options.config_hash, options.inputs, plan.fingerprint,
+                                  plan.tasks.size());
+      } else {
+        resumed = Checkpoint{};
+      }
+      std::vector<const Checkpoint::Finished*> by_task(plan.tasks.size(), nullptr);
+      for (const auto& g : spooled) by_task[g.task] = &g;  // recover checked each task is in the plan, once
+      for (const auto& f : resumed->finished) {
+        const Checkpoint::Finished* g = by_task[f.task];  // read_checkpoint checked f.task is in the plan
+        if (g == nullptr || g->offset != f.offset || g->bytes != f.bytes || g->hash != f.hash) {
+          throw InputDataError("--resume: checkpoint '" + options.checkpoint_path + "' names task " +
+                               std::to_string(f.task) + "'s result, which the spool file '" + options.spool_path +
+                               "' does not hold intact");
+        }
+      }
+      resumed->finished = std::move(spooled);
+      const auto corrupt = [&](std::uint64_t task, const std::string& why) {
+        return InputDataError("--resume: checkpoint '" + options.checkpoint_path + "' holds a corrupt result for task " +
+                              std::to_string(task) + ": " + why);
+      };
+      for (const auto& f : resumed->finished) {
+        if (plan.tasks[f.task].kind != Kind::finish) throw corrupt(f.task, "a finished setting names a search task");
+      }
+      for (const auto& record : resumed->done) {
+        const Kind kind = plan.tasks[record.task].kind;
+        if (kind == Kind::finish) throw corrupt(record.task, "a setting's result outside the spool");
+        try {
+          check_task_result(kind == Kind::baselines ? TaskResultKind::baselines : TaskResultKind::piece, record.result);
+        } catch (const Error& e) {
+          throw corrupt(record.task, e.what());
+        }
+      }
+      // Say what was restored: a resume that silently did little is indistinguishable from a fresh start.
+      std::cerr << "wavel-dse: resumed from '" << (have_checkpoint ? options.checkpoint_path : options.spool_path)
+                << "': " << resumed->finished.size() << " of " << settings.size() << " settings finished";
+      if (have_checkpoint) {
+        std::cerr << ", " << resumed->done.size() << " more tasks done; " << resumed->nodes
+                  << " partial schedules explored and " << resumed->elapsed_s << " s spent before\n";
+      } else {
+        std::cerr << " (no checkpoint: the unfinished settings start afresh)\n";
+      }
+    });
+  } else {
+    on_root_agreed(context.comm, 0, [&] { spool = Spool::create(options.spool_path, header); });
+  }
+  MPI_Comm comm = MPI_COMM_NULL;
+  MPI_Comm_dup(context.comm, &comm);
+  std::unique_ptr<Hub> hub;
+  std::thread hub_thread;
+  std::string hub_failure;
+  if (context.rank == 0) {
+    hub = std::make_unique<Hub>(plan, settings, comm, context.ranks, options, std::move(resumed), std::move(spool));
+    hub_thread = std::thread([&] {
+      try {
+        hub->serve();
+      } catch (const std::exception& e) {
+        hub_failure = e.what();  // a hub bug: reported after the join, never swallowed
+      }
+    });
+  }
+  auto worker = std::make_unique<Worker>(config, plan, settings, &g_signal);
+  const RankStats mine = work(*worker, comm, context.rank);
+  worker.reset();  // its search memo is not needed any more
+  int code = 0;
+  std::string message;
+  std::optional<Hub::Finished> finished;
+  if (context.rank == 0) {
+    hub_thread.join();
+    if (!hub_failure.empty()) {
+      code = static_cast<int>(ExitCode::internal);
+      message = "hub failed: " + hub_failure;
+    } else if (hub->outcome() == Hub::Outcome::failed) {
+      code = hub->error_code();
+      message = hub->error();
+    } else if (hub->outcome() == Hub::Outcome::interrupted) {
+      code = static_cast<int>(ExitCode::checkpointed);
+      message = std::string("stopped by ") + (hub->stop_signal() == SIGTERM ? "SIGTERM" : "SIGUSR1") +
+                (options.checkpoint_path.empty() ? "; no checkpoint path"
+                                                 : "; checkpoint written to '" + options.checkpoint_path +
+                                                       "': rerun with --resume to continue");
+    } else {
+      finished = hub->take_finished();
+    }
+  }
+  hub.reset();  // the task states and the plan are not needed to read the results back
+  owned_plan.reset();
+#ifdef __GLIBC__
+  // Millions of small task records were freed above; hand the pages back before the results are
+  // read and tabulated (glibc keeps freed heap otherwise: 1.4 GB on a 100 000-setting sweep).
+  ::malloc_trim(0);
+#endif
+  SweepOutcome out;
+  if (finished) {  // only rank 0 writes the results: the others never hold them
+    try {
+      out.results = read_back(finished->spool, finished->entries, finished->restored, settings);
+      out.texts = spool_texts(std::make_shared<const Spool>(std::move(finished->spool)), std::move(finished->entries));
+    } catch (const Error& e) {
+      code = static_cast<int>(e.code());
+      message = e.what();
+    }
+  }
+  MPI_Comm_free(&comm);
+  MPI_Bcast(&code, 1, MPI_INT, 0, context.comm);
+  if (code != 0) {
+    broadcast_string(message, context.comm, 0);
+    throw Error(static_cast<ExitCode>(code), message);
+  }
+  out.ranks.resize(static_cast<std::size_t>(context.ranks));
+  MPI_Allgather(&mine, sizeof mine, MPI_BYTE, out.ranks.data(), sizeof mine, MPI_BYTE, context.comm);
+  return out;
+}
+
+}  // namespace wavel::driver

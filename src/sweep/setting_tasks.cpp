@@ -1,0 +1,607 @@
+// Baselines, search pieces and finishing of one setting; see setting_tasks.hpp.
+#include "wavel/sweep/setting_tasks.hpp"
+
+#include <algorithm>
+#include <limits>
+
+#include "wavel/baselines/baselines.hpp"
+#include "wavel/common/error.hpp"
+#include "wavel/cost/draws.hpp"
+#include "wavel/cost/model.hpp"
+#include "wavel/meshir/text.hpp"
+#include "wavel/meshir/verify.hpp"
+#include "wavel/sim/simulate.hpp"
+
+namespace wavel::driver {
+
+namespace detail {
+
+std::vector<std::int64_t> waferllm_sides(const config::Config& config) {
+  const auto& b = config.baselines;
+  return b.waferllm_region_side_pes > 0
+             ? std::vector<std::int64_t>{b.waferllm_region_side_pes}
+             : baselines::waferllm_sides(config.wafer, b.waferllm_side_step_pes, b.waferllm_sides);
+}
+
+void simulate_sample(const std::string& name, const meshir::Schedule& schedule, const config::Config& config,
+                     const workload::WorkloadShape& shape, SettingResult& out) {
+  const bool decode = shape.phase == workload::Phase::decode;
+  sim::SimOptions options;
+  options.fidelity = config.sim.fidelity == "wavelet"  ? sim::Fidelity::wavelet
+                     : config.sim.fidelity == "packet" ? sim::Fidelity::packet
+                                                       : sim::Fidelity::message;
+  options.model_ramps = config.sim.model_ramps;
+  options.seed = static_cast<std::uint64_t>(config.search.seed);
+  const auto model = cost::evaluate(schedule, config.wafer, config.cost.params, decode, shape.input_tokens);
+  const auto simulated = sim::simulate(schedule, config.wafer, decode, shape.input_tokens, options);
+  out.sim.push_back(SimPair{name, model.latency_s, simulated.latency_s, model.tokens_per_s, simulated.tokens_per_s,
+                            simulated.ops_simulated, simulated.events});
+  for (std::size_t i = 0; i < schedule.ops.size(); ++i) {
+    if (simulated.ops[i].reused_from >= 0) continue;
+    const auto& op = schedule.ops[i];
+    out.sim_ops.push_back(SimOpPair{name, static_cast<std::int64_t>(i), std::string(meshir::to_string(op.kernel)),
+                                    op.used.w, op.used.h, model.ops[i].total_cycles, simulated.ops[i].total_cycles});
+  }
+}
+
+ScheduleResult score(const std::string& name, const std::optional<meshir::Schedule>& schedule,
+                     const config::Config& config, const workload::Workload& w, const std::string& na_reason) {
+  ScheduleResult r;
+  r.name = name;
+  r.sram_headroom = std::numeric_limits<double>::quiet_NaN();
+  r.na_reason = na_reason;
+  if (!schedule) return r;
+  const bool decode = w.shape.phase == workload::Phase::decode;
+  const auto cost = cost::evaluate(*schedule, config.wafer, config.cost.params, decode, w.shape.input_tokens);
+  // A schedule whose SRAM overflows cannot execute: report it as not placed, with its headroom.
+  r.placed = cost.sram_headroom >= 0.0;
+  if (!r.placed) r.na_reason = "SRAM overflows by the verifier's count (headroom " + std::to_string(cost.sram_headroom) + ")";
+  r.tokens_per_s = cost.tokens_per_s;
+  r.latency_s = cost.latency_s;
+  r.tpr_tokens_per_s = cost.tpr_tokens_per_s;
+  r.pes_used = cost.pes_used;
+  r.sram_headroom = cost.sram_headroom;
+  r.region_side_pes = schedule->regions.empty() ? 0 : schedule->regions.front().w;
+  r.regions = static_cast<std::int64_t>(schedule->regions.size());
+  r.microbatches = schedule->microbatches;
+  r.subset_layers = w.layer_scale > 1 ? w.model.num_layers : 0;
+  r.meshir = meshir::print(*schedule);
+  return r;
+}
+
+}  // namespace detail
+
+namespace {
+
+
+void pack_stats(const search::SearchStats& s, Packer& p) {
+  p.put(s.nodes_visited);
+  p.put(s.exhaustive_tree_log10);
+  p.put(s.cut_options);
+  p.put(s.subproblems);
+  p.put(s.pruned_sram);
+  p.put(s.pruned_bound);
+  p.put(s.pruned_incumbent);
+  p.put(s.pruned_dominance);
+  p.put(s.pruned_tune);
+  p.put(s.pruned_symmetry);
+  p.put(s.memo_hits);
+  p.put(s.tunes_scored);
+  p.put(s.candidates_evaluated);
+  p.put(s.block_costs);
+  p.put(static_cast<std::uint8_t>(s.timed_out));
+  p.put(s.wall_s);
+}
+
+}  // namespace
+
+search::SearchStats detail::unpack_stats(Unpacker& u) {
+  search::SearchStats s;
+  u.get(s.nodes_visited);
+  u.get(s.exhaustive_tree_log10);
+  u.get(s.cut_options);
+  u.get(s.subproblems);
+  u.get(s.pruned_sram);
+  u.get(s.pruned_bound);
+  u.get(s.pruned_incumbent);
+  u.get(s.pruned_dominance);
+  u.get(s.pruned_tune);
+  u.get(s.pruned_symmetry);
+  u.get(s.memo_hits);
+  u.get(s.tunes_scored);
+  u.get(s.candidates_evaluated);
+  u.get(s.block_costs);
+  s.timed_out = u.get<std::uint8_t>() != 0;
+  u.get(s.wall_s);
+  return s;
+}
+
+namespace {
+
+void pack_candidates(const std::vector<search::SearchCandidate>& candidates, Packer& p) {
+  p.put(static_cast<std::uint64_t>(candidates.size()));
+  for (const auto& c : candidates) {
+    put_objectives(p, c.objectives);
+    p.put(c.source);
+    p.put(c.microbatches);
+    p.put(c.sram_headroom);
+    p.put(static_cast<std::uint64_t>(c.leaves.size()));
+    for (const auto& l : c.leaves) p.put(l);
+  }
+}
+
+}  // namespace
+
+void detail::unpack_candidates(Unpacker& u, std::vector<search::SearchCandidate>& out) {
+  const auto n = u.count(3 * sizeof(double));
+  for (std::uint64_t i = 0; i < n; ++i) {
+    search::SearchCandidate c;
+    get_objectives(u, c.objectives);
+    u.get(c.source);
+    u.get(c.microbatches);
+    u.get(c.sram_headroom);
+    c.leaves.resize(u.count(sizeof(search::Leaf)));
+    for (auto& l : c.leaves) u.get(l);
+    out.push_back(std::move(c));
+  }
+}
+
+namespace {
+
+std::int64_t pruned_total(const search::SearchStats& s) {
+  return s.pruned_sram + s.pruned_bound + s.pruned_incumbent + s.pruned_dominance + s.pruned_tune + s.pruned_symmetry;
+}
+
+}  // namespace
+
+PredictionIntervals prediction_intervals(const config::Config& config, const workload::WorkloadShape& shape,
+                                         const meshir::Schedule* best, const std::vector<ScheduleResult>& schedules,
+                                         const TextFetch& texts) {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  PredictionIntervals out{nan, nan, nan, nan, nan, nan, 0};
+  const auto draws = cost::draw_params(config.cost.params, config.cost.uncertainty, config.cost.draws,
+                                       static_cast<std::uint64_t>(config.search.seed));
+  if (draws.empty() || best == nullptr) return out;
+  const bool decode = shape.phase == workload::Phase::decode;
+  const auto under = [&](const meshir::Schedule& schedule) {
+    return cost::tokens_per_s_under(schedule, config.wafer, draws, decode, shape.input_tokens);
+  };
+  const std::vector<double> wavel = under(*best);
+  out.draws = static_cast<std::int64_t>(draws.size());
+  const cost::Interval t = cost::interval_90(wavel);
+  out.wavel_tokens_per_s_lo = t.lo;
+  out.wavel_tokens_per_s_hi = t.hi;
+  for (const auto& b : schedules) {
+    if (!b.placed) continue;
+    const std::vector<double> base = under(meshir::parse(meshir_text(b.meshir, b.meshir_ref, texts), b.name));
+    std::vector<double> ratio(wavel.size());
+    for (std::size_t i = 0; i < ratio.size(); ++i) ratio[i] = wavel[i] / base[i];
+    const cost::Interval r = cost::interval_90(ratio);
+    (b.name == "waferllm" ? out.speedup_vs_waferllm_lo : out.speedup_vs_fullchip_lo) = r.lo;
+    (b.name == "waferllm" ? out.speedup_vs_waferllm_hi : out.speedup_vs_fullchip_hi) = r.hi;
+  }
+  return out;
+}
+
+
+void pack_setting(const SettingResult& r, Packer& p) {
+  p.put(r.setting_id);
+  p.put(r.tokens_per_step);
+  p.put(r.context_tokens);
+  p.put(r.flops_per_step);
+  p.put(r.param_bytes);
+  p.put(r.kv_cache_bytes);
+  p.put(r.activation_peak_bytes);
+  p.put(r.sram_required_bytes);
+  p.put(r.wafer_sram_bytes);
+  p.put(r.fits_sram);
+  p.put(r.roofline_step_s);
+  p.put(r.roofline_tokens_per_s);
+  p.put(r.model_layers);
+  p.put(r.layer_subset_layers);
+  p.put(r.wafers);
+  p.put(r.deployment);
+  p.put(r.stage_layers);
+  p.put(static_cast<std::uint8_t>(r.weight_streaming.placed));
+  p.put(r.weight_streaming.latency_s);
+  p.put(r.weight_streaming.tokens_per_s);
+  p.put(r.weight_streaming.tpr_tokens_per_s);
+  p.put(r.weight_streaming.sram_required_bytes);
+  p.put(r.weight_streaming.na_reason);
+  p.put(static_cast<std::uint64_t>(r.schedules.size()));
+  for (const auto& s : r.schedules) {
+    p.put(s.name);
+    p.put(static_cast<std::uint8_t>(s.placed));
+    p.put(s.tokens_per_s);
+    p.put(s.latency_s);
+    p.put(s.tpr_tokens_per_s);
+    p.put(s.pes_used);
+    p.put(s.sram_headroom);
+    p.put(s.region_side_pes);
+    p.put(s.regions);
+    p.put(s.microbatches);
+    p.put(s.subset_layers);
+    p.put(s.request_groups);
+    p.put(s.meshir);
+    p.put(s.na_reason);
+  }
+  p.put(static_cast<std::uint64_t>(r.front.size()));
+  for (const auto& f : r.front) {
+    p.put(f.source);
+    p.put(f.tokens_per_s);
+    p.put(f.latency_s);
+    p.put(f.pes_used);
+    p.put(f.microbatches);
+    p.put(f.stages);
+    p.put(f.sram_headroom);
+    p.put(f.meshir);
+    p.put(f.request_groups);
+  }
+  p.put(r.hypervolume);
+  p.put(r.hypervolume_latency_ref_s);
+  p.put(r.intervals);
+  p.put(r.search);
+  p.put(r.search_wall_s);
+  p.put(static_cast<std::uint64_t>(r.sim.size()));
+  for (const auto& x : r.sim) {
+    p.put(x.schedule);
+    p.put(x.model_latency_s);
+    p.put(x.sim_latency_s);
+    p.put(x.model_tokens_per_s);
+    p.put(x.sim_tokens_per_s);
+    p.put(x.ops_simulated);
+    p.put(x.events);
+  }
+  p.put(static_cast<std::uint64_t>(r.sim_ops.size()));
+  for (const auto& x : r.sim_ops) {
+    p.put(x.schedule);
+    p.put(x.op);
+    p.put(x.kernel);
+    p.put(x.used_w_pes);
+    p.put(x.used_h_pes);
+    p.put(x.model_cycles);
+    p.put(x.sim_cycles);
+  }
+}
+
+SettingResult unpack_setting(Unpacker& u) {
+  SettingResult r;
+  u.get(r.setting_id);
+  u.get(r.tokens_per_step);
+  u.get(r.context_tokens);
+  u.get(r.flops_per_step);
+  u.get(r.param_bytes);
+  u.get(r.kv_cache_bytes);
+  u.get(r.activation_peak_bytes);
+  u.get(r.sram_required_bytes);
+  u.get(r.wafer_sram_bytes);
+  u.get(r.fits_sram);
+  u.get(r.roofline_step_s);
+  u.get(r.roofline_tokens_per_s);
+  u.get(r.model_layers);
+  u.get(r.layer_subset_layers);
+  u.get(r.wafers);
+  u.get(r.deployment);
+  u.get(r.stage_layers);
+  r.weight_streaming.placed = u.get<std::uint8_t>() != 0;
+  u.get(r.weight_streaming.latency_s);
+  u.get(r.weight_streaming.tokens_per_s);
+  u.get(r.weight_streaming.tpr_tokens_per_s);
+  u.get(r.weight_streaming.sram_required_bytes);
+  u.get(r.weight_streaming.na_reason);
+  r.schedules.resize(u.count(sizeof(std::uint64_t)));
+  for (auto& s : r.schedules) {
+    std::uint8_t placed = 0;
+    u.get(s.name);
+    u.get(placed);
+    s.placed = placed != 0;
+    u.get(s.tokens_per_s);
+    u.get(s.latency_s);
+    u.get(s.tpr_tokens_per_s);
+    u.get(s.pes_used);
+    u.get(s.sram_headroom);
+    u.get(s.region_side_pes);
+    u.get(s.regions);
+    u.get(s.microbatches);
+    u.get(s.subset_layers);
+    u.get(s.request_groups);
+    u.get(s.meshir);
+    u.get(s.na_reason);
+  }
+  r.front.resize(u.count(sizeof(std::uint64_t)));
+  for (auto& f : r.front) {
+    u.get(f.source);
+    u.get(f.tokens_per_s);
+    u.get(f.latency_s);
+    u.get(f.pes_used);
+    u.get(f.microbatches);
+    u.get(f.stages);
+    u.get(f.sram_headroom);
+    u.get(f.meshir);
+    u.get(f.request_groups);
+  }
+  u.get(r.hypervolume);
+  u.get(r.hypervolume_latency_ref_s);
+  u.get(r.intervals);
+  u.get(r.search);
+  u.get(r.search_wall_s);
+  r.sim.resize(u.count(sizeof(std::uint64_t)));
+  for (auto& x : r.sim) {
+    u.get(x.schedule);
+    u.get(x.model_latency_s);
+    u.get(x.sim_latency_s);
+    u.get(x.model_tokens_per_s);
+    u.get(x.sim_tokens_per_s);
+    u.get(x.ops_simulated);
+    u.get(x.events);
+  }
+  r.sim_ops.resize(u.count(sizeof(std::uint64_t)));
+  for (auto& x : r.sim_ops) {
+    u.get(x.schedule);
+    u.get(x.op);
+    u.get(x.kernel);
+    u.get(x.used_w_pes);
+    u.get(x.used_h_pes);
+    u.get(x.model_cycles);
+    u.get(x.sim_cycles);
+  }
+  return r;
+}
+
+
+namespace {
+
+// Weights, KV cache and the largest op's activations: what must fit in SRAM.
+std::int64_t sram_required_bytes(const workload::Workload& w) {
+  std::int64_t activation_peak = 0;
+  for (const auto& layer : w.layers) {
+    for (const auto& op : layer.ops) activation_peak = std::max(activation_peak, op.input_bytes + op.output_bytes);
+  }
+  return w.param_bytes + w.kv_cache_bytes + activation_peak;
+}
+
+workload::ModelSpec with_layers(workload::ModelSpec model, std::int64_t layers) {
+  model.num_layers = layers;
+  if (model.moe) model.moe->first_dense_layers = std::min(model.moe->first_dense_layers, layers);
+  return model;
+}
+
+}  // namespace
+
+LayerSubset choose_layer_subset(const config::Config& config, const config::Setting& setting) {
+  const auto& model = config.workloads.models.at(setting.model_index).spec;
+  if (setting.wafers > 1) return {};  // a pipeline holds the whole model
+  const double budget = config.workloads.layer_subset_max_fill * static_cast<double>(config.wafer.total_sram_data_bytes());
+  // Weights and KV cache stay resident and scale with the layers; activations are transient and
+  // do not, so the schedules' own SRAM checks judge them.
+  const auto resident = [](const workload::Workload& w) { return static_cast<double>(w.param_bytes + w.kv_cache_bytes); };
+  if (!config.workloads.layer_subset || resident(workload::build_workload(model, setting.shape)) <= budget) return {};
+  for (std::int64_t k = model.num_layers - 1; k >= 1; --k) {
+    if (model.num_layers % k != 0) continue;
+    if (k == 1 || resident(workload::build_workload(with_layers(model, k), setting.shape)) <= budget) {
+      return {k, model.num_layers / k};
+    }
+  }
+  return {1, model.num_layers};  // a one-layer model: 1 divides everything, so not reached
+}
+
+std::optional<deploy::PipelinePlan> setting_pipeline(const config::Config& config, const config::Setting& setting) {
+  if (setting.wafers <= 1) return std::nullopt;
+  return deploy::plan_pipeline(config.workloads.models.at(setting.model_index).spec, setting.shape, setting.wafers,
+                               config.workloads.moe_capacity_factor, config.wafer, config.cost.params,
+                               config.workloads.layer_subset_max_fill);
+}
+
+std::vector<workload::Workload> setting_parts(const config::Config& config, const config::Setting& setting) {
+  const auto& model = config.workloads.models.at(setting.model_index).spec;
+  std::vector<workload::Workload> parts;
+  if (const auto plan = setting_pipeline(config, setting)) {
+    for (const auto& part : plan->parts) {
+      parts.push_back(deploy::part_workload(model, setting.shape, part, config.workloads.moe_capacity_factor));
+    }
+    return parts;
+  }
+  const LayerSubset subset = choose_layer_subset(config, setting);
+  workload::Workload w = workload::build_workload(subset.layers > 0 ? with_layers(model, subset.layers) : model,
+                                                  setting.shape);
+  w.layer_scale = subset.scale;
+  w.moe_capacity_factor = config.workloads.moe_capacity_factor;
+  parts.push_back(std::move(w));
+  return parts;
+}
+
+workload::Workload setting_workload(const config::Config& config, const config::Setting& setting) {
+  return std::move(setting_parts(config, setting).front());
+}
+
+SettingResult describe_setting(const config::Config& config, const config::Setting& setting, const LayerSubset& subset) {
+  const auto& model = config.workloads.models.at(setting.model_index).spec;
+  const workload::Workload w = workload::build_workload(model, setting.shape);
+  SettingResult s;
+  s.model_layers = model.num_layers;
+  s.layer_subset_layers = subset.layers;
+  s.wafers = setting.wafers;
+  s.deployment = setting.wafers > 1 ? "pipeline" : subset.layers > 0 ? "layer_subset" : "single";
+  if (const auto plan = setting_pipeline(config, setting)) {
+    for (const auto& part : plan->wafers) s.stage_layers += (s.stage_layers.empty() ? "" : "+") + std::to_string(part.layers);
+  }
+  s.setting_id = setting.id;
+  s.tokens_per_step = w.tokens_per_step;
+  s.context_tokens = w.context_tokens;
+  s.flops_per_step = w.flops;
+  s.param_bytes = w.param_bytes;
+  s.kv_cache_bytes = w.kv_cache_bytes;
+  s.sram_required_bytes = sram_required_bytes(w);
+  s.activation_peak_bytes = s.sram_required_bytes - s.param_bytes - s.kv_cache_bytes;
+  s.wafer_sram_bytes = config.wafer.total_sram_data_bytes() * setting.wafers;  // every wafer of the deployment
+  s.fits_sram = s.sram_required_bytes <= s.wafer_sram_bytes ? 1 : 0;
+  // A pipeline's wafers work on different micro-batches at once.
+  s.roofline_step_s = static_cast<double>(w.flops) / (config.wafer.peak_flops_per_s() * static_cast<double>(setting.wafers));
+  // Tokens produced by one step: one per request in decode, the whole prompt in prefill.
+  const double tokens = setting.shape.phase == workload::Phase::decode
+                            ? static_cast<double>(setting.shape.concurrent_requests)
+                            : static_cast<double>(w.tokens_per_step);
+  s.roofline_tokens_per_s = s.roofline_step_s > 0 ? tokens / s.roofline_step_s : 0.0;
+  return s;
+}
+
+std::string run_baselines(const config::Config& config, const config::Setting& setting, const workload::Workload& w,
+                          std::size_t part, TaskCounters& counters) {
+  // The workload already is the subset the schedules use.
+  const LayerSubset subset{w.layer_scale > 1 ? w.model.num_layers : 0, w.layer_scale};
+  SettingResult s = describe_setting(config, setting, subset);
+  // Weight streaming is one system's deployment of the whole model: costed once per setting.
+  if (part == 0) s.weight_streaming = deploy::weight_streaming(config.workloads.models.at(setting.model_index).spec, setting.shape,
+                                                config.workloads.moe_capacity_factor, config.wafer, config.cost.params,
+                                                config.cluster);
+  const std::vector<std::int64_t> sides = detail::waferllm_sides(config);
+  std::string fullchip_na, waferllm_na;
+  const auto fullchip = baselines::build_fullchip_tuned(w, config.wafer, config.cost.params, &fullchip_na);
+  auto waferllm = baselines::build_waferllm_tuned(w, config.wafer, config.cost.params, sides, &waferllm_na);
+  // Both baselines are points of the space: they seed the front (unless search.seed_baselines is off).
+  std::vector<std::pair<std::string, meshir::Schedule>> seeds;
+  if (fullchip && config.search.seed_baselines) seeds.emplace_back("fullchip", *fullchip);
+  if (waferllm && config.search.seed_baselines) seeds.emplace_back("waferllm", *waferllm);
+  // WaferLLM's squares cover less of the grid than the subset was sized for: it takes the largest
+  // layer subset it can place, scaled to the full depth like the others (it then seeds nothing, as
+  // its schedule holds other layers than the search's). Only where the setting is itself a subset:
+  // a model placed whole is served by WaferLLM whole or as groups of fewer requests (the request
+  // grouping of the tables), never as a part of its layers.
+  workload::Workload waferllm_w = w;
+  if (!waferllm && subset.layers > 0 && config.workloads.layer_subset && w.model.moe == std::nullopt &&
+      setting.wafers == 1) {
+    const auto& model = config.workloads.models.at(setting.model_index).spec;
+    for (std::int64_t k = w.model.num_layers - 1; k >= 1 && !waferllm; --k) {
+      if (model.num_layers % k != 0) continue;
+      waferllm_w = workload::build_workload(with_layers(model, k), setting.shape);
+      waferllm_w.layer_scale = model.num_layers / k;
+      waferllm_w.moe_capacity_factor = w.moe_capacity_factor;
+      std::string why;
+      waferllm = baselines::build_waferllm_tuned(waferllm_w, config.wafer, config.cost.params, sides, &why);
+    }
+    if (!waferllm) waferllm_na += " (and at every smaller layer subset)";
+  }
+  s.schedules.push_back(detail::score("fullchip", fullchip, config, w, fullchip_na));
+  s.schedules.push_back(detail::score("waferllm", waferllm, config, waferllm_w, waferllm ? "" : waferllm_na));
+  const auto candidates = search::seed_candidates(w, config.wafer, config.cost.params, seeds);
+  for (const auto& c : candidates) counters.found.push_back(c.objectives);
+  counters.evaluations = static_cast<std::int64_t>(seeds.size());
+  Packer p;
+  pack_setting(s, p);
+  pack_candidates(candidates, p);
+  return p.take();
+}
+
+std::string run_piece(const config::Config& config, const config::Setting& setting, const workload::Workload& w,
+                      const search::SearchPiece& piece, const std::vector<search::Objectives>& incumbents,
+                      search::SearchWorkspace& workspace, TaskCounters& counters, const std::atomic<int>* stop_flag) {
+  search::SearchOptions options = config.search.options();
+  options.stop_flag = stop_flag;
+  // A pipeline part's incumbents are of its own micro-batch count (task_plan.cpp), and its finish
+  // picks lexicographically, so whatever order they arrive in they prune no pick.
+  // One key per part of a pipeline (their layer names say which part it is).
+  const auto result = workspace.run(std::to_string(setting.id) + "." + w.layers.front().name, w, config.wafer,
+                                    config.cost.params, options, piece, incumbents);
+  counters.nodes = result.stats.nodes_visited;
+  counters.pruned = pruned_total(result.stats);
+  counters.evaluations = result.stats.nodes_visited + result.stats.tunes_scored;
+  for (const auto& c : result.candidates) counters.found.push_back(c.objectives);
+  Packer p;
+  pack_stats(result.stats, p);
+  pack_candidates(result.candidates, p);
+  return p.take();
+}
+
+std::string run_finish(const config::Config& config, const config::Setting& setting,
+                       const std::vector<workload::Workload>& parts, const std::vector<PartResults>& results,
+                       TaskCounters& counters) {
+  if (parts.size() != results.size() || parts.empty()) throw InternalError("run_finish: one result per part needed");
+  if (const auto plan = setting_pipeline(config, setting)) {
+    const SettingResult s = detail::finish_pipeline(config, setting, *plan, parts, results, counters);
+    Packer p;
+    pack_setting(s, p);
+    return p.take();
+  }
+  const workload::Workload& w = parts.front();
+  const std::string& baselines = results.front().baselines;
+  const std::vector<std::string>& pieces = results.front().pieces;
+  Unpacker bu(baselines);
+  SettingResult s = unpack_setting(bu);
+  std::vector<search::SearchCandidate> candidates;
+  detail::unpack_candidates(bu, candidates);
+  // The seeds again, from their MeshIR text (printing and parsing round-trip exactly).
+  std::vector<std::pair<std::string, meshir::Schedule>> seeds;
+  for (const auto& c : candidates) {
+    const std::string name = c.source.substr(5);
+    for (const auto& sched : s.schedules) {
+      if (sched.name == name) seeds.emplace_back(name, meshir::parse(sched.meshir, name));
+    }
+  }
+  search::SearchStats stats;
+  for (const auto& bytes : pieces) {
+    Unpacker u(bytes);
+    search::accumulate(stats, detail::unpack_stats(u));
+    detail::unpack_candidates(u, candidates);
+  }
+  const auto found = search::assemble(w, config.wafer, config.cost.params, config.search.options(), seeds,
+                                      candidates, stats);
+  for (const auto& p : found.front) {
+    s.front.push_back(FrontEntry{p.source, p.objectives.tokens_per_s, p.objectives.latency_s, p.objectives.pes,
+                                 p.microbatches, p.stages, p.sram_headroom, meshir::print(p.schedule), {}});
+  }
+  s.hypervolume = found.hypervolume;
+  s.intervals = prediction_intervals(config, w.shape, found.front.empty() ? nullptr : &found.front.front().schedule, s.schedules);
+  s.hypervolume_latency_ref_s = found.reference.latency_ref_s;
+  const auto& st = found.stats;
+  s.search = SearchCounts{st.nodes_visited,    st.exhaustive_tree_log10, st.cut_options, st.pruned_sram,       st.pruned_bound,
+                          st.pruned_incumbent, st.pruned_dominance,      st.pruned_tune,       st.pruned_symmetry,
+                          st.memo_hits,        st.tunes_scored,          st.candidates_evaluated, st.block_costs,
+                          st.timed_out ? 1 : 0};
+  s.search_wall_s = st.wall_s;
+  // Sampled simulation: the front first (best throughput first), then the baselines.
+  std::int64_t budget = config.sim.samples;
+  for (std::size_t i = 0; i < found.front.size() && budget > 0; ++i, --budget) {
+    detail::simulate_sample(i == 0 ? "wavel" : "front." + std::to_string(i), found.front[i].schedule, config, w.shape, s);
+  }
+  for (const auto& [name, schedule] : seeds) {
+    if (budget-- <= 0) break;
+    detail::simulate_sample(name, schedule, config, w.shape, s);
+  }
+  counters.front_size = static_cast<std::int64_t>(s.front.size());
+  counters.best_tokens_per_s = s.best_tokens_per_s();
+  Packer p;
+  pack_setting(s, p);
+  return p.take();
+}
+
+void check_task_result(TaskResultKind kind, const std::string& bytes) {
+  Unpacker u(bytes, ExitCode::data_error);
+  std::vector<search::SearchCandidate> candidates;
+  // The schedules go to the results as they are: each must still parse and verify (a checksum
+  // does not stop a crafted file).
+  const auto check_schedules = [](const SettingResult& r) {
+    const auto check = [](const std::string& text, const std::string& name) {
+      meshir::verify_or_throw(meshir::parse(text, name), meshir::VerifyOptions{name, {}, {}});
+    };
+    for (const auto& s : r.schedules) {
+      if (s.placed) check(s.meshir, "schedule '" + s.name + "'");
+    }
+    for (std::size_t i = 0; i < r.front.size(); ++i) check(r.front[i].meshir, "front." + std::to_string(i));
+  };
+  switch (kind) {
+    case TaskResultKind::baselines:
+      check_schedules(unpack_setting(u));
+      detail::unpack_candidates(u, candidates);
+      break;
+    case TaskResultKind::piece:
+      detail::unpack_stats(u);
+      detail::unpack_candidates(u, candidates);
+      break;
+    case TaskResultKind::finish:
+      check_schedules(unpack_setting(u));
+      break;
+  }
+  if (!u.done()) throw Error(ExitCode::data_error, "trailing bytes after the result");
+}
+
+}  // namespace wavel::driver
