@@ -12,7 +12,7 @@ if(NOT "${BASE_LINK_LIBRARIES}" STREQUAL "")
   list(APPEND failures "wavel_base links '${BASE_LINK_LIBRARIES}' (it must link nothing)")
 endif()
 foreach(src IN LISTS BASE_SOURCES)
-  if(src MATCHES "src/(cost|search|calibrate|baselines|driver|config|io)/")
+  if(src MATCHES "src/(cost|search|calibrate|baselines|sweep|engine|report|compare|commands|cli|config|io)/")
     list(APPEND failures "wavel_base compiles ${src}")
   endif()
 endforeach()
@@ -21,7 +21,7 @@ file(GLOB_RECURSE files ${SOURCE_DIR}/sim/*.cpp ${SOURCE_DIR}/sim/*.hpp ${SOURCE
 foreach(f IN LISTS files)
   file(STRINGS ${f} lines)
   foreach(line IN LISTS lines)
-    if(line MATCHES "#include[ \t]*[\"<]wavel/(cost|search|calibrate|baselines|driver|config|io|workload)/" OR
+    if(line MATCHES "#include[ \t]*[\"<]wavel/(cost|search|calibrate|baselines|sweep|engine|report|compare|commands|cli|config|io|workload)/" OR
        line MATCHES "#include[ \t]*[\"<].*src/(cost|search)/" OR
        line MATCHES "(^|[^a-z_])(cost|search)::" OR
        line MATCHES "wavel::(core|cli)")

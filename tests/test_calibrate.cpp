@@ -255,7 +255,7 @@ TEST_CASE("the params registry describes every field once") {
   CHECK(p.gemm_k_cycles == defaults.gemm_k_cycles);
 }
 
-TEST_CASE("params YAML round-trips bit for bit, with units in comments") {
+TEST_CASE("params YAML round-trips bit for bit, with units in comments" * doctest::test_suite("mpi")) {
   CostParams p;
   p.alpha_cycles_per_hop = 0.1 + 0.2;
   p.beta_cycles_per_stage = 1.0 / 3.0 * 100.0;
@@ -315,7 +315,7 @@ TEST_CASE("params file errors are located config errors") {
   CHECK(removed.find("unknown key") == std::string::npos);
 }
 
-TEST_CASE("validate reports per-point errors and MAPE on each side of the split") {
+TEST_CASE("validate reports per-point errors and MAPE on each side of the split" * doctest::test_suite("mpi")) {
   const auto set = wavel::calibrate::load_reference(reference_path());
   // Relative error ((grid - 400) / 100)^2 percent: 420 -> 0.04 %, 540 -> 1.96 %, 660 -> 6.76 %,
   // 480 -> 0.64 %, 600 -> 4 %, 720 -> 10.24 %; decode below the measurement, prefill above.

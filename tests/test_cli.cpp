@@ -10,6 +10,9 @@
 #include "wavel/common/error.hpp"
 #include "wavel/report/costed_with.hpp"
 
+// Every case here is collective (MPI_COMM_WORLD): run at 1, 2 and 4 ranks.
+TEST_SUITE_BEGIN("mpi");
+
 namespace fs = std::filesystem;
 
 namespace {
@@ -159,3 +162,5 @@ TEST_CASE("a shown schedule's param lines: applied by name, unknown names and ou
     CHECK(e.code() == wavel::ExitCode::data_error);
   }
 }
+
+TEST_SUITE_END();

@@ -17,6 +17,9 @@
 #include "wavel/io/hdf5.hpp"
 #include "wavel/io/results.hpp"
 
+// Every case here is collective (MPI_COMM_WORLD): run at 1, 2 and 4 ranks.
+TEST_SUITE_BEGIN("mpi");
+
 namespace fs = std::filesystem;
 using wavel::io::Attribute;
 using wavel::io::Column;
@@ -398,3 +401,5 @@ TEST_CASE("hdf5: a string column wider than one 64 MiB slab is written in slabs 
   CHECK(values_of<std::string>(read, 0) == texts);
   MPI_Barrier(MPI_COMM_WORLD);
 }
+
+TEST_SUITE_END();

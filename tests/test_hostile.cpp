@@ -94,7 +94,7 @@ TEST_CASE("an alias bomb is refused within a second") {
   CHECK(code == wavel::ExitCode::config);
 }
 
-TEST_CASE("results.h5 readers check every column's type, rank and length") {
+TEST_CASE("results.h5 readers check every column's type, rank and length" * doctest::test_suite("mpi")) {
   namespace h5 = wavel::io::h5;
   const auto dir = wavel::test::scratch_dir("hostile-h5");
   int rank = 0;

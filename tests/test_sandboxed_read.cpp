@@ -28,7 +28,7 @@ bool contains(const std::string& text, const std::string& part) { return text.fi
 
 }  // namespace
 
-TEST_CASE("sandboxed results.h5 reader: same tables, errors and contained crashes") {
+TEST_CASE("sandboxed results.h5 reader: same tables, errors and contained crashes" * doctest::test_suite("mpi")) {
   const auto dir = wavel::test::scratch_dir("sandboxed-read");
   int rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);

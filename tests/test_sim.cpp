@@ -12,8 +12,8 @@
 #include "cost_fixtures.hpp"
 #include "wavel/common/error.hpp"
 #include "wavel/common/hash.hpp"
-#include "wavel/sim/kernels.hpp"
-#include "wavel/sim/network.hpp"
+#include "wavel/sim/detail/kernels.hpp"
+#include "wavel/sim/detail/network.hpp"
 #include "wavel/sim/simulate.hpp"
 
 using namespace wavel;

@@ -13,7 +13,7 @@
 #include "test_support.hpp"
 #include "wavel/baselines/baselines.hpp"
 #include "wavel/compare/sim_agreement.hpp"
-#include "wavel/sim/compose.hpp"
+#include "wavel/sim/detail/compose.hpp"
 #include "wavel/sim/simulate.hpp"
 #include "wavel/sim/trace.hpp"
 #include "wavel/workload/workload.hpp"
@@ -331,7 +331,7 @@ TEST_CASE("sim: a LLaMA-3-8B layer sample: every op simulated, reused ops identi
   CHECK(switches > 0);
 }
 
-TEST_CASE("sim: trace JSON is well-formed, with one track per region and per sampled PE") {
+TEST_CASE("sim: trace JSON is well-formed, with one track per region and per sampled PE" * doctest::test_suite("mpi")) {
   const auto wafer = *wafer::find_wafer_preset("wse2");
   const auto s = baselines::build_waferllm_layer_sample(llama3(workload::Phase::decode, 1), wafer, 60);
   sim::SimOptions o;

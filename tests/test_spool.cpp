@@ -78,7 +78,7 @@ std::vector<std::string> texts_of(const wavel::io::Table& table) {
 
 }  // namespace
 
-TEST_CASE("read_back leaves MeshIR texts in the spool and the schedules table reads the same texts back") {
+TEST_CASE("read_back leaves MeshIR texts in the spool and the schedules table reads the same texts back" * doctest::test_suite("mpi")) {
   const auto dir = wavel::test::scratch_dir("spool-texts");  // collective
   if (world_rank() != 0) return;                              // rank 0's hub alone holds the spool
   const std::vector<SettingResult> originals{sample(0, 2), sample(1, 0), sample(2, 3)};
@@ -131,7 +131,7 @@ TEST_CASE("read_back leaves MeshIR texts in the spool and the schedules table re
   CHECK_THROWS_AS(wrong(light[0].schedules[0].meshir_ref), wavel::InputDataError);
 }
 
-TEST_CASE("a text row longer than its column announced is refused, not cut") {
+TEST_CASE("a text row longer than its column announced is refused, not cut" * doctest::test_suite("mpi")) {
   const auto dir = wavel::test::scratch_dir("spool-rows");
   if (world_rank() != 0) return;
   wavel::io::TextRows rows{2, 4, [](std::size_t row) { return row == 0 ? std::string("abc") : std::string("abcdef"); }};

@@ -1,6 +1,6 @@
 // The schedule as a pipeline run: each (micro-batch, step) starts when the micro-batch has finished
 // its previous step and every stage the step holds is free; stages serve requests first come first.
-#include "wavel/sim/compose.hpp"
+#include "wavel/sim/detail/compose.hpp"
 
 #include <algorithm>
 #include <map>

@@ -1,5 +1,5 @@
 // The system link as a simulated element; see link.hpp.
-#include "wavel/sim/link.hpp"
+#include "wavel/sim/detail/link.hpp"
 
 #include <algorithm>
 

@@ -1,6 +1,6 @@
 // Event engine of the mesh model: POD events in exact-time buckets ordered by (time, item id), flat
 // arrays for channel and PE occupancy, one cache line per item; buckets are recycled, not reallocated.
-#include "wavel/sim/network.hpp"
+#include "wavel/sim/detail/network.hpp"
 
 #include <algorithm>
 #include <cstring>
@@ -41,7 +41,7 @@ std::string_view to_string(SpanKind kind) {
 // Fresh multi-megabyte arrays per op cost page faults: a third of a 256x256 allreduce's time went to
 // the kernel mapping and zeroing pages. Every array is empty when a network starts, as if new.
 struct Network::Spare {
-  details::RawArray<Item> items;
+  detail::RawArray<Item> items;
   std::vector<Edge> edges;
   std::vector<LaneGroup> groups;
   std::vector<GroupEdge> group_edges;

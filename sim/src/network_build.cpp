@@ -6,7 +6,7 @@
 
 #include "wavel/common/error.hpp"
 #include "wavel/sim/microarch.hpp"
-#include "wavel/sim/network.hpp"
+#include "wavel/sim/detail/network.hpp"
 
 namespace wavel::sim {
 

@@ -4,7 +4,7 @@
 #include <vector>
 
 #include "wavel/common/error.hpp"
-#include "wavel/sim/network.hpp"
+#include "wavel/sim/detail/network.hpp"
 
 namespace wavel::sim {
 

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "wavel/sim/network.hpp"
+#include "wavel/sim/detail/network.hpp"
 
 namespace wavel::sim {
 

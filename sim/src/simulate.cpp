@@ -8,8 +8,8 @@
 
 #include "wavel/common/error.hpp"
 #include "wavel/common/hash.hpp"
-#include "wavel/sim/compose.hpp"
-#include "wavel/sim/link.hpp"
+#include "wavel/sim/detail/compose.hpp"
+#include "wavel/sim/detail/link.hpp"
 
 namespace wavel::sim {
 

@@ -15,7 +15,7 @@
 #include "wavel/common/error.hpp"
 #include "wavel/common/text.hpp"
 
-#include "impl/hdf5_detail.hpp"
+#include "detail/hdf5_detail.hpp"
 
 namespace wavel::io::h5 {
 namespace detail {

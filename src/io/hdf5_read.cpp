@@ -1,6 +1,6 @@
 // The reading half of the HDF5 wrappers: attributes and (parts of) 1-D columns, every size checked
 // before it is allocated (see hdf5.hpp).
-#include "impl/hdf5_detail.hpp"
+#include "detail/hdf5_detail.hpp"
 
 namespace wavel::io::h5 {
 

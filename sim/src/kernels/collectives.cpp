@@ -4,7 +4,7 @@
 #include <cmath>
 
 #include "wavel/common/error.hpp"
-#include "wavel/sim/kernels.hpp"
+#include "wavel/sim/detail/kernels.hpp"
 
 namespace wavel::sim {
 

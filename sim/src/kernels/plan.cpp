@@ -6,7 +6,7 @@
 
 #include "wavel/common/error.hpp"
 #include "wavel/common/hash.hpp"
-#include "wavel/sim/kernels.hpp"
+#include "wavel/sim/detail/kernels.hpp"
 
 namespace wavel::sim {
 

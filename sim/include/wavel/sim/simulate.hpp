@@ -8,9 +8,9 @@
 #include <optional>
 
 #include "wavel/meshir/schedule.hpp"
-#include "wavel/sim/kernels.hpp"
+#include "wavel/sim/detail/kernels.hpp"
 #include "wavel/sim/microarch.hpp"
-#include "wavel/sim/network.hpp"
+#include "wavel/sim/detail/network.hpp"
 #include "wavel/wafer/wafer.hpp"
 
 namespace wavel::sim {

@@ -6,7 +6,7 @@
 #include <string_view>
 #include <vector>
 
-#include "wavel/sim/details/raw_array.hpp"
+#include "wavel/sim/detail/raw_array.hpp"
 
 namespace wavel::sim {
 
@@ -382,7 +382,7 @@ class Network {
   static double time_of(std::uint64_t bits);
 
   NetworkConfig config_;
-  details::RawArray<Item> items_;
+  detail::RawArray<Item> items_;
   std::vector<Edge> edges_;
   std::vector<LaneGroup> groups_;
   std::vector<GroupEdge> group_edges_;

@@ -8,7 +8,7 @@
 
 #include "wavel/meshir/schedule.hpp"
 #include "wavel/sim/microarch.hpp"
-#include "wavel/sim/network.hpp"
+#include "wavel/sim/detail/network.hpp"
 
 namespace wavel::sim {
 

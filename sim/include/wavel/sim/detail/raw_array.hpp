@@ -8,7 +8,7 @@
 #include <type_traits>
 #include <utility>
 
-namespace wavel::sim::details {
+namespace wavel::sim::detail {
 
 template <class T>
 class RawArray {
@@ -72,4 +72,4 @@ class RawArray {
   std::size_t capacity_ = 0;
 };
 
-}  // namespace wavel::sim::details
+}  // namespace wavel::sim::detail
