@@ -21,58 +21,26 @@ io::Table settings_table(const config::Config& config, const std::vector<config:
   using I = std::vector<std::int64_t>;
   using D = std::vector<double>;
   using S = std::vector<std::string>;
-  I id, requests, input, output, tokens, context, flops, params, kv, act, sram, wafer_sram, fits, layers, subset, wafers;
-  D roofline_s, roofline_tps;
-  S model, phase, deployment, stage_layers;
+  io::Table table{"settings", {}};
+  add_field_columns<SettingResult>(
+      table.columns, [](const char*, fields::Column c) { return c == fields::Column::own; },
+      [&](const auto& row) { for (const auto& r : results) row(r); });
+  // After setting_id: the setting's model and shape.
+  I requests, input, output;
+  S model, phase;
   for (std::size_t i = 0; i < results.size(); ++i) {
     const auto& st = settings.at(i);
-    const auto& r = results[i];
-    id.push_back(r.setting_id);
     model.push_back(config.workloads.models.at(st.model_index).spec.name);
     phase.emplace_back(workload::to_string(st.shape.phase));
     requests.push_back(st.shape.concurrent_requests);
     input.push_back(st.shape.input_tokens);
     output.push_back(st.shape.output_tokens);
-    tokens.push_back(r.tokens_per_step);
-    context.push_back(r.context_tokens);
-    flops.push_back(r.flops_per_step);
-    params.push_back(r.param_bytes);
-    kv.push_back(r.kv_cache_bytes);
-    act.push_back(r.activation_peak_bytes);
-    sram.push_back(r.sram_required_bytes);
-    wafer_sram.push_back(r.wafer_sram_bytes);
-    fits.push_back(r.fits_sram);
-    layers.push_back(r.model_layers);
-    subset.push_back(r.layer_subset_layers);
-    wafers.push_back(r.wafers);
-    deployment.push_back(r.deployment);
-    stage_layers.push_back(r.stage_layers);
-    roofline_s.push_back(r.roofline_step_s);
-    roofline_tps.push_back(r.roofline_tokens_per_s);
   }
-  io::Table table{"settings",
-                  {{"setting_id", "1", id},
-                   {"model", "", model},
-                   {"phase", "", phase},
-                   {"concurrent_requests", "requests", requests},
-                   {"input_tokens", "tokens", input},
-                   {"output_tokens", "tokens", output},
-                   {"tokens_per_step", "tokens", tokens},
-                   {"context_tokens", "tokens", context},
-                   {"flops_per_step", "FLOP", flops},
-                   {"param_bytes", "bytes", params},
-                   {"kv_cache_bytes", "bytes", kv},
-                   {"activation_peak_bytes", "bytes", act},
-                   {"sram_required_bytes", "bytes", sram},
-                   {"wafer_sram_bytes", "bytes", wafer_sram},
-                   {"fits_sram", "bool", fits},
-                   {"model_layers", "layers", layers},
-                   {"layer_subset_layers", "layers", subset},
-                   {"wafers", "systems", wafers},
-                   {"deployment", "", deployment},
-                   {"stage_layers", "layers", stage_layers},
-                   {"roofline_step_s", "s", roofline_s},
-                   {"roofline_tokens_per_s", "tokens/s", roofline_tps}}};
+  table.columns.insert(table.columns.begin() + 1, {{"model", "", model},
+                                                   {"phase", "", phase},
+                                                   {"concurrent_requests", "requests", requests},
+                                                   {"input_tokens", "tokens", input},
+                                                   {"output_tokens", "tokens", output}});
   const double nan = std::numeric_limits<double>::quiet_NaN();
   if (config.hardware.size() > 1) {
     // The hardware point each setting ran on (the `hardware` table holds its every figure).
@@ -229,59 +197,35 @@ io::Table settings_table(const config::Config& config, const std::vector<config:
 }
 
 io::Table sim_pairs_table(const std::vector<SettingResult>& results) {
-  std::vector<std::int64_t> id, ops, events;
-  std::vector<std::string> name;
-  std::vector<double> ml, sl, mt, st, err;
-  for (const auto& r : results) {
-    for (const auto& x : r.sim) {
-      id.push_back(r.setting_id);
-      name.push_back(x.schedule);
-      ml.push_back(x.model_latency_s);
-      sl.push_back(x.sim_latency_s);
-      mt.push_back(x.model_tokens_per_s);
-      st.push_back(x.sim_tokens_per_s);
-      err.push_back((x.model_latency_s - x.sim_latency_s) / x.sim_latency_s);
-      ops.push_back(x.ops_simulated);
-      events.push_back(x.events);
+  io::Table table{"sim_pairs", {{"setting_id", "1", std::vector<std::int64_t>{}}}};
+  std::vector<double> err;
+  add_field_columns<SimPair>(table.columns, [](const char*, fields::Column) { return true; }, [&](const auto& row) {
+    for (const auto& r : results) {
+      for (const auto& x : r.sim) {
+        std::get<std::vector<std::int64_t>>(table.columns[0].values).push_back(r.setting_id);
+        err.push_back((x.model_latency_s - x.sim_latency_s) / x.sim_latency_s);
+        row(x);
+      }
     }
-  }
-  return io::Table{"sim_pairs",
-                   {{"setting_id", "1", id},
-                    {"schedule", "", name},
-                    {"model_latency_s", "s", ml},
-                    {"sim_latency_s", "s", sl},
-                    {"model_tokens_per_s", "tokens/s", mt},
-                    {"sim_tokens_per_s", "tokens/s", st},
-                    {"model_vs_sim_rel_error", "1", err},
-                    {"ops_simulated", "1", ops},
-                    {"events", "1", events}}};
+  });
+  // The relative error follows the four figures it compares.
+  const auto after = std::find_if(table.columns.begin(), table.columns.end(),
+                                  [](const io::Column& c) { return c.name == "sim_tokens_per_s"; });
+  table.columns.insert(after + 1, io::Column{"model_vs_sim_rel_error", "1", std::move(err)});
+  return table;
 }
 
 io::Table sim_op_pairs_table(const std::vector<SettingResult>& results) {
-  std::vector<std::int64_t> id, op, w, h;
-  std::vector<std::string> name, kernel;
-  std::vector<double> model, simulated;
-  for (const auto& r : results) {
-    for (const auto& x : r.sim_ops) {
-      id.push_back(r.setting_id);
-      name.push_back(x.schedule);
-      op.push_back(x.op);
-      kernel.push_back(x.kernel);
-      w.push_back(x.used_w_pes);
-      h.push_back(x.used_h_pes);
-      model.push_back(x.model_cycles);
-      simulated.push_back(x.sim_cycles);
+  io::Table table{"sim_op_pairs", {{"setting_id", "1", std::vector<std::int64_t>{}}}};
+  add_field_columns<SimOpPair>(table.columns, [](const char*, fields::Column) { return true; }, [&](const auto& row) {
+    for (const auto& r : results) {
+      for (const auto& x : r.sim_ops) {
+        std::get<std::vector<std::int64_t>>(table.columns[0].values).push_back(r.setting_id);
+        row(x);
+      }
     }
-  }
-  return io::Table{"sim_op_pairs",
-                   {{"setting_id", "1", id},
-                    {"schedule", "", name},
-                    {"op", "1", op},
-                    {"kernel", "", kernel},
-                    {"used_w_pes", "PEs", w},
-                    {"used_h_pes", "PEs", h},
-                    {"model_cycles", "cycles", model},
-                    {"sim_cycles", "cycles", simulated}}};
+  });
+  return table;
 }
 
 io::Table front_table(const config::Config& config, const std::vector<config::Setting>& settings,

@@ -22,6 +22,16 @@ struct WeightStreaming {
   double tpr_tokens_per_s = 0;
   double sram_required_bytes = 0;  ///< resident KV cache and activations plus the double buffer
   std::string na_reason;
+
+  template <class Self, class Visit>
+  static void fields(Self& r, Visit&& v) {
+    v("placed", "bool", r.placed);
+    v("latency_s", "s", r.latency_s);
+    v("tokens_per_s", "tokens/s", r.tokens_per_s);
+    v("tpr_tokens_per_s", "tokens/s", r.tpr_tokens_per_s);
+    v("sram_required_bytes", "bytes", r.sram_required_bytes);
+    v("na_reason", "", r.na_reason);
+  }
 };
 
 /// Weight streaming of `model` (all its layers) for `shape` on one wafer fed by `cluster`'s

@@ -4,6 +4,8 @@
 #include <cstddef>
 #include <ostream>
 #include <string>
+#include <type_traits>
+#include <variant>
 #include <vector>
 
 #include "wavel/config/config.hpp"
@@ -14,6 +16,40 @@
 #include "wavel/sweep/records.hpp"
 
 namespace wavel::driver {
+
+/// Appends a column per field of `Record` that `pick(name, column)` selects (numbers, strings and
+/// bools; a bool as 0/1), named and with units as the record's fields() list declares them, with
+/// one row per record that `each(row)` feeds (row(const Record&) adds one).
+template <class Record, class Pick, class Each>
+void add_field_columns(std::vector<io::Column>& out, Pick pick, Each each) {
+  const std::size_t first = out.size();
+  const Record blank{};
+  Record::fields(blank, [&](const char* name, const char* unit, const auto& field,
+                               fields::Column column = fields::Column::none) {
+    using T = std::decay_t<decltype(field)>;
+    if (!pick(name, column)) return;
+    if constexpr (std::is_same_v<T, std::int64_t> || std::is_same_v<T, bool>) {
+      out.push_back({name, unit, std::vector<std::int64_t>{}});
+    } else if constexpr (std::is_same_v<T, double>) {
+      out.push_back({name, unit, std::vector<double>{}});
+    } else if constexpr (std::is_same_v<T, std::string>) {
+      out.push_back({name, unit, std::vector<std::string>{}});
+    }
+  });
+  each([&](const Record& r) {
+    std::size_t k = first;
+    Record::fields(r, [&](const char* name, const char*, const auto& field,
+                          fields::Column column = fields::Column::none) {
+      using T = std::decay_t<decltype(field)>;
+      if (!pick(name, column)) return;
+      if constexpr (std::is_same_v<T, std::int64_t> || std::is_same_v<T, bool>) {
+        std::get<std::vector<std::int64_t>>(out[k++].values).push_back(static_cast<std::int64_t>(field));
+      } else if constexpr (std::is_same_v<T, double> || std::is_same_v<T, std::string>) {
+        std::get<std::vector<T>>(out[k++].values).push_back(field);
+      }
+    });
+  });
+}
 
 /// The `settings` table: one row per setting, columns with units.
 io::Table settings_table(const config::Config& config, const std::vector<config::Setting>& settings,

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "wavel/common/error.hpp"
+#include "wavel/common/fields.hpp"
 #include "wavel/deploy/weight_streaming.hpp"
 
 namespace wavel::driver {
@@ -47,6 +48,25 @@ struct ScheduleResult {
   std::string meshir;               ///< the schedule as MeshIR text ("" when left on disk: meshir_ref)
   TextRef meshir_ref;
   std::string na_reason;            ///< why it is not placed, in words ("" when placed)
+
+  /// Packed in this order (meshir_ref stays with the rank that holds the text).
+  template <class Self, class Visit>
+  static void fields(Self& r, Visit&& v) {
+    v("name", "", r.name);
+    v("placed", "bool", r.placed);
+    v("tokens_per_s", "tokens/s", r.tokens_per_s);
+    v("latency_s", "s", r.latency_s);
+    v("tpr_tokens_per_s", "tokens/s", r.tpr_tokens_per_s);
+    v("pes_used", "PEs", r.pes_used);
+    v("sram_headroom", "1", r.sram_headroom);
+    v("region_side_pes", "PEs", r.region_side_pes);
+    v("regions", "1", r.regions);
+    v("microbatches", "1", r.microbatches);
+    v("layer_subset_layers", "layers", r.subset_layers);
+    v("request_groups", "1", r.request_groups);
+    v("meshir", "", r.meshir);
+    v("na_reason", "", r.na_reason);
+  }
 };
 
 /// One point of a setting's Pareto front (predicted).
@@ -61,6 +81,19 @@ struct FrontEntry {
   std::string meshir;               ///< "" when left on disk: meshir_ref
   TextRef meshir_ref;
   std::int64_t request_groups = 1;  ///< served as this many groups one after another (see grouping.hpp)
+
+  template <class Self, class Visit>
+  static void fields(Self& r, Visit&& v) {
+    v("source", "", r.source);
+    v("tokens_per_s", "tokens/s", r.tokens_per_s);
+    v("latency_s", "s", r.latency_s);
+    v("pes_used", "PEs", r.pes_used);
+    v("microbatches", "1", r.microbatches);
+    v("stages", "1", r.stages);
+    v("sram_headroom", "1", r.sram_headroom);
+    v("meshir", "", r.meshir);
+    v("request_groups", "1", r.request_groups);
+  }
 };
 
 /// One schedule simulated beside the cost model (both predicted).
@@ -72,6 +105,17 @@ struct SimPair {
   double sim_tokens_per_s = 0;
   std::int64_t ops_simulated = 0;
   std::int64_t events = 0;
+
+  template <class Self, class Visit>
+  static void fields(Self& r, Visit&& v) {
+    v("schedule", "", r.schedule);
+    v("model_latency_s", "s", r.model_latency_s);
+    v("sim_latency_s", "s", r.sim_latency_s);
+    v("model_tokens_per_s", "tokens/s", r.model_tokens_per_s);
+    v("sim_tokens_per_s", "tokens/s", r.sim_tokens_per_s);
+    v("ops_simulated", "1", r.ops_simulated);
+    v("events", "1", r.events);
+  }
 };
 
 /// One op simulated on its own (reused ops are not repeated): calibration data.
@@ -82,6 +126,17 @@ struct SimOpPair {
   std::int64_t used_w_pes = 0, used_h_pes = 0;
   double model_cycles = 0;
   double sim_cycles = 0;
+
+  template <class Self, class Visit>
+  static void fields(Self& r, Visit&& v) {
+    v("schedule", "", r.schedule);
+    v("op", "1", r.op);
+    v("kernel", "", r.kernel);
+    v("used_w_pes", "PEs", r.used_w_pes);
+    v("used_h_pes", "PEs", r.used_h_pes);
+    v("model_cycles", "cycles", r.model_cycles);
+    v("sim_cycles", "cycles", r.sim_cycles);
+  }
 };
 
 /// Search statistics of one setting: work counters, which vary with how ranks shared the work
@@ -138,6 +193,40 @@ struct SettingResult {
 
   /// The best front point's tokens/s, 0 when nothing was placed.
   [[nodiscard]] double best_tokens_per_s() const { return front.empty() ? 0.0 : front.front().tokens_per_s; }
+
+  /// Every field, once: packing follows this list, and the Column::own ones are the `settings`
+  /// table's own columns, in this order (after setting_id come the setting's model and shape).
+  template <class Self, class Visit>
+  static void fields(Self& r, Visit&& v) {
+    using wavel::fields::Column;
+    v("setting_id", "1", r.setting_id, Column::own);
+    v("tokens_per_step", "tokens", r.tokens_per_step, Column::own);
+    v("context_tokens", "tokens", r.context_tokens, Column::own);
+    v("flops_per_step", "FLOP", r.flops_per_step, Column::own);
+    v("param_bytes", "bytes", r.param_bytes, Column::own);
+    v("kv_cache_bytes", "bytes", r.kv_cache_bytes, Column::own);
+    v("activation_peak_bytes", "bytes", r.activation_peak_bytes, Column::own);
+    v("sram_required_bytes", "bytes", r.sram_required_bytes, Column::own);
+    v("wafer_sram_bytes", "bytes", r.wafer_sram_bytes, Column::own);
+    v("fits_sram", "bool", r.fits_sram, Column::own);
+    v("model_layers", "layers", r.model_layers, Column::own);
+    v("layer_subset_layers", "layers", r.layer_subset_layers, Column::own);
+    v("wafers", "systems", r.wafers, Column::own);
+    v("deployment", "", r.deployment, Column::own);
+    v("stage_layers", "layers", r.stage_layers, Column::own);
+    v("roofline_step_s", "s", r.roofline_step_s, Column::own);
+    v("roofline_tokens_per_s", "tokens/s", r.roofline_tokens_per_s, Column::own);
+    v("schedules", "", r.schedules);
+    v("weight_streaming", "", r.weight_streaming);
+    v("front", "", r.front);
+    v("hypervolume", "1", r.hypervolume);
+    v("hypervolume_latency_ref_s", "s", r.hypervolume_latency_ref_s);
+    v("intervals", "", r.intervals);
+    v("search", "", r.search);
+    v("search_wall_s", "s", r.search_wall_s);
+    v("sim", "", r.sim);
+    v("sim_ops", "", r.sim_ops);
+  }
 };
 
 }  // namespace wavel::driver
