@@ -48,7 +48,47 @@ int default_threads(MPI_Comm comm) {
   return std::max(1, hardware / std::max(1, local_ranks));
 }
 
-const std::vector<std::string> kSubcommands{"run", "validate", "calibrate", "show", "check", "simulate"};
+// Each subcommand once: its usage lines and what it does (the help texts are built from these).
+struct SubcommandSpec {
+  const char* name;
+  std::vector<const char*> usage;  ///< after "wavel-dse "
+  const char* summary;
+};
+const std::vector<SubcommandSpec>& subcommand_specs() {
+  static const std::vector<SubcommandSpec> specs{
+      {"run",
+       {"[run] CONFIG.yaml [--dry-run] [--set KEY=VALUE]... [--params FILE] [-o DIR] [--wide]\n"
+        "                 [--sweep-index I [--sweep-count N]] [--resume]"},
+       "Builds and scores the Full-Chip and WaferLLM schedules of every setting of the sweep in CONFIG.yaml,\n"
+       "searches CUT/TUNE schedules and writes results.h5 and summary.csv; run it under mpirun/srun to\n"
+       "spread the work over ranks.\n"},
+      {"validate",
+       {"validate REFERENCE.yaml [--params FILE] [-o DIR]"},
+       "Predicts every point of a reference file with WaferLLM's schedule and reports the errors and the\n"
+       "cross-validations.\n"},
+      {"calibrate",
+       {"calibrate KERNEL.yaml... [--wafer PRESET] [--params START] [--fit A,B,...] [-o DIR]",
+        "calibrate REFERENCE.yaml [--params START] [--fit A,B,...] [-o DIR]",
+        "calibrate CONFIG.yaml [--params START] [--fit A,B,...] [-o DIR]"},
+       "Fits cost-model parameters: the kernel constants to kernel measurement files (level 1), what the\n"
+       "kernels cannot pin to end-to-end reference points (level 2), or the model to the simulator.\n"},
+      {"show",
+       {"show RESULTS.h5 [--setting N] [--schedule fullchip|waferllm|wavel|front.N]"},
+       "Prints a stored schedule as MeshIR text; without --schedule, the list of stored ones.\n"},
+      {"check",
+       {"check FILE.meshir [--wafer PRESET] [--params FILE]"},
+       "Verifies a MeshIR schedule (every problem with its line) and prints its predicted cost per op.\n"},
+      {"simulate",
+       {"simulate FILE.meshir [--wafer PRESET] [--params FILE] [--trace FILE.json]"},
+       "Verifies a MeshIR schedule, runs it in the mesh simulator and prints simulated against modelled cycles.\n"}};
+  return specs;
+}
+
+std::vector<std::string> subcommand_names() {
+  std::vector<std::string> names;
+  for (const auto& s : subcommand_specs()) names.emplace_back(s.name);
+  return names;
+}
 // Subcommands announced for later versions, so that their names are not read as config paths.
 const std::vector<std::string> kPlannedSubcommands{};
 
@@ -77,98 +117,105 @@ struct Options {
 // Wide enough that no option name or value name is wrapped.
 constexpr unsigned kHelpWidth = 110;
 
-po::options_description visible_options() {
-  po::options_description d("Options", kHelpWidth, kHelpWidth / 2);
-  d.add_options()                                                           //
-      ("help,h", "print this help and exit")                               //
-      ("version", "print the version and git hash and exit")               //
-      ("dry-run", "validate the config, print it resolved with the settings, write nothing")  //
-      ("set", po::value<std::vector<std::string>>()->composing()->value_name("KEY.PATH=VALUE"),
-       "override a config key (repeatable), validated like the file")  //
-      ("output,o", po::value<std::string>()->value_name("DIR"),
+// Each option once: its spelling, its value, its help and the subcommands that take it (none
+// listed: every one); any other subcommand refuses it.
+struct OptionSpec {
+  enum class Kind { flag, text, texts, integer };
+  const char* names;       ///< "output,o"
+  Kind kind;
+  const char* value_name;  ///< shown in the help ("" for a flag)
+  const char* help;
+  std::vector<std::string> subcommands;
+};
+const std::vector<OptionSpec>& option_specs() {
+  using K = OptionSpec::Kind;
+  static const std::vector<OptionSpec> specs{
+      {"help,h", K::flag, "", "print this help and exit", {}},
+      {"version", K::flag, "", "print the version and git hash and exit", {}},
+      {"dry-run", K::flag, "", "validate the config, print it resolved with the settings, write nothing", {"run"}},
+      {"set", K::texts, "KEY.PATH=VALUE", "override a config key (repeatable), validated like the file", {"run"}},
+      {"output,o", K::text, "DIR",
        "output directory (default: run: output.dir, or results/runs/<config stem>;\n"
        "validate, calibrate: results/runs/<subcommand>-<input stem>, calibrate CONFIG.yaml:\n"
-       "results/runs/calibrate-sim-<config stem>)")  //
-      ("params", po::value<std::string>()->value_name("FILE"),
+       "results/runs/calibrate-sim-<config stem>)",
+       {"run", "validate", "calibrate"}},
+      {"params", K::text, "FILE",
        "cost-model parameters file (run: same as --set cost.params_file=FILE; default: the\n"
        "wafer's calibrated file; check, simulate: else the schedule's own param lines first;\n"
-       "calibrate: the start values, default the built-in ones)")  //
-      ("fit", po::value<std::string>()->value_name("A,B,..."),
+       "calibrate: the start values, default the built-in ones)",
+       {"run", "validate", "calibrate", "check", "simulate"}},
+      {"fit", K::text, "A,B,...",
        "calibrate: parameters to fit (defaults: kernel files: the constants of the kernels\n"
        "given; a reference file: alpha_cycles_per_hop,gemm_k_cycles,scalar_op_cycles;\n"
        "a config: alpha_cycles_per_hop,beta_cycles_per_stage,gemm_step_cycles,gemm_k_cycles,\n"
-       "scalar_op_cycles)")  //
-      ("setting", po::value<std::int64_t>()->value_name("N"), "show: setting id")  //
-      ("schedule", po::value<std::string>()->value_name("NAME"),
+       "scalar_op_cycles)",
+       {"calibrate"}},
+      {"setting", K::integer, "N", "show: setting id", {"show"}},
+      {"schedule", K::text, "NAME",
        "show: schedule name: fullchip, waferllm, wavel (the best found) or front.N\n"
-       "(N-th point of the front)")  //
-      ("wafer", po::value<std::string>()->value_name("PRESET"),
+       "(N-th point of the front)",
+       {"show"}},
+      {"wafer", K::text, "PRESET",
        "check, simulate, calibrate KERNEL.yaml...: wafer preset for clock, SIMD, SRAM ports\n"
-       "and links (default wse3)")  //
-      ("trace", po::value<std::string>()->value_name("FILE.json"), "simulate: write a Chrome/Perfetto trace")  //
-      ("sweep-index", po::value<std::int64_t>()->value_name("I"),
-       "run: only task I of the sweep (a Slurm array task; output in <output>/sweep-I)")  //
-      ("sweep-count", po::value<std::int64_t>()->value_name("N"),
-       "run: the sweep is split into N contiguous tasks (default: one per setting)")  //
-      ("resume", "run: continue from <output>/checkpoint.wckp (written on SIGUSR1/SIGTERM, exit 75)")  //
-      ("wide", "run: print every column of the settings table (default: the headline ones;\n"
-               "the same as --set output.table=wide)");
+       "and links (default wse3)",
+       {"calibrate", "check", "simulate"}},
+      {"trace", K::text, "FILE.json", "simulate: write a Chrome/Perfetto trace", {"simulate"}},
+      {"sweep-index", K::integer, "I", "run: only task I of the sweep (a Slurm array task; output in <output>/sweep-I)",
+       {"run"}},
+      {"sweep-count", K::integer, "N", "run: the sweep is split into N contiguous tasks (default: one per setting)",
+       {"run"}},
+      {"resume", K::flag, "", "run: continue from <output>/checkpoint.wckp (written on SIGUSR1/SIGTERM, exit 75)",
+       {"run"}},
+      {"wide", K::flag, "",
+       "run: print every column of the settings table (default: the headline ones;\n"
+       "the same as --set output.table=wide)",
+       {"run"}}};
+  return specs;
+}
+
+std::string long_name(const OptionSpec& spec) {
+  const std::string names = spec.names;
+  return names.substr(0, names.find(','));
+}
+
+bool takes(const OptionSpec& spec, const std::string& subcommand) {
+  return spec.subcommands.empty() ||
+         std::find(spec.subcommands.begin(), spec.subcommands.end(), subcommand) != spec.subcommands.end();
+}
+
+// The options `subcommand` takes ("" for all of them), as Boost's description of them.
+po::options_description described(const std::string& title, const std::string& subcommand = "") {
+  po::options_description d(title, kHelpWidth, kHelpWidth / 2);
+  for (const auto& spec : option_specs()) {
+    if (!subcommand.empty() && !takes(spec, subcommand)) continue;
+    using K = OptionSpec::Kind;
+    switch (spec.kind) {
+      case K::flag: d.add_options()(spec.names, spec.help); break;
+      case K::text: d.add_options()(spec.names, po::value<std::string>()->value_name(spec.value_name), spec.help); break;
+      case K::texts:
+        d.add_options()(spec.names, po::value<std::vector<std::string>>()->composing()->value_name(spec.value_name),
+                        spec.help);
+        break;
+      case K::integer: d.add_options()(spec.names, po::value<std::int64_t>()->value_name(spec.value_name), spec.help); break;
+    }
+  }
   return d;
 }
 
-// The options each subcommand takes (besides --help); any other is a usage error.
-const std::map<std::string, std::vector<std::string>>& allowed_options() {
-  static const std::map<std::string, std::vector<std::string>> allowed{
-      {"run", {"dry-run", "set", "output", "params", "sweep-index", "sweep-count", "resume", "wide"}},
-      {"validate", {"params", "output"}},
-      {"calibrate", {"params", "fit", "output", "wafer"}},
-      {"show", {"setting", "schedule"}},
-      {"check", {"wafer", "params"}},
-      {"simulate", {"wafer", "params", "trace"}}};
-  return allowed;
-}
-
-// The usage lines of one subcommand.
-std::string subcommand_usage(const std::string& subcommand) {
-  static const std::map<std::string, std::string> usage{
-      {"run",
-       "Usage: wavel-dse [run] CONFIG.yaml [--dry-run] [--set KEY=VALUE]... [--params FILE] [-o DIR] [--wide]\n"
-       "                 [--sweep-index I [--sweep-count N]] [--resume]\n"
-       "Builds and scores the Full-Chip and WaferLLM schedules of every setting of the sweep in CONFIG.yaml,\n"
-       "searches CUT/TUNE schedules and writes results.h5 and summary.csv; run it under mpirun/srun to\n"
-       "spread the work over ranks.\n"},
-      {"validate",
-       "Usage: wavel-dse validate REFERENCE.yaml [--params FILE] [-o DIR]\n"
-       "Predicts every point of a reference file with WaferLLM's schedule and reports the errors and the\n"
-       "cross-validations.\n"},
-      {"calibrate",
-       "Usage: wavel-dse calibrate KERNEL.yaml... [--wafer PRESET] [--params START] [--fit A,B,...] [-o DIR]\n"
-       "       wavel-dse calibrate REFERENCE.yaml [--params START] [--fit A,B,...] [-o DIR]\n"
-       "       wavel-dse calibrate CONFIG.yaml [--params START] [--fit A,B,...] [-o DIR]\n"
-       "Fits cost-model parameters: the kernel constants to kernel measurement files (level 1), what the\n"
-       "kernels cannot pin to end-to-end reference points (level 2), or the model to the simulator.\n"},
-      {"show",
-       "Usage: wavel-dse show RESULTS.h5 [--setting N] [--schedule fullchip|waferllm|wavel|front.N]\n"
-       "Prints a stored schedule as MeshIR text; without --schedule, the list of stored ones.\n"},
-      {"check",
-       "Usage: wavel-dse check FILE.meshir [--wafer PRESET] [--params FILE]\n"
-       "Verifies a MeshIR schedule (every problem with its line) and prints its predicted cost per op.\n"},
-      {"simulate",
-       "Usage: wavel-dse simulate FILE.meshir [--wafer PRESET] [--params FILE] [--trace FILE.json]\n"
-       "Verifies a MeshIR schedule, runs it in the mesh simulator and prints simulated against modelled cycles.\n"}};
-  return usage.at(subcommand);
+const SubcommandSpec& subcommand_spec(const std::string& name) {
+  for (const auto& s : subcommand_specs()) {
+    if (name == s.name) return s;
+  }
+  throw InternalError("no subcommand named '" + name + "'");
 }
 
 std::string subcommand_help(const std::string& subcommand) {
-  const auto& names = allowed_options().at(subcommand);
-  po::options_description mine("Options of '" + subcommand + "'", kHelpWidth, kHelpWidth / 2);
-  const po::options_description every = visible_options();  // options() refers into it
-  for (const auto& option : every.options()) {
-    const std::string& name = option->long_name();
-    if (name == "help" || std::find(names.begin(), names.end(), name) != names.end()) mine.add(option);
-  }
+  const SubcommandSpec& spec = subcommand_spec(subcommand);
   std::ostringstream out;
-  out << subcommand_usage(subcommand) << '\n' << mine
+  for (std::size_t i = 0; i < spec.usage.size(); ++i) {
+    out << (i == 0 ? "Usage: wavel-dse " : "       wavel-dse ") << spec.usage[i] << '\n';
+  }
+  out << spec.summary << '\n' << described("Options of '" + subcommand + "'", subcommand)
       << "\nExit codes: 0 ok, 64 usage, 65 bad data, 66 missing input, 69 output directory in use, 70 internal\n"
          "error, 73 cannot write output, 75 checkpointed (requeue), 78 invalid config. See docs/cli.md.\n";
   return out.str();
@@ -176,16 +223,14 @@ std::string subcommand_help(const std::string& subcommand) {
 
 std::string usage_text() {
   std::ostringstream out;
-  out << "Usage: wavel-dse [run] CONFIG.yaml [--dry-run] [--set KEY=VALUE]... [--params FILE] [-o DIR] [--wide]\n"
-         "                 [--sweep-index I [--sweep-count N]] [--resume]\n"
-         "       wavel-dse validate REFERENCE.yaml [--params FILE] [-o DIR]\n"
-         "       wavel-dse calibrate REFERENCE.yaml [--params START] [--fit A,B,...] [-o DIR]\n"
-         "       wavel-dse calibrate CONFIG.yaml [--params START] [--fit A,B,...] [-o DIR]\n"
-         "       wavel-dse calibrate KERNEL.yaml... [--wafer PRESET] [--params START] [--fit A,B,...] [-o DIR]\n"
-         "       wavel-dse show RESULTS.h5 [--setting N] [--schedule fullchip|waferllm|wavel|front.N]\n"
-         "       wavel-dse check FILE.meshir [--wafer PRESET] [--params FILE]\n"
-         "       wavel-dse simulate FILE.meshir [--wafer PRESET] [--params FILE] [--trace FILE.json]\n"
-         "\n"
+  bool first = true;
+  for (const auto& spec : subcommand_specs()) {
+    for (const char* line : spec.usage) {
+      out << (first ? "Usage: wavel-dse " : "       wavel-dse ") << line << '\n';
+      first = false;
+    }
+  }
+  out << "\n"
          "run: builds and scores the Full-Chip and WaferLLM schedules of every setting of the sweep in\n"
          "CONFIG.yaml, searches CUT/TUNE schedules, and writes results.h5 and summary.csv; run it under\n"
          "mpirun/srun to spread the work over ranks. validate/calibrate compare the cost model with published\n"
@@ -193,7 +238,7 @@ std::string usage_text() {
          "show prints a stored schedule (without --schedule: the list of stored ones); check verifies and scores\n"
          "a MeshIR file; simulate runs it in the mesh simulator. Only the data asked for goes to stdout.\n"
          "\n"
-      << visible_options()
+      << described("Options")
       << "  --kokkos-*            passed to Kokkos (e.g. --kokkos-threads=N)\n"
          "\n"
          "\n"
@@ -223,20 +268,23 @@ Options parse(const std::vector<std::string>& args) {
     rest.erase(rest.begin());
     rest.push_back("--help");
   }
-  if (!rest.empty() && (listed(kSubcommands, rest[0]) || listed(kPlannedSubcommands, rest[0]))) {
+  const std::vector<std::string> subcommands = subcommand_names();
+  if (!rest.empty() && (listed(subcommands, rest[0]) || listed(kPlannedSubcommands, rest[0]))) {
     o.subcommand = rest[0];
     o.subcommand_given = true;
     rest.erase(rest.begin());
   } else if (!rest.empty() && rest[0].rfind('-', 0) != 0) {
     // A word that is no file but close to a subcommand is a mistyped subcommand, not a config.
     std::error_code ec;
-    const std::string suggestion = yaml::did_you_mean(rest[0], kSubcommands);
+    const std::string suggestion = yaml::did_you_mean(rest[0], subcommands);
     if (!suggestion.empty() && !std::filesystem::exists(rest[0], ec)) {
-      throw UsageError("unknown subcommand '" + rest[0] + "'; did you mean '" + suggestion + "'? (subcommands: run, " +
-                       "validate, calibrate, show, check, simulate)");
+      std::string all;
+      for (const auto& name : subcommands) all += (all.empty() ? "" : ", ") + name;
+      throw UsageError("unknown subcommand '" + rest[0] + "'; did you mean '" + suggestion + "'? (subcommands: " + all +
+                       ")");
     }
   }
-  po::options_description all = visible_options();
+  po::options_description all = described("Options");
   all.add_options()("config", po::value<std::vector<std::string>>(), "config file");
   po::positional_options_description positional;
   positional.add("config", -1);
@@ -301,11 +349,9 @@ Options parse(const std::vector<std::string>& args) {
     throw UsageError("subcommand '" + o.subcommand + "' is not available in this version (" + version_string() + ")");
   }
   // Options that mean nothing to a subcommand are mistakes, not no-ops.
-  const auto& allowed = allowed_options();
-  for (const char* option : {"dry-run", "set", "output", "params", "fit", "setting", "schedule", "wafer", "trace",
-                             "sweep-index", "sweep-count", "resume", "wide"}) {
-    if (vm.count(option) && !listed(allowed.at(o.subcommand), option)) {
-      throw UsageError("option --" + std::string(option) + " does not apply to '" + o.subcommand + "'");
+  for (const auto& spec : option_specs()) {
+    if (vm.count(long_name(spec)) && !takes(spec, o.subcommand)) {
+      throw UsageError("option --" + long_name(spec) + " does not apply to '" + o.subcommand + "'");
     }
   }
   const char* input_name = o.subcommand == "run"         ? "CONFIG.yaml"
