@@ -27,6 +27,7 @@
 #include "wavel/common/error.hpp"
 #include "wavel/common/hash.hpp"
 #include "wavel/engine/checkpoint.hpp"
+#include "wavel/engine/detail/signals.hpp"
 #include "wavel/engine/detail/spool.hpp"
 #include "wavel/engine/detail/task_plan.hpp"
 #include "wavel/engine/detail/worker.hpp"
@@ -41,10 +42,6 @@ namespace {
 
 using namespace detail;
 using Clock = std::chrono::steady_clock;
-
-std::atomic<int> g_signal{0};  // the signal that asked for a checkpoint, 0 if none
-
-extern "C" void on_checkpoint_signal(int sig) { g_signal.store(sig); }
 
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
@@ -94,7 +91,7 @@ class Hub {
         backoff.reset();
         continue;
       }
-      if (!stop_signal_ && g_signal.load() != 0) request_stop(g_signal.load());
+      if (!stop_signal_ && checkpoint_signal.load() != 0) request_stop(checkpoint_signal.load());
       if (std::count(stopped_.begin(), stopped_.end(), true) == ranks_) break;
       const double since = std::chrono::duration<double>(Clock::now() - last_checkpoint_).count();
       if (opt_.checkpoint_interval_s > 0 && since >= opt_.checkpoint_interval_s && !opt_.checkpoint_path.empty() &&
@@ -225,7 +222,7 @@ class Hub {
       } catch (const Error& e) {
         // The checkpoint names the spool's settings: while a signal asks for one, a spool that
         // cannot take a finished setting means no checkpoint, and the message says so.
-        const int sig = stop_signal_ != 0 ? stop_signal_ : g_signal.load();
+        const int sig = stop_signal_ != 0 ? stop_signal_ : checkpoint_signal.load();
         fail(static_cast<int>(e.code()),
              sig == 0 ? std::string(e.what())
                       : std::string("stopped by ") + (sig == SIGTERM ? "SIGTERM" : "SIGUSR1") +
@@ -452,23 +449,6 @@ class Hub {
 
 }  // namespace
 
-void stop_if_signalled(const std::string& phase) {
-  const int sig = g_signal.load();
-  if (sig == 0) return;
-  throw Error(ExitCode::checkpointed, std::string("stopped by ") + (sig == SIGTERM ? "SIGTERM" : "SIGUSR1") + " while " +
-                                          phase + "; every setting is finished and kept in the spool: rerun with "
-                                          "--resume to write the results without searching again");
-}
-
-void install_checkpoint_signals() {
-  struct sigaction action {};
-  action.sa_handler = on_checkpoint_signal;
-  sigemptyset(&action.sa_mask);
-  action.sa_flags = SA_RESTART;
-  sigaction(SIGUSR1, &action, nullptr);
-  sigaction(SIGTERM, &action, nullptr);
-}
-
 SweepOutcome evaluate_distributed(const config::Config& config, const std::vector<config::Setting>& settings,
                                   const RunContext& context, const DistributeOptions& options) {
   int provided = MPI_THREAD_SINGLE;
@@ -551,7 +531,7 @@ SweepOutcome evaluate_distributed(const config::Config& config, const std::vecto
       }
     });
   }
-  auto worker = std::make_unique<Worker>(config, plan, settings, &g_signal);
+  auto worker = std::make_unique<Worker>(config, plan, settings, &checkpoint_signal);
   const RankStats mine = work(*worker, comm, context.rank);
   worker.reset();  // its search memo is not needed any more
   int code = 0;
