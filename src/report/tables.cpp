@@ -230,102 +230,56 @@ io::Table sim_op_pairs_table(const std::vector<SettingResult>& results) {
 
 io::Table front_table(const config::Config& config, const std::vector<config::Setting>& settings,
                       const std::vector<SettingResult>& results) {
-  std::vector<std::int64_t> id, point, pes, mb, stages, wafers;
-  std::vector<double> tps, latency, headroom, joules;
-  std::vector<std::string> source;
-  for (std::size_t s = 0; s < results.size(); ++s) {
-    const auto& r = results[s];
-    for (std::size_t i = 0; i < r.front.size(); ++i) {
-      const auto& f = r.front[i];
-      joules.push_back(setting_energy(config, settings.at(s), f.tokens_per_s).j_per_token);
-      id.push_back(r.setting_id);
-      wafers.push_back(r.wafers);
-      point.push_back(static_cast<std::int64_t>(i));
-      source.push_back(f.source);
-      tps.push_back(f.tokens_per_s);
-      latency.push_back(f.latency_s);
-      pes.push_back(f.pes_used);
-      mb.push_back(f.microbatches);
-      stages.push_back(f.stages);
-      headroom.push_back(f.sram_headroom);
+  std::vector<std::int64_t> id, point, wafers;
+  std::vector<double> joules;
+  io::Table table{"front", {}};
+  const auto listed = [](const char* name, fields::Column) {
+    return std::string(name) != "meshir" && std::string(name) != "request_groups";
+  };
+  add_field_columns<FrontEntry>(table.columns, listed, [&](const auto& row) {
+    for (std::size_t s = 0; s < results.size(); ++s) {
+      const auto& r = results[s];
+      for (std::size_t i = 0; i < r.front.size(); ++i) {
+        id.push_back(r.setting_id);
+        point.push_back(static_cast<std::int64_t>(i));
+        joules.push_back(setting_energy(config, settings.at(s), r.front[i].tokens_per_s).j_per_token);
+        wafers.push_back(r.wafers);
+        row(r.front[i]);
+      }
     }
-  }
-  return io::Table{"front",
-                   {{"setting_id", "1", id},
-                    {"point", "1", point},
-                    {"source", "", source},
-                    {"tokens_per_s", "tokens/s", tps},
-                    {"latency_s", "s", latency},
-                    {"j_per_token", "J/token", joules},
-                    {"pes_used", "PEs", pes},
-                    {"wafers", "systems", wafers},
-                    {"microbatches", "1", mb},
-                    {"stages", "1", stages},
-                    {"sram_headroom", "1", headroom}}};
+  });
+  const auto after = [&](const char* name) {
+    return std::find_if(table.columns.begin(), table.columns.end(), [&](const io::Column& c) { return c.name == name; }) + 1;
+  };
+  table.columns.insert(after("latency_s"), io::Column{"j_per_token", "J/token", std::move(joules)});
+  table.columns.insert(after("pes_used"), io::Column{"wafers", "systems", std::move(wafers)});
+  table.columns.insert(table.columns.begin(), {{"setting_id", "1", std::move(id)}, {"point", "1", std::move(point)}});
+  return table;
 }
 
 io::Table search_stats_table(const std::vector<SettingResult>& results) {
-  std::vector<std::int64_t> id, nodes, cuts, p_sram, p_bound, p_inc, p_dom, p_tune, p_sym, memo, tunes, cands, costs, timed_out;
-  std::vector<double> tree, wall, rate;
-  for (const auto& r : results) {
-    id.push_back(r.setting_id);
-    nodes.push_back(r.search.nodes_visited);
-    tree.push_back(r.search.exhaustive_tree_log10);
-    cuts.push_back(r.search.cut_options);
-    p_sram.push_back(r.search.pruned_sram);
-    p_bound.push_back(r.search.pruned_bound);
-    p_inc.push_back(r.search.pruned_incumbent);
-    p_dom.push_back(r.search.pruned_dominance);
-    p_tune.push_back(r.search.pruned_tune);
-    p_sym.push_back(r.search.pruned_symmetry);
-    memo.push_back(r.search.memo_hits);
-    tunes.push_back(r.search.tunes_scored);
-    cands.push_back(r.search.candidates_evaluated);
-    costs.push_back(r.search.block_costs);
-    timed_out.push_back(r.search.timed_out);
-    wall.push_back(r.search_wall_s);
-    rate.push_back(r.search_wall_s > 0 ? static_cast<double>(r.search.nodes_visited) / r.search_wall_s : 0.0);
-  }
-  return io::Table{"search_stats",
-                   {{"setting_id", "1", id},
-                    {"nodes_visited", "1", nodes},
-                    {"exhaustive_tree_log10", "log10", tree},
-                    {"cut_options", "1", cuts},
-                    {"pruned_sram", "1", p_sram},
-                    {"pruned_bound", "1", p_bound},
-                    {"pruned_incumbent", "1", p_inc},
-                    {"pruned_dominance", "1", p_dom},
-                    {"pruned_tune", "1", p_tune},
-                    {"pruned_symmetry", "1", p_sym},
-                    {"memo_hits", "1", memo},
-                    {"tunes_scored", "1", tunes},
-                    {"candidates_evaluated", "1", cands},
-                    {"block_costs", "1", costs},
-                    {"timed_out", "bool", timed_out},
-                    {"wall_s", "s", wall},
-                    {"nodes_per_s", "1/s", rate}}};
+  std::vector<std::int64_t> id;
+  std::vector<double> wall, rate;
+  io::Table table{"search_stats", {}};
+  add_field_columns<SearchCounts>(table.columns, [](const char*, fields::Column) { return true; }, [&](const auto& row) {
+    for (const auto& r : results) {
+      id.push_back(r.setting_id);
+      wall.push_back(r.search_wall_s);
+      rate.push_back(r.search_wall_s > 0 ? static_cast<double>(r.search.nodes_visited) / r.search_wall_s : 0.0);
+      row(r.search);
+    }
+  });
+  table.columns.insert(table.columns.begin(), io::Column{"setting_id", "1", std::move(id)});
+  table.columns.push_back({"wall_s", "s", std::move(wall)});
+  table.columns.push_back({"nodes_per_s", "1/s", std::move(rate)});
+  return table;
 }
 
 io::Table rank_stats_table(const std::vector<RankStats>& ranks) {
-  std::vector<std::int64_t> rank, tasks, nodes, evals;
-  std::vector<double> busy, idle, wall;
-  for (const auto& r : ranks) {
-    rank.push_back(r.rank);
-    tasks.push_back(r.tasks);
-    nodes.push_back(r.nodes);
-    evals.push_back(r.evaluations);
-    busy.push_back(r.busy_s);
-    idle.push_back(r.idle_s);
-    wall.push_back(r.wall_s);
-  }
-  return io::Table{"rank_stats",
-                   {{"rank", "1", rank},
-                    {"tasks", "1", tasks},
-                    {"nodes", "1", nodes},
-                    {"evaluations", "1", evals},
-                    {"busy_s", "s", busy},
-                    {"idle_s", "s", idle},
-                    {"wall_s", "s", wall}}};
+  io::Table table{"rank_stats", {}};
+  add_field_columns<RankStats>(table.columns, [](const char*, fields::Column) { return true; },
+                               [&](const auto& row) { for (const auto& r : ranks) row(r); });
+  return table;
 }
 
 io::Table schedules_table(const std::vector<SettingResult>& results, const TextFetch& texts) {

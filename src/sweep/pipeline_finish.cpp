@@ -200,10 +200,7 @@ SettingResult finish_pipeline(const config::Config& config, const config::Settin
   s.hypervolume_latency_ref_s = reference.latency_ref_s;
   const Schedule* best = front.empty() ? nullptr : &joined[static_cast<std::size_t>(front.front().id)].second;
   s.intervals = prediction_intervals(config, setting.shape, best, s.schedules);
-  s.search = SearchCounts{stats.nodes_visited,    stats.exhaustive_tree_log10, stats.cut_options, stats.pruned_sram,
-                          stats.pruned_bound,     stats.pruned_incumbent,      stats.pruned_dominance, stats.pruned_tune,
-                          stats.pruned_symmetry,  stats.memo_hits,             stats.tunes_scored,
-                          stats.candidates_evaluated, stats.block_costs,       stats.timed_out ? 1 : 0};
+  s.search = search_counts(stats);
   s.search_wall_s = stats.wall_s;
   // Sampled simulation: the front first, then the baselines (as on one wafer).
   std::int64_t budget = config.sim.samples;

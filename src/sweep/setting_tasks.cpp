@@ -186,6 +186,25 @@ PredictionIntervals prediction_intervals(const config::Config& config, const wor
 
 void pack_setting(const SettingResult& r, Packer& p) { fields::pack(p, r); }
 
+SearchCounts search_counts(const search::SearchStats& stats) {
+  SearchCounts c;
+  c.nodes_visited = stats.nodes_visited;
+  c.exhaustive_tree_log10 = stats.exhaustive_tree_log10;
+  c.cut_options = stats.cut_options;
+  c.pruned_sram = stats.pruned_sram;
+  c.pruned_bound = stats.pruned_bound;
+  c.pruned_incumbent = stats.pruned_incumbent;
+  c.pruned_dominance = stats.pruned_dominance;
+  c.pruned_tune = stats.pruned_tune;
+  c.pruned_symmetry = stats.pruned_symmetry;
+  c.memo_hits = stats.memo_hits;
+  c.tunes_scored = stats.tunes_scored;
+  c.candidates_evaluated = stats.candidates_evaluated;
+  c.block_costs = stats.block_costs;
+  c.timed_out = stats.timed_out ? 1 : 0;
+  return c;
+}
+
 SettingResult unpack_setting(Unpacker& u) {
   SettingResult r;
   fields::unpack(u, r);
@@ -397,10 +416,7 @@ std::string run_finish(const config::Config& config, const config::Setting& sett
   s.intervals = prediction_intervals(config, w.shape, found.front.empty() ? nullptr : &found.front.front().schedule, s.schedules);
   s.hypervolume_latency_ref_s = found.reference.latency_ref_s;
   const auto& st = found.stats;
-  s.search = SearchCounts{st.nodes_visited,    st.exhaustive_tree_log10, st.cut_options, st.pruned_sram,       st.pruned_bound,
-                          st.pruned_incumbent, st.pruned_dominance,      st.pruned_tune,       st.pruned_symmetry,
-                          st.memo_hits,        st.tunes_scored,          st.candidates_evaluated, st.block_costs,
-                          st.timed_out ? 1 : 0};
+  s.search = search_counts(st);
   s.search_wall_s = st.wall_s;
   // Sampled simulation: the front first (best throughput first), then the baselines.
   std::int64_t budget = config.sim.samples;

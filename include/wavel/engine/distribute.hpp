@@ -36,6 +36,17 @@ struct RankStats {
   double busy_s = 0;                  ///< running tasks
   double idle_s = 0;                  ///< waiting for the hub
   double wall_s = 0;
+
+  template <class Self, class Visit>
+  static void fields(Self& r, Visit&& v) {
+    v("rank", "1", r.rank);
+    v("tasks", "1", r.tasks);
+    v("nodes", "1", r.nodes);
+    v("evaluations", "1", r.evaluations);
+    v("busy_s", "s", r.busy_s);
+    v("idle_s", "s", r.idle_s);
+    v("wall_s", "s", r.wall_s);
+  }
 };
 
 struct SweepOutcome {

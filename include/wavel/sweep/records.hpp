@@ -147,6 +147,24 @@ struct SearchCounts {
   std::int64_t cut_options = 0, pruned_sram = 0, pruned_bound = 0, pruned_incumbent = 0, pruned_dominance = 0, pruned_tune = 0,
                pruned_symmetry = 0, memo_hits = 0, tunes_scored = 0, candidates_evaluated = 0, block_costs = 0,
                timed_out = 0;
+
+  template <class Self, class Visit>
+  static void fields(Self& r, Visit&& v) {
+    v("nodes_visited", "1", r.nodes_visited);
+    v("exhaustive_tree_log10", "log10", r.exhaustive_tree_log10);
+    v("cut_options", "1", r.cut_options);
+    v("pruned_sram", "1", r.pruned_sram);
+    v("pruned_bound", "1", r.pruned_bound);
+    v("pruned_incumbent", "1", r.pruned_incumbent);
+    v("pruned_dominance", "1", r.pruned_dominance);
+    v("pruned_tune", "1", r.pruned_tune);
+    v("pruned_symmetry", "1", r.pruned_symmetry);
+    v("memo_hits", "1", r.memo_hits);
+    v("tunes_scored", "1", r.tunes_scored);
+    v("candidates_evaluated", "1", r.candidates_evaluated);
+    v("block_costs", "1", r.block_costs);
+    v("timed_out", "bool", r.timed_out);
+  }
 };
 
 /// 90 % intervals of the predictions over the fitted parameters' uncertainty (cost.draws draws,

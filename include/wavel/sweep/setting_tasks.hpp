@@ -106,6 +106,9 @@ search::SearchStats unpack_stats(Unpacker& u);
 }  // namespace detail
 
 /// What a task's bytes hold: run_baselines', run_piece's or run_finish's result.
+/// The work counters of a search's statistics (timing left out).
+SearchCounts search_counts(const search::SearchStats& stats);
+
 enum class TaskResultKind { baselines, piece, finish };
 
 /// Decodes bytes of that kind read from outside (a checkpoint) without using them; malformed ones
