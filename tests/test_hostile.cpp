@@ -23,7 +23,7 @@
 #include "wavel/config/config.hpp"
 #include "wavel/engine/checkpoint.hpp"
 #include "wavel/engine/detail/spool.hpp"
-#include "wavel/sweep/pack.hpp"
+#include "wavel/common/fields.hpp"
 #include "wavel/sweep/setting_tasks.hpp"
 #include "wavel/workload/model.hpp"
 #include "wavel/workload/workload.hpp"
@@ -215,8 +215,8 @@ TEST_CASE("reference points beyond their ranges are data errors") {
 namespace {
 
 // A checkpoint whose checksum is right but whose contents are forged by `body`.
-std::string forged_checkpoint(const std::function<void(wavel::driver::Packer&)>& body) {
-  wavel::driver::Packer p;
+std::string forged_checkpoint(const std::function<void(wavel::Packer&)>& body) {
+  wavel::Packer p;
   p.put(std::uint32_t{6});  // this build's format: the forgeries must reach the decoder
   p.put(std::string("hash"));
   p.put(std::uint64_t{0});   // no input fingerprints
@@ -234,19 +234,19 @@ std::string forged_checkpoint(const std::function<void(wavel::driver::Packer&)>&
 TEST_CASE("forged checkpoint counts and results are data errors without library text") {
   const auto dir = own_dir("hostile-checkpoint");
   const auto path = (dir / "checkpoint.wckp").string();
-  const auto finished = [](wavel::driver::Packer& p, std::uint64_t task, std::uint64_t offset) {
+  const auto finished = [](wavel::Packer& p, std::uint64_t task, std::uint64_t offset) {
     p.put(task);
     p.put(offset);
     p.put(std::uint64_t{10});
     p.put(std::uint64_t{0});
   };
-  const std::function<void(wavel::driver::Packer&)> forgeries[] = {
-      [](wavel::driver::Packer& p) { p.put(std::uint64_t{1} << 60); },  // finished count
-      [](wavel::driver::Packer& p) {
+  const std::function<void(wavel::Packer&)> forgeries[] = {
+      [](wavel::Packer& p) { p.put(std::uint64_t{1} << 60); },  // finished count
+      [](wavel::Packer& p) {
         p.put(std::uint64_t{0});
         p.put(std::uint64_t{1} << 61);  // done count
       },
-      [](wavel::driver::Packer& p) {
+      [](wavel::Packer& p) {
         p.put(std::uint64_t{0});
         p.put(std::uint64_t{2});  // the same task done twice
         for (int i = 0; i < 2; ++i) {
@@ -254,18 +254,18 @@ TEST_CASE("forged checkpoint counts and results are data errors without library 
           p.put(std::string());
         }
       },
-      [&](wavel::driver::Packer& p) {
+      [&](wavel::Packer& p) {
         p.put(std::uint64_t{1});
         finished(p, 1, std::uint64_t{1} << 55);  // a spool offset no file has
       },
-      [&](wavel::driver::Packer& p) {
+      [&](wavel::Packer& p) {
         p.put(std::uint64_t{1});
         finished(p, 2, 0);
         p.put(std::uint64_t{1});  // the finished task also done
         p.put(std::uint64_t{2});
         p.put(std::string());
       },
-      [](wavel::driver::Packer& p) {
+      [](wavel::Packer& p) {
         p.put(std::uint64_t{0});
         p.put(std::uint64_t{0});
         p.put(std::uint64_t{1});
@@ -281,7 +281,7 @@ TEST_CASE("forged checkpoint counts and results are data errors without library 
     CHECK(text.find("has format") == std::string::npos);
   }
   // Results stored in a checkpoint are decoded before use: a forged count inside one is refused.
-  wavel::driver::Packer blob;
+  wavel::Packer blob;
   for (int i = 0; i < 14; ++i) blob.put(std::int64_t{0});
   blob.put(std::uint64_t{1} << 58);  // schedules
   for (auto kind : {wavel::driver::TaskResultKind::baselines, wavel::driver::TaskResultKind::finish,

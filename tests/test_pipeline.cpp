@@ -17,7 +17,7 @@
 #include "wavel/config/sweep.hpp"
 #include "wavel/deploy/pipeline.hpp"
 #include "wavel/engine/detail/task_plan.hpp"
-#include "wavel/sweep/pack.hpp"
+#include "wavel/common/fields.hpp"
 #include "wavel/sweep/setting_tasks.hpp"
 #include "wavel/meshir/text.hpp"
 #include "wavel/meshir/verify.hpp"

@@ -16,7 +16,7 @@
 #include "wavel/engine/checkpoint.hpp"
 #include "wavel/engine/detail/spool.hpp"
 #include "wavel/sweep/grouping.hpp"
-#include "wavel/sweep/pack.hpp"
+#include "wavel/common/fields.hpp"
 #include "wavel/commands/run.hpp"
 #include "wavel/report/tables.hpp"
 #include "wavel/sweep/setting_tasks.hpp"

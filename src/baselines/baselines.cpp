@@ -20,14 +20,7 @@ using meshir::Rect;
 using meshir::Schedule;
 
 Schedule empty_schedule(const std::string& name, const workload::Workload& w, const wafer::WaferParams& wafer) {
-  Schedule s;
-  s.name = name;
-  s.grid_w_pes = wafer.grid_w_pes;
-  s.grid_h_pes = wafer.grid_h_pes;
-  s.sram_per_pe_bytes = wafer.sram_per_pe_bytes;
-  s.sram_reserved_per_pe_bytes = wafer.sram_reserved_per_pe_bytes;
-  s.colours = wafer.routable_colours;
-  for (const auto& pe : wafer.defective_pes) s.defective_pes.emplace_back(pe.x, pe.y);
+  Schedule s = meshir::empty_on(name, wafer);
   s.concurrent_requests = w.shape.concurrent_requests;
   s.layer_scale = w.layer_scale;  // a layer subset stands for the whole model
   s.layers_total = w.model.num_layers * w.layer_scale;

@@ -139,19 +139,10 @@ KernelSet load_kernel_set(const std::string& path) {
 }
 
 KernelSet parse_kernel_set(const std::string& text, const std::string& file_label) {
-  Node root;
-  try {
-    root = yaml::parse_yaml(text, file_label);
-  } catch (const ConfigError& e) {
-    throw_data_error(e.diagnostics());
-  }
+  const Node root = yaml::parse_data_map(text, file_label, "source, kernel and points");
   Validator v;
   KernelSet set;
   set.file = file_label;
-  if (root.kind != Node::Kind::map) {
-    v.error(root.where, "", "expected a map with keys source, kernel and points");
-    throw_data_error(v.diagnostics());
-  }
   v.check_map(root, "", {"source", "kernel", "hardware", "simulator_counterpart", "units", "meaning", "grid", "split",
                          "points", "simulator_points"});
   const Node* kernel = root.find("kernel");

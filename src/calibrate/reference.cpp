@@ -197,20 +197,10 @@ ReferenceSet load_reference(const std::string& path) {
 }
 
 ReferenceSet parse_reference(const std::string& text, const std::string& file_label) {
-  Node root;
-  try {
-    root = yaml::parse_yaml(text, file_label);
-  } catch (const ConfigError& e) {
-    throw_data_error(e.diagnostics());
-  }
-
+  const Node root = yaml::parse_data_map(text, file_label, "source, wafer and points");
   Validator v;
   ReferenceSet set;
   set.file = file_label;
-  if (root.kind != Node::Kind::map) {
-    v.error(root.where, "", "expected a map with keys source, wafer and points");
-    throw_data_error(v.diagnostics());
-  }
   v.check_map(root, "", {"source", "wafer", "points", "kernels"});
   auto required = [&](const char* key) -> const Node* {
     const Node* found = root.find(key);

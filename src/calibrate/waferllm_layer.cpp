@@ -174,13 +174,8 @@ meshir::Schedule waferllm_layer_schedule(const WaferllmRun& run, const wafer::Wa
                                 "region side " + std::to_string(run.grid) + " does not fit the " + wafer.preset +
                                     " grid of " + std::to_string(wafer.grid_w_pes) + " x " + std::to_string(wafer.grid_h_pes)}});
   }
-  meshir::Schedule s;
-  s.name = "waferllm-timed-layer";
-  s.grid_w_pes = wafer.grid_w_pes;
-  s.grid_h_pes = wafer.grid_h_pes;
-  s.sram_per_pe_bytes = wafer.sram_per_pe_bytes;
-  s.sram_reserved_per_pe_bytes = wafer.sram_reserved_per_pe_bytes;
-  s.colours = wafer.routable_colours;
+  meshir::Schedule s = meshir::empty_on("waferllm-timed-layer", wafer);
+  s.defective_pes.clear();  // the timed runs placed their grid on PEs that worked
   s.regions.push_back(meshir::Rect{0, 0, run.grid, run.grid});
   s.layer_scale = run.layers;
   s.layers_total = run.layers;

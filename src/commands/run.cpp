@@ -26,7 +26,7 @@
 #include "wavel/engine/distribute.hpp"
 #include "wavel/common/format.hpp"
 #include "wavel/sweep/grouping.hpp"
-#include "wavel/sweep/pack.hpp"
+#include "wavel/common/fields.hpp"
 #include "wavel/sweep/setting_tasks.hpp"
 #include "wavel/report/wafer_counts.hpp"
 #include "wavel/report/whatif.hpp"

@@ -199,4 +199,19 @@ std::optional<std::string> Validator::choice(const Node& node, const std::string
   return std::nullopt;
 }
 
+Node parse_data_map(const std::string& text, const std::string& file_label, const std::string& expected) {
+  Node root;
+  try {
+    root = parse_yaml(text, file_label);
+  } catch (const ConfigError& e) {
+    throw_data_error_in_file_order(e.diagnostics());
+  }
+  if (root.kind != Node::Kind::map) {
+    Validator v;
+    v.error(root.where, "", "expected a map with keys " + expected);
+    throw_data_error_in_file_order(v.diagnostics());
+  }
+  return root;
+}
+
 }  // namespace wavel::yaml

@@ -13,7 +13,7 @@
 #include "wavel/common/hash.hpp"
 #include "wavel/common/input_file.hpp"
 #include "wavel/common/output_file.hpp"
-#include "wavel/sweep/pack.hpp"
+#include "wavel/common/fields.hpp"
 #include "wavel/config/config.hpp"
 #include "wavel/io/results.hpp"
 #include "wavel/version_info.hpp"
@@ -116,7 +116,7 @@ void write_checkpoint(const std::string& path, const Checkpoint& c) {
     p.put(r.result);
   }
   p.put(static_cast<std::uint64_t>(c.incumbents.size()));
-  for (const auto& front : c.incumbents) pack_objectives(front, p);
+  for (const auto& front : c.incumbents) fields::pack(p, front);
   p.put(c.nodes);
   p.put(c.pruned);
   p.put(c.evaluations);
@@ -241,7 +241,7 @@ Checkpoint read_checkpoint(const std::string& path, const std::string& config_ha
       mark(r.task);
     }
     c.incumbents.resize(u.count(sizeof(std::uint64_t)));
-    for (auto& front : c.incumbents) front = unpack_objectives(u);
+    for (auto& front : c.incumbents) fields::unpack(u, front);
     u.get(c.nodes);
     u.get(c.pruned);
     u.get(c.evaluations);

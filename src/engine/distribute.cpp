@@ -32,7 +32,7 @@
 #include "wavel/engine/detail/task_plan.hpp"
 #include "wavel/engine/detail/worker.hpp"
 #include "wavel/common/format.hpp"
-#include "wavel/sweep/pack.hpp"
+#include "wavel/common/fields.hpp"
 #include "wavel/sweep/setting_tasks.hpp"
 #include "wavel/search/pareto.hpp"
 

@@ -14,7 +14,7 @@
 #include "wavel/common/hash.hpp"
 #include "wavel/common/output_file.hpp"
 #include "wavel/engine/distribute.hpp"
-#include "wavel/sweep/pack.hpp"
+#include "wavel/common/fields.hpp"
 #include "wavel/sweep/setting_tasks.hpp"
 
 namespace wavel::driver::detail {

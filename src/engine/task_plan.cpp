@@ -11,7 +11,7 @@
 
 #include "wavel/common/error.hpp"
 #include "wavel/common/hash.hpp"
-#include "wavel/sweep/pack.hpp"
+#include "wavel/common/fields.hpp"
 #include "wavel/search/pareto.hpp"
 
 namespace wavel::driver::detail {
@@ -113,7 +113,7 @@ std::string task_input(const Plan& plan, std::size_t t, const std::vector<std::s
                        const std::vector<search::Objectives>& incumbents) {
   Packer p;
   if (plan.tasks[t].kind == Kind::piece) {
-    pack_objectives(incumbents, p);
+    fields::pack(p, incumbents);
   } else if (plan.tasks[t].kind == Kind::finish) {
     p.put(static_cast<std::uint64_t>(plan.inputs[t].size()));
     for (std::size_t in : plan.inputs[t]) p.put(results[in]);
@@ -130,36 +130,14 @@ void merge_incumbents(std::vector<search::Objectives>& incumbents, const std::ve
 
 std::string pack_report(const Report& r) {
   Packer p;
-  p.put(r.task);
-  p.put(r.error_code);
-  p.put(r.error);
-  p.put(r.signal);
-  p.put(r.counters.nodes);
-  p.put(r.counters.pruned);
-  p.put(r.counters.evaluations);
-  pack_objectives(r.counters.found, p);
-  p.put(r.counters.best_tokens_per_s);
-  p.put(r.counters.front_size);
-  p.put(r.busy_s);
-  p.put(r.result);
+  fields::pack(p, r);
   return p.take();
 }
 
 Report unpack_report(const std::string& bytes) {
   Unpacker u(bytes);
   Report r;
-  u.get(r.task);
-  u.get(r.error_code);
-  u.get(r.error);
-  u.get(r.signal);
-  u.get(r.counters.nodes);
-  u.get(r.counters.pruned);
-  u.get(r.counters.evaluations);
-  r.counters.found = unpack_objectives(u);
-  u.get(r.counters.best_tokens_per_s);
-  u.get(r.counters.front_size);
-  u.get(r.busy_s);
-  u.get(r.result);
+  fields::unpack(u, r);
   return r;
 }
 

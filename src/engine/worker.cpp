@@ -5,7 +5,7 @@
 #include <exception>
 
 #include "wavel/common/error.hpp"
-#include "wavel/sweep/pack.hpp"
+#include "wavel/common/fields.hpp"
 #include "wavel/sweep/setting_tasks.hpp"
 
 namespace wavel::driver::detail {
@@ -22,6 +22,14 @@ Worker::Worker(const config::Config& config, const Plan& plan, const std::vector
                const std::atomic<int>* stop)
     : config_(config), plan_(plan), settings_(settings), stop_(stop) {}
 
+namespace {
+std::vector<search::Objectives> incumbents_of(Unpacker& u) {
+  std::vector<search::Objectives> incumbents;
+  fields::unpack(u, incumbents);
+  return incumbents;
+}
+}  // namespace
+
 std::string Worker::run(std::size_t t, const std::string& input, TaskCounters& counters) {
   const Task& task = plan_.tasks[t];
   const config::Setting& setting = settings_[task.setting];
@@ -37,7 +45,7 @@ std::string Worker::run(std::size_t t, const std::string& input, TaskCounters& c
     case Kind::baselines:
       return run_baselines(config, setting, w, task.part, counters);
     case Kind::piece:
-      return run_piece(config, setting, w, task.piece, unpack_objectives(u), workspace_, counters, stop_);
+      return run_piece(config, setting, w, task.piece, incumbents_of(u), workspace_, counters, stop_);
     case Kind::finish: {
       // The inputs are each part's baselines then its pieces, parts in order (make_plan).
       const auto& from = plan_.inputs[t];

@@ -137,4 +137,16 @@ std::optional<Exchange> exchange_of(const Schedule& schedule, const PlacedOp& op
   return e;
 }
 
+Schedule empty_on(const std::string& name, const wafer::WaferParams& wafer) {
+  Schedule s;
+  s.name = name;
+  s.grid_w_pes = wafer.grid_w_pes;
+  s.grid_h_pes = wafer.grid_h_pes;
+  s.sram_per_pe_bytes = wafer.sram_per_pe_bytes;
+  s.sram_reserved_per_pe_bytes = wafer.sram_reserved_per_pe_bytes;
+  s.colours = wafer.routable_colours;
+  for (const auto& pe : wafer.defective_pes) s.defective_pes.emplace_back(pe.x, pe.y);
+  return s;
+}
+
 }  // namespace wavel::meshir

@@ -199,14 +199,7 @@ void PlanEvaluator::Impl::share_tables(detail::BlockCostCache& cache) {
 }
 
 meshir::Schedule PlanEvaluator::Impl::empty() const {
-  meshir::Schedule s;
-  s.name = "wavel";
-  s.grid_w_pes = wafer.grid_w_pes;
-  s.grid_h_pes = wafer.grid_h_pes;
-  s.sram_per_pe_bytes = wafer.sram_per_pe_bytes;
-  s.sram_reserved_per_pe_bytes = wafer.sram_reserved_per_pe_bytes;
-  s.colours = wafer.routable_colours;
-  for (const auto& pe : wafer.defective_pes) s.defective_pes.emplace_back(pe.x, pe.y);
+  meshir::Schedule s = meshir::empty_on("wavel", wafer);
   s.concurrent_requests = requests;
   s.microbatches = microbatches;
   s.layers_total = layers_total;

@@ -74,76 +74,24 @@ ScheduleResult score(const std::string& name, const std::optional<meshir::Schedu
 namespace {
 
 
-void pack_stats(const search::SearchStats& s, Packer& p) {
-  p.put(s.nodes_visited);
-  p.put(s.exhaustive_tree_log10);
-  p.put(s.cut_options);
-  p.put(s.subproblems);
-  p.put(s.pruned_sram);
-  p.put(s.pruned_bound);
-  p.put(s.pruned_incumbent);
-  p.put(s.pruned_dominance);
-  p.put(s.pruned_tune);
-  p.put(s.pruned_symmetry);
-  p.put(s.memo_hits);
-  p.put(s.tunes_scored);
-  p.put(s.candidates_evaluated);
-  p.put(s.block_costs);
-  p.put(static_cast<std::uint8_t>(s.timed_out));
-  p.put(s.wall_s);
-}
 
 }  // namespace
 
 search::SearchStats detail::unpack_stats(Unpacker& u) {
   search::SearchStats s;
-  u.get(s.nodes_visited);
-  u.get(s.exhaustive_tree_log10);
-  u.get(s.cut_options);
-  u.get(s.subproblems);
-  u.get(s.pruned_sram);
-  u.get(s.pruned_bound);
-  u.get(s.pruned_incumbent);
-  u.get(s.pruned_dominance);
-  u.get(s.pruned_tune);
-  u.get(s.pruned_symmetry);
-  u.get(s.memo_hits);
-  u.get(s.tunes_scored);
-  u.get(s.candidates_evaluated);
-  u.get(s.block_costs);
-  s.timed_out = u.get<std::uint8_t>() != 0;
-  u.get(s.wall_s);
+  fields::unpack(u, s);
   return s;
 }
 
 namespace {
 
-void pack_candidates(const std::vector<search::SearchCandidate>& candidates, Packer& p) {
-  p.put(static_cast<std::uint64_t>(candidates.size()));
-  for (const auto& c : candidates) {
-    put_objectives(p, c.objectives);
-    p.put(c.source);
-    p.put(c.microbatches);
-    p.put(c.sram_headroom);
-    p.put(static_cast<std::uint64_t>(c.leaves.size()));
-    for (const auto& l : c.leaves) p.put(l);
-  }
-}
 
 }  // namespace
 
 void detail::unpack_candidates(Unpacker& u, std::vector<search::SearchCandidate>& out) {
-  const auto n = u.count(3 * sizeof(double));
-  for (std::uint64_t i = 0; i < n; ++i) {
-    search::SearchCandidate c;
-    get_objectives(u, c.objectives);
-    u.get(c.source);
-    u.get(c.microbatches);
-    u.get(c.sram_headroom);
-    c.leaves.resize(u.count(sizeof(search::Leaf)));
-    for (auto& l : c.leaves) u.get(l);
-    out.push_back(std::move(c));
-  }
+  std::vector<search::SearchCandidate> more;
+  fields::unpack(u, more);
+  out.insert(out.end(), std::make_move_iterator(more.begin()), std::make_move_iterator(more.end()));
 }
 
 namespace {
@@ -351,7 +299,7 @@ std::string run_baselines(const config::Config& config, const config::Setting& s
   counters.evaluations = static_cast<std::int64_t>(seeds.size());
   Packer p;
   pack_setting(s, p);
-  pack_candidates(candidates, p);
+  fields::pack(p, candidates);
   return p.take();
 }
 
@@ -370,8 +318,8 @@ std::string run_piece(const config::Config& config, const config::Setting& setti
   counters.evaluations = result.stats.nodes_visited + result.stats.tunes_scored;
   for (const auto& c : result.candidates) counters.found.push_back(c.objectives);
   Packer p;
-  pack_stats(result.stats, p);
-  pack_candidates(result.candidates, p);
+  fields::pack(p, result.stats);
+  fields::pack(p, result.candidates);
   return p.take();
 }
 

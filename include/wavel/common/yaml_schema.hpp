@@ -20,6 +20,11 @@ std::string join_key(const std::string& parent, const std::string& key);
 
 /// Typed reads of located nodes. Each failed read records a Diagnostic and returns std::nullopt,
 /// so one pass reports every problem.
+/// A data file's root map (a measurement or reference file: its problems exit 65, not 78):
+/// `text` parsed, a syntax error or a root that is no map thrown as wavel::DataError naming
+/// `file_label` and `expected` (e.g. "source, kernel and points").
+Node parse_data_map(const std::string& text, const std::string& file_label, const std::string& expected);
+
 class Validator {
  public:
   void error(const Source& where, const std::string& key_path, const std::string& message);

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "wavel/wafer/simd.hpp"
+#include "wavel/wafer/wafer.hpp"
 
 namespace wavel::meshir {
 
@@ -212,5 +213,9 @@ struct Exchange {
 /// The exchange `op` is part of, if it is an MoE dispatch into (combine out of) a strip that lies
 /// inside the other end's used part and spans it across one axis; nullopt for every other op.
 std::optional<Exchange> exchange_of(const Schedule& schedule, const PlacedOp& op);
+
+/// A schedule named `name` with no region or op yet, on `wafer`: its grid, SRAM per PE and
+/// reserved SRAM, routable colours and defective PEs.
+Schedule empty_on(const std::string& name, const wafer::WaferParams& wafer);
 
 }  // namespace wavel::meshir

@@ -13,6 +13,14 @@ struct Objectives {
   double latency_s = 0;      ///< minimise (TPOT in decode, mean TTFT in prefill)
   std::int64_t pes = 0;      ///< minimise
   std::int64_t id = 0;       ///< tie-breaker: lower wins among equal points
+
+  /// What travels between ranks (the id is each front's own).
+  template <class Self, class Visit>
+  static void fields(Self& r, Visit&& v) {
+    v("tokens_per_s", "tokens/s", r.tokens_per_s);
+    v("latency_s", "s", r.latency_s);
+    v("pes", "PEs", r.pes);
+  }
 };
 
 /// Which objectives a front is built on (search.objectives); the others are carried, not compared.

@@ -49,6 +49,26 @@ struct SearchStats {
   std::int64_t block_costs = 0;            ///< per-block cost-model evaluations (the memoized table)
   bool timed_out = false;
   double wall_s = 0;                       ///< timing only: not part of the results
+
+  template <class Self, class Visit>
+  static void fields(Self& r, Visit&& v) {
+    v("nodes_visited", "1", r.nodes_visited);
+    v("exhaustive_tree_log10", "log10", r.exhaustive_tree_log10);
+    v("cut_options", "1", r.cut_options);
+    v("subproblems", "1", r.subproblems);
+    v("pruned_sram", "1", r.pruned_sram);
+    v("pruned_bound", "1", r.pruned_bound);
+    v("pruned_incumbent", "1", r.pruned_incumbent);
+    v("pruned_dominance", "1", r.pruned_dominance);
+    v("pruned_tune", "1", r.pruned_tune);
+    v("pruned_symmetry", "1", r.pruned_symmetry);
+    v("memo_hits", "1", r.memo_hits);
+    v("tunes_scored", "1", r.tunes_scored);
+    v("candidates_evaluated", "1", r.candidates_evaluated);
+    v("block_costs", "1", r.block_costs);
+    v("timed_out", "bool", r.timed_out);
+    v("wall_s", "s", r.wall_s);
+  }
 };
 
 /// One schedule on the front.
@@ -119,6 +139,15 @@ struct SearchCandidate {
   std::int64_t microbatches = 1;
   double sram_headroom = 0;
   std::vector<Leaf> leaves;              ///< search candidates only
+
+  template <class Self, class Visit>
+  static void fields(Self& r, Visit&& v) {
+    v("objectives", "", r.objectives);
+    v("source", "", r.source);
+    v("microbatches", "1", r.microbatches);
+    v("sram_headroom", "1", r.sram_headroom);
+    v("leaves", "", r.leaves);
+  }
 };
 
 struct PieceResult {

@@ -11,7 +11,7 @@
 #include "wavel/config/config.hpp"
 #include "wavel/config/sweep.hpp"
 #include "wavel/deploy/pipeline.hpp"
-#include "wavel/sweep/pack.hpp"
+#include "wavel/common/fields.hpp"
 #include "wavel/sweep/records.hpp"
 #include "wavel/search/search.hpp"
 #include "wavel/workload/workload.hpp"
@@ -62,6 +62,16 @@ struct TaskCounters {
   std::vector<search::Objectives> found;   ///< schedules found (baselines: the seeds)
   double best_tokens_per_s = 0;            ///< finishing: the setting's best
   std::int64_t front_size = 0;             ///< finishing: its front size
+
+  template <class Self, class Visit>
+  static void fields(Self& r, Visit&& v) {
+    v("nodes", "1", r.nodes);
+    v("pruned", "1", r.pruned);
+    v("evaluations", "1", r.evaluations);
+    v("found", "", r.found);
+    v("best_tokens_per_s", "tokens/s", r.best_tokens_per_s);
+    v("front_size", "1", r.front_size);
+  }
 };
 
 /// Builds and scores the baselines of part `part` of the setting (workload `w`); the bytes hold

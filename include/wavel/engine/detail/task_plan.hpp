@@ -93,6 +93,17 @@ struct Report {
   TaskCounters counters;
   double busy_s = 0;
   std::string result;
+
+  template <class Self, class Visit>
+  static void fields(Self& r, Visit&& v) {
+    v("task", "1", r.task);
+    v("error_code", "1", r.error_code);
+    v("error", "", r.error);
+    v("signal", "1", r.signal);
+    v("counters", "", r.counters);
+    v("busy_s", "s", r.busy_s);
+    v("result", "", r.result);
+  }
 };
 
 std::string pack_report(const Report& r);
