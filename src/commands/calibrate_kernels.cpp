@@ -65,46 +65,32 @@ io::Table kernel_table(const std::vector<KernelPoint>& points, const calibrate::
                        const calibrate::ValidationReport& after, const calibrate::LeaveOneSideOut& cv,
                        const std::vector<double>& nominal, const std::vector<double>& at_start,
                        const std::vector<double>& simulated) {
-  std::vector<std::string> kernel;
-  std::vector<std::int64_t> side, m, k, n, groups, hops, line, held;
-  std::vector<double> measured, start, fitted, rel, cv_predicted, cv_rel;
-  for (std::size_t i = 0; i < points.size(); ++i) {
-    const auto& p = points[i];
-    kernel.push_back(calibrate::to_string(p.kind));
-    side.push_back(p.side_pes);
-    m.push_back(p.m);
-    k.push_back(p.k);
-    n.push_back(p.n);
-    groups.push_back(p.groups);
-    hops.push_back(p.hops);
-    line.push_back(p.line);
-    held.push_back(after.points[i].held_out ? 1 : 0);
-    measured.push_back(p.mean_cycles);
-    start.push_back(before.points[i].predicted);
-    fitted.push_back(after.points[i].predicted);
-    rel.push_back(after.points[i].rel_error);
-    cv_predicted.push_back(cv.predicted[i]);
-    cv_rel.push_back(std::isfinite(cv.predicted[i]) ? calibrate::rel_error(cv.predicted[i], p.mean_cycles) : std::nan(""));
-  }
-  return io::Table{"kernel_validation",
-                   {{"kernel", "", kernel},
-                    {"P", "PEs", side},
-                    {"M", "elements", m},
-                    {"K", "elements", k},
-                    {"N", "elements", n},
-                    {"group_num", "1", groups},
-                    {"L", "PEs", hops},
-                    {"file_line", "1", line},
-                    {"held_out", "1", held},
-                    {"measured_cycles", "cycles", measured},
-                    {"predicted_cycles_start", "cycles", start},
-                    {"predicted_cycles", "cycles", fitted},
-                    {"rel_error", "1", rel},
-                    {"cv_predicted_cycles", "cycles", cv_predicted},
-                    {"cv_rel_error", "1", cv_rel},
-                    {"sim_cycles_nominal", "cycles", nominal},
-                    {"sim_cycles_start", "cycles", at_start},
-                    {"sim_cycles", "cycles", simulated}}};
+  const std::size_t rows = points.size();
+  const auto at = [&](auto get) { return [&, get](std::size_t i) { return get(points[i]); }; };
+  return io::Table{
+      "kernel_validation",
+      {io::column("kernel", "", rows, at([](const KernelPoint& p) { return calibrate::to_string(p.kind); })),
+       io::column("P", "PEs", rows, at([](const KernelPoint& p) { return p.side_pes; })),
+       io::column("M", "elements", rows, at([](const KernelPoint& p) { return p.m; })),
+       io::column("K", "elements", rows, at([](const KernelPoint& p) { return p.k; })),
+       io::column("N", "elements", rows, at([](const KernelPoint& p) { return p.n; })),
+       io::column("group_num", "1", rows, at([](const KernelPoint& p) { return p.groups; })),
+       io::column("L", "PEs", rows, at([](const KernelPoint& p) { return p.hops; })),
+       io::column("file_line", "1", rows, at([](const KernelPoint& p) { return p.line; })),
+       io::column("held_out", "1", rows, [&](std::size_t i) { return after.points[i].held_out; }),
+       io::column("measured_cycles", "cycles", rows, at([](const KernelPoint& p) { return p.mean_cycles; })),
+       io::column("predicted_cycles_start", "cycles", rows, [&](std::size_t i) { return before.points[i].predicted; }),
+       io::column("predicted_cycles", "cycles", rows, [&](std::size_t i) { return after.points[i].predicted; }),
+       io::column("rel_error", "1", rows, [&](std::size_t i) { return after.points[i].rel_error; }),
+       io::column("cv_predicted_cycles", "cycles", rows, [&](std::size_t i) { return cv.predicted[i]; }),
+       io::column("cv_rel_error", "1", rows,
+                  [&](std::size_t i) {
+                    return std::isfinite(cv.predicted[i]) ? calibrate::rel_error(cv.predicted[i], points[i].mean_cycles)
+                                                          : std::nan("");
+                  }),
+       {"sim_cycles_nominal", "cycles", nominal},
+       {"sim_cycles_start", "cycles", at_start},
+       {"sim_cycles", "cycles", simulated}}};
 }
 
 }  // namespace

@@ -297,71 +297,42 @@ void calibrate_against_sim_command(const std::string& config_path, const std::st
   const std::string dir = output_dir.empty() ? "results/runs/calibrate-sim-" + fs::path(config_path).stem().string() : output_dir;
   const OutputDirLock lock = make_output_dir(dir, context.comm);
   // The fitted op pairs, before and after.
-  std::vector<std::string> kernel, phase;
-  std::vector<std::int64_t> pes, op, held;
-  std::vector<double> sim_cycles, model_before, model_after;
-  for (std::size_t i = 0; i < samples.size(); ++i) {
-    kernel.push_back(samples[i].kernel);
-    phase.push_back(samples[i].phase);
-    pes.push_back(samples[i].used_pes);
-    op.push_back(samples[i].op);
-    held.push_back(result.after.points[i].held_out ? 1 : 0);
-    sim_cycles.push_back(samples[i].sim_cycles);
-    model_before.push_back(result.before.points[i].predicted);
-    model_after.push_back(result.after.points[i].predicted);
-  }
-  const io::Table op_pairs{"sim_calibration_pairs",
-                           {{"kernel", "", kernel},
-                            {"phase", "", phase},
-                            {"used_pes", "PEs", pes},
-                            {"op", "1", op},
-                            {"held_out", "bool", held},
-                            {"sim_cycles", "cycles", sim_cycles},
-                            {"model_cycles_before", "cycles", model_before},
-                            {"model_cycles_after", "cycles", model_after}}};
+  const std::size_t n = samples.size();
+  const auto& fit_before = result.before.points;
+  const auto& fit_after = result.after.points;
+  const io::Table op_pairs{
+      "sim_calibration_pairs",
+      {io::column("kernel", "", n, [&](std::size_t i) { return samples[i].kernel; }),
+       io::column("phase", "", n, [&](std::size_t i) { return samples[i].phase; }),
+       io::column("used_pes", "PEs", n, [&](std::size_t i) { return samples[i].used_pes; }),
+       io::column("op", "1", n, [&](std::size_t i) { return samples[i].op; }),
+       io::column("held_out", "bool", n, [&](std::size_t i) { return fit_after[i].held_out; }),
+       io::column("sim_cycles", "cycles", n, [&](std::size_t i) { return samples[i].sim_cycles; }),
+       io::column("model_cycles_before", "cycles", n, [&](std::size_t i) { return fit_before[i].predicted; }),
+       io::column("model_cycles_after", "cycles", n, [&](std::size_t i) { return fit_after[i].predicted; })}};
   // Every schedule: the model before and after the fit against the simulator.
-  std::vector<std::int64_t> setting_ids;
-  std::vector<std::string> labels, phases;
-  std::vector<double> sim_latency, sim_tokens;
-  for (std::size_t s = 0; s < entries.size(); ++s) {
-    setting_ids.push_back(entries[s].setting);
-    labels.push_back(entries[s].label);
-    phases.push_back(entries[s].phase);
-    sim_latency.push_back(sims[s].latency_s);
-    sim_tokens.push_back(sims[s].tokens_per_s);
-  }
-  const io::Table schedule_pairs{"sim_pairs",
-                                 {{"setting_id", "1", setting_ids},
-                                  {"schedule", "", labels},
-                                  {"phase", "", phases},
-                                  {"sim_latency_s", "s", sim_latency},
-                                  {"sim_tokens_per_s", "tokens/s", sim_tokens},
-                                  {"model_latency_s_before", "s", model_latency_before},
-                                  {"model_latency_s_after", "s", model_latency_after}}};
-  std::vector<std::string> scope, scope_kernel, differs;
-  std::vector<std::int64_t> n_pairs, met;
-  std::vector<double> mape_b, rho_b, mape_a, rho_a;
-  for (std::size_t i = 0; i < before.size(); ++i) {
-    scope.push_back(before[i].scope);
-    scope_kernel.push_back(before[i].kernel);
-    n_pairs.push_back(static_cast<std::int64_t>(before[i].pairs));
-    mape_b.push_back(before[i].mape_pct);
-    rho_b.push_back(before[i].spearman);
-    mape_a.push_back(after[i].mape_pct);
-    rho_a.push_back(after[i].spearman);
-    met.push_back(before[i].meets_targets ? 1 : 0);
-    differs.push_back(before[i].differs);
-  }
-  const io::Table agreement_table{"sim_agreement",
-                                  {{"scope", "", scope},
-                                   {"kernel", "", scope_kernel},
-                                   {"pairs", "1", n_pairs},
-                                   {"mape_pct_before_fit", "%", mape_b},
-                                   {"spearman_before_fit", "1", rho_b},
-                                   {"mape_pct_after_fit", "%", mape_a},
-                                   {"spearman_after_fit", "1", rho_a},
-                                   {"meets_targets_before_fit", "bool", met},
-                                   {"physics_that_differ", "", differs}}};
+  const std::size_t m = entries.size();
+  const io::Table schedule_pairs{
+      "sim_pairs",
+      {io::column("setting_id", "1", m, [&](std::size_t s) { return entries[s].setting; }),
+       io::column("schedule", "", m, [&](std::size_t s) { return entries[s].label; }),
+       io::column("phase", "", m, [&](std::size_t s) { return entries[s].phase; }),
+       io::column("sim_latency_s", "s", m, [&](std::size_t s) { return sims[s].latency_s; }),
+       io::column("sim_tokens_per_s", "tokens/s", m, [&](std::size_t s) { return sims[s].tokens_per_s; }),
+       {"model_latency_s_before", "s", model_latency_before},
+       {"model_latency_s_after", "s", model_latency_after}}};
+  const std::size_t k = before.size();
+  const io::Table agreement_table{
+      "sim_agreement",
+      {io::column("scope", "", k, [&](std::size_t i) { return before[i].scope; }),
+       io::column("kernel", "", k, [&](std::size_t i) { return before[i].kernel; }),
+       io::column("pairs", "1", k, [&](std::size_t i) { return before[i].pairs; }),
+       io::column("mape_pct_before_fit", "%", k, [&](std::size_t i) { return before[i].mape_pct; }),
+       io::column("spearman_before_fit", "1", k, [&](std::size_t i) { return before[i].spearman; }),
+       io::column("mape_pct_after_fit", "%", k, [&](std::size_t i) { return after[i].mape_pct; }),
+       io::column("spearman_after_fit", "1", k, [&](std::size_t i) { return after[i].spearman; }),
+       io::column("meets_targets_before_fit", "bool", k, [&](std::size_t i) { return before[i].meets_targets; }),
+       io::column("physics_that_differ", "", k, [&](std::size_t i) { return before[i].differs; })}};
   const double rho_before = held_out_spearman(result.before), rho_after = held_out_spearman(result.after);
   std::ostringstream header;
   header << "Fitted by: wavel-dse calibrate " << config_path << " --fit ";

@@ -125,34 +125,21 @@ std::vector<SensitivityRow> sensitivity_rows(const config::Config& config, const
 }
 
 io::Table sensitivity_table(const std::vector<SensitivityRow>& rows) {
-  std::vector<std::int64_t> id, base_id;
-  std::vector<std::string> key;
-  std::vector<double> base_value, value, tps, base_tps, change, elasticity, j, base_j;
-  for (const auto& r : rows) {
-    id.push_back(r.setting_id);
-    base_id.push_back(r.base_setting_id);
-    key.push_back(r.key);
-    base_value.push_back(r.base_value);
-    value.push_back(r.value);
-    tps.push_back(r.tokens_per_s);
-    base_tps.push_back(r.base_tokens_per_s);
-    change.push_back(r.change);
-    elasticity.push_back(r.elasticity);
-    j.push_back(r.j_per_token);
-    base_j.push_back(r.base_j_per_token);
-  }
+  const std::size_t n = rows.size();
+  const auto at = [&](auto get) { return [&, get](std::size_t i) { return get(rows[i]); }; };
+  using R = SensitivityRow;
   return io::Table{"sensitivity",
-                   {{"setting_id", "1", id},
-                    {"base_setting_id", "1", base_id},
-                    {"key", "", key},
-                    {"base_value", "key units", base_value},
-                    {"value", "key units", value},
-                    {"wavel_tokens_per_s", "tokens/s", tps},
-                    {"base_wavel_tokens_per_s", "tokens/s", base_tps},
-                    {"change", "1", change},
-                    {"elasticity", "1", elasticity},
-                    {"wavel_j_per_token", "J/token", j},
-                    {"base_wavel_j_per_token", "J/token", base_j}}};
+                   {io::column("setting_id", "1", n, at([](const R& r) { return r.setting_id; })),
+                    io::column("base_setting_id", "1", n, at([](const R& r) { return r.base_setting_id; })),
+                    io::column("key", "", n, at([](const R& r) { return r.key; })),
+                    io::column("base_value", "key units", n, at([](const R& r) { return r.base_value; })),
+                    io::column("value", "key units", n, at([](const R& r) { return r.value; })),
+                    io::column("wavel_tokens_per_s", "tokens/s", n, at([](const R& r) { return r.tokens_per_s; })),
+                    io::column("base_wavel_tokens_per_s", "tokens/s", n, at([](const R& r) { return r.base_tokens_per_s; })),
+                    io::column("change", "1", n, at([](const R& r) { return r.change; })),
+                    io::column("elasticity", "1", n, at([](const R& r) { return r.elasticity; })),
+                    io::column("wavel_j_per_token", "J/token", n, at([](const R& r) { return r.j_per_token; })),
+                    io::column("base_wavel_j_per_token", "J/token", n, at([](const R& r) { return r.base_j_per_token; }))}};
 }
 
 io::Table hardware_front_table(const config::Config& config, const std::vector<config::Setting>& settings,

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <variant>
 #include <vector>
@@ -27,6 +28,26 @@ struct Column {
   std::string units;
   std::variant<std::vector<double>, std::vector<std::int64_t>, std::vector<std::string>, TextRows> values;
 };
+
+/// A column of `rows` values, row i being get(i): integers and bools as int64 (a bool as 0/1),
+/// floating point as double, text as strings.
+template <class Get>
+Column column(std::string name, std::string units, std::size_t rows, Get get) {
+  using T = std::decay_t<decltype(get(std::size_t{0}))>;
+  if constexpr (std::is_integral_v<T>) {
+    std::vector<std::int64_t> values(rows);
+    for (std::size_t i = 0; i < rows; ++i) values[i] = static_cast<std::int64_t>(get(i));
+    return Column{std::move(name), std::move(units), std::move(values)};
+  } else if constexpr (std::is_floating_point_v<T>) {
+    std::vector<double> values(rows);
+    for (std::size_t i = 0; i < rows; ++i) values[i] = static_cast<double>(get(i));
+    return Column{std::move(name), std::move(units), std::move(values)};
+  } else {
+    std::vector<std::string> values(rows);
+    for (std::size_t i = 0; i < rows; ++i) values[i] = std::string(get(i));
+    return Column{std::move(name), std::move(units), std::move(values)};
+  }
+}
 
 /// A table is a group of equally long columns, written in this order.
 struct Table {
