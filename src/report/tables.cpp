@@ -19,7 +19,6 @@ namespace wavel::driver {
 io::Table settings_table(const config::Config& config, const std::vector<config::Setting>& settings,
                          const std::vector<SettingResult>& results) {
   using I = std::vector<std::int64_t>;
-  using D = std::vector<double>;
   using S = std::vector<std::string>;
   io::Table table{"settings", {}};
   add_field_columns<SettingResult>(
@@ -53,146 +52,99 @@ io::Table settings_table(const config::Config& config, const std::vector<config:
     table.columns.insert(table.columns.begin() + 1, {"hardware", "1", hw});
     table.columns.insert(table.columns.begin() + 2, {"hardware_label", "", label});
   }
+  const std::size_t rows = results.size();
+  const auto add = [&](std::string name, std::string units, auto get) {
+    table.columns.push_back(io::column(std::move(name), std::move(units), rows, get));
+  };
   for (std::size_t k = 0; k < std::size(kBaselineNames); ++k) {
+    const bool dry = std::any_of(results.begin(), results.end(), [&](const auto& r) { return r.schedules.size() <= k; });
+    if (dry) continue;  // a dry run has no schedules
     const std::string n = kBaselineNames[k];
-    D tps, latency, tpr, headroom, joules;
-    I pes, side, regions, mb, layers, groups, placed;
-    S reason;
-    for (std::size_t i = 0; i < results.size(); ++i) {
-      const auto& r = results[i];
-      if (k >= r.schedules.size()) continue;
-      const auto& s = r.schedules[k];
-      joules.push_back(s.placed ? setting_energy(config, settings.at(i), s.tokens_per_s).j_per_token : nan);
-      placed.push_back(s.placed ? 1 : 0);
-      tps.push_back(s.placed ? s.tokens_per_s : nan);
-      latency.push_back(s.placed ? s.latency_s : nan);
-      tpr.push_back(s.placed ? s.tpr_tokens_per_s : nan);
-      headroom.push_back(s.sram_headroom);
-      pes.push_back(s.pes_used);
-      side.push_back(s.region_side_pes);
-      regions.push_back(s.regions);
-      mb.push_back(s.microbatches);
-      layers.push_back(s.subset_layers);
-      groups.push_back(s.request_groups);
-      reason.push_back(s.na_reason);
-    }
-    if (placed.size() != results.size()) continue;  // dry run: no schedules
-    table.columns.push_back({n + "_placed", "bool", placed});
-    table.columns.push_back({n + "_tokens_per_s", "tokens/s", tps});
-    table.columns.push_back({n + "_latency_s", "s", latency});
-    table.columns.push_back({n + "_tpr_tokens_per_s", "tokens/s", tpr});
-    table.columns.push_back({n + "_j_per_token", "J/token", joules});
-    table.columns.push_back({n + "_pes_used", "PEs", pes});
-    table.columns.push_back({n + "_sram_headroom", "1", headroom});
-    table.columns.push_back({n + "_region_side_pes", "PEs", side});
-    table.columns.push_back({n + "_regions", "1", regions});
-    table.columns.push_back({n + "_microbatches", "1", mb});
-    table.columns.push_back({n + "_layer_subset_layers", "layers", layers});
-    table.columns.push_back({n + "_request_groups", "1", groups});
-    table.columns.push_back({n + "_na_reason", "", reason});
+    const auto sched = [&](std::size_t i) -> const ScheduleResult& { return results[i].schedules[k]; };
+    // Figures of a schedule that was not placed are NaN; its shape columns say what was tried.
+    const auto placed_or_nan = [&](double ScheduleResult::*figure) {
+      return [&, figure](std::size_t i) { return sched(i).placed ? sched(i).*figure : nan; };
+    };
+    add(n + "_placed", "bool", [&](std::size_t i) { return sched(i).placed; });
+    add(n + "_tokens_per_s", "tokens/s", placed_or_nan(&ScheduleResult::tokens_per_s));
+    add(n + "_latency_s", "s", placed_or_nan(&ScheduleResult::latency_s));
+    add(n + "_tpr_tokens_per_s", "tokens/s", placed_or_nan(&ScheduleResult::tpr_tokens_per_s));
+    add(n + "_j_per_token", "J/token", [&](std::size_t i) {
+      return sched(i).placed ? setting_energy(config, settings.at(i), sched(i).tokens_per_s).j_per_token : nan;
+    });
+    add(n + "_pes_used", "PEs", [&](std::size_t i) { return sched(i).pes_used; });
+    add(n + "_sram_headroom", "1", [&](std::size_t i) { return sched(i).sram_headroom; });
+    add(n + "_region_side_pes", "PEs", [&](std::size_t i) { return sched(i).region_side_pes; });
+    add(n + "_regions", "1", [&](std::size_t i) { return sched(i).regions; });
+    add(n + "_microbatches", "1", [&](std::size_t i) { return sched(i).microbatches; });
+    add(n + "_layer_subset_layers", "layers", [&](std::size_t i) { return sched(i).subset_layers; });
+    add(n + "_request_groups", "1", [&](std::size_t i) { return sched(i).request_groups; });
+    add(n + "_na_reason", "", [&](std::size_t i) { return sched(i).na_reason; });
   }
   if (results.empty() || results.front().schedules.empty()) return table;  // dry run: no search
-  {
-    // Weight streaming of the whole model (a deployment even when it does not fit the wafer).
-    I placed;
-    D tps, latency, tpr, need;
-    S reason;
-    for (const auto& r : results) {
-      const auto& ws = r.weight_streaming;
-      placed.push_back(ws.placed ? 1 : 0);
-      tps.push_back(ws.placed ? ws.tokens_per_s : nan);
-      latency.push_back(ws.placed ? ws.latency_s : nan);
-      tpr.push_back(ws.placed ? ws.tpr_tokens_per_s : nan);
-      need.push_back(ws.sram_required_bytes);
-      reason.push_back(ws.na_reason);
-    }
-    table.columns.push_back({"weight_streaming_placed", "bool", placed});
-    table.columns.push_back({"weight_streaming_tokens_per_s", "tokens/s", tps});
-    table.columns.push_back({"weight_streaming_latency_s", "s", latency});
-    table.columns.push_back({"weight_streaming_tpr_tokens_per_s", "tokens/s", tpr});
-    table.columns.push_back({"weight_streaming_sram_required_bytes", "bytes", need});
-    table.columns.push_back({"weight_streaming_na_reason", "", reason});
-  }
-  D tps, tps_per_wafer, latency, headroom, vs_waferllm, vs_fullchip, hv, joules, link_joules, per_kw, power;
-  I pes, mb, stages, front_size, wavel_groups, wavel_wafers;
-  S source;
+  // Weight streaming of the whole model (a deployment even when it does not fit the wafer).
+  const auto ws = [&](std::size_t i) -> const deploy::WeightStreaming& { return results[i].weight_streaming; };
+  add("weight_streaming_placed", "bool", [&](std::size_t i) { return ws(i).placed; });
+  add("weight_streaming_tokens_per_s", "tokens/s", [&](std::size_t i) { return ws(i).placed ? ws(i).tokens_per_s : nan; });
+  add("weight_streaming_latency_s", "s", [&](std::size_t i) { return ws(i).placed ? ws(i).latency_s : nan; });
+  add("weight_streaming_tpr_tokens_per_s", "tokens/s",
+      [&](std::size_t i) { return ws(i).placed ? ws(i).tpr_tokens_per_s : nan; });
+  add("weight_streaming_sram_required_bytes", "bytes", [&](std::size_t i) { return ws(i).sram_required_bytes; });
+  add("weight_streaming_na_reason", "", [&](std::size_t i) { return ws(i).na_reason; });
+  // The best front point (none placed: "none" and NaN figures).
   const FrontEntry nothing{"none", nan, nan, 0, 0, 0, nan, "", {}};
-  for (std::size_t i = 0; i < results.size(); ++i) {
+  const auto best = [&](std::size_t i) -> const FrontEntry& {
+    return results[i].front.empty() ? nothing : results[i].front.front();
+  };
+  std::vector<cost::TokenEnergy> energy;
+  for (std::size_t i = 0; i < rows; ++i) energy.push_back(setting_energy(config, settings.at(i), best(i).tokens_per_s));
+  const auto speedup = [&](std::size_t i, std::size_t k) {
     const auto& r = results[i];
-    const auto& best = r.front.empty() ? nothing : r.front.front();
-    const auto energy = setting_energy(config, settings.at(i), best.tokens_per_s);
-    joules.push_back(energy.j_per_token);
-    link_joules.push_back(energy.link_j_per_token);
-    per_kw.push_back(energy.tokens_per_s_per_kw);
-    power.push_back(energy.power_w);
-    tps.push_back(best.tokens_per_s);
-    tps_per_wafer.push_back(best.tokens_per_s / static_cast<double>(std::max<std::int64_t>(1, r.wafers)));
-    wavel_wafers.push_back(r.wafers);
-    latency.push_back(best.latency_s);
-    headroom.push_back(best.sram_headroom);
-    pes.push_back(best.pes_used);
-    mb.push_back(best.microbatches);
-    stages.push_back(best.stages);
-    source.push_back(best.source);
-    wavel_groups.push_back(best.request_groups);
-    const auto speedup = [&](std::size_t k) {
-      return k < r.schedules.size() && r.schedules[k].placed ? best.tokens_per_s / r.schedules[k].tokens_per_s : nan;
-    };
-    vs_fullchip.push_back(speedup(0));
-    vs_waferllm.push_back(speedup(1));
-    front_size.push_back(static_cast<std::int64_t>(r.front.size()));
-    hv.push_back(r.hypervolume);
-  }
-  table.columns.push_back({"wavel_tokens_per_s", "tokens/s", tps});
-  table.columns.push_back({"wavel_j_per_token", "J/token", joules});
-  table.columns.push_back({"wavel_link_j_per_token", "J/token", link_joules});
-  table.columns.push_back({"wavel_tokens_per_s_per_kw", "tokens/s/kW", per_kw});
-  table.columns.push_back({"system_power_w", "W", power});
-  table.columns.push_back({"wavel_wafers", "systems", wavel_wafers});
-  table.columns.push_back({"tokens_per_s_per_wafer", "tokens/s", tps_per_wafer});
-  table.columns.push_back({"wavel_latency_s", "s", latency});
-  table.columns.push_back({"wavel_pes_used", "PEs", pes});
-  table.columns.push_back({"wavel_sram_headroom", "1", headroom});
-  table.columns.push_back({"wavel_microbatches", "1", mb});
-  table.columns.push_back({"wavel_stages", "1", stages});
-  table.columns.push_back({"wavel_source", "", source});
-  table.columns.push_back({"wavel_request_groups", "1", wavel_groups});
-  table.columns.push_back({"speedup_vs_waferllm", "1", vs_waferllm});
-  table.columns.push_back({"speedup_vs_fullchip", "1", vs_fullchip});
-  {
-    D t_lo, t_hi, w_lo, w_hi, f_lo, f_hi;
-    I draws;
-    for (const auto& r : results) {
-      const auto& iv = r.intervals;
-      t_lo.push_back(iv.wavel_tokens_per_s_lo);
-      t_hi.push_back(iv.wavel_tokens_per_s_hi);
-      w_lo.push_back(iv.speedup_vs_waferllm_lo);
-      w_hi.push_back(iv.speedup_vs_waferllm_hi);
-      f_lo.push_back(iv.speedup_vs_fullchip_lo);
-      f_hi.push_back(iv.speedup_vs_fullchip_hi);
-      draws.push_back(iv.draws);
-    }
-    table.columns.push_back({"wavel_tokens_per_s_lo", "tokens/s", t_lo});
-    table.columns.push_back({"wavel_tokens_per_s_hi", "tokens/s", t_hi});
-    table.columns.push_back({"speedup_vs_waferllm_lo", "1", w_lo});
-    table.columns.push_back({"speedup_vs_waferllm_hi", "1", w_hi});
-    table.columns.push_back({"speedup_vs_fullchip_lo", "1", f_lo});
-    table.columns.push_back({"speedup_vs_fullchip_hi", "1", f_hi});
-    table.columns.push_back({"parameter_draws", "1", draws});
-  }
-  table.columns.push_back({"front_size", "1", front_size});
-  table.columns.push_back({"hypervolume", "1", hv});
-  D sim_latency, sim_error;
-  for (const auto& r : results) {
-    // A grouped best is another setting's schedule: its simulation is that setting's.
-    const bool best = !r.sim.empty() && r.sim.front().schedule == "wavel" && !r.front.empty() &&
-                      r.front.front().request_groups == 1;
-    sim_latency.push_back(best ? r.sim.front().sim_latency_s : nan);
-    sim_error.push_back(best ? (r.sim.front().model_latency_s - r.sim.front().sim_latency_s) / r.sim.front().sim_latency_s
-                             : nan);
-  }
-  table.columns.push_back({"wavel_sim_latency_s", "s", sim_latency});
-  table.columns.push_back({"wavel_model_vs_sim_rel_error", "1", sim_error});
+    return k < r.schedules.size() && r.schedules[k].placed ? best(i).tokens_per_s / r.schedules[k].tokens_per_s : nan;
+  };
+  add("wavel_tokens_per_s", "tokens/s", [&](std::size_t i) { return best(i).tokens_per_s; });
+  add("wavel_j_per_token", "J/token", [&](std::size_t i) { return energy[i].j_per_token; });
+  add("wavel_link_j_per_token", "J/token", [&](std::size_t i) { return energy[i].link_j_per_token; });
+  add("wavel_tokens_per_s_per_kw", "tokens/s/kW", [&](std::size_t i) { return energy[i].tokens_per_s_per_kw; });
+  add("system_power_w", "W", [&](std::size_t i) { return energy[i].power_w; });
+  add("wavel_wafers", "systems", [&](std::size_t i) { return results[i].wafers; });
+  add("tokens_per_s_per_wafer", "tokens/s", [&](std::size_t i) {
+    return best(i).tokens_per_s / static_cast<double>(std::max<std::int64_t>(1, results[i].wafers));
+  });
+  add("wavel_latency_s", "s", [&](std::size_t i) { return best(i).latency_s; });
+  add("wavel_pes_used", "PEs", [&](std::size_t i) { return best(i).pes_used; });
+  add("wavel_sram_headroom", "1", [&](std::size_t i) { return best(i).sram_headroom; });
+  add("wavel_microbatches", "1", [&](std::size_t i) { return best(i).microbatches; });
+  add("wavel_stages", "1", [&](std::size_t i) { return best(i).stages; });
+  add("wavel_source", "", [&](std::size_t i) { return best(i).source; });
+  add("wavel_request_groups", "1", [&](std::size_t i) { return best(i).request_groups; });
+  add("speedup_vs_waferllm", "1", [&](std::size_t i) { return speedup(i, 1); });
+  add("speedup_vs_fullchip", "1", [&](std::size_t i) { return speedup(i, 0); });
+  const auto iv = [&](std::size_t i) -> const PredictionIntervals& { return results[i].intervals; };
+  add("wavel_tokens_per_s_lo", "tokens/s", [&](std::size_t i) { return iv(i).wavel_tokens_per_s_lo; });
+  add("wavel_tokens_per_s_hi", "tokens/s", [&](std::size_t i) { return iv(i).wavel_tokens_per_s_hi; });
+  add("speedup_vs_waferllm_lo", "1", [&](std::size_t i) { return iv(i).speedup_vs_waferllm_lo; });
+  add("speedup_vs_waferllm_hi", "1", [&](std::size_t i) { return iv(i).speedup_vs_waferllm_hi; });
+  add("speedup_vs_fullchip_lo", "1", [&](std::size_t i) { return iv(i).speedup_vs_fullchip_lo; });
+  add("speedup_vs_fullchip_hi", "1", [&](std::size_t i) { return iv(i).speedup_vs_fullchip_hi; });
+  add("parameter_draws", "1", [&](std::size_t i) { return iv(i).draws; });
+  add("front_size", "1", [&](std::size_t i) { return results[i].front.size(); });
+  add("hypervolume", "1", [&](std::size_t i) { return results[i].hypervolume; });
+  // A grouped best is another setting's schedule: its simulation is that setting's.
+  const auto simulated_best = [&](std::size_t i) -> const SimPair* {
+    const auto& r = results[i];
+    const bool own = !r.sim.empty() && r.sim.front().schedule == "wavel" && !r.front.empty() &&
+                     r.front.front().request_groups == 1;
+    return own ? &r.sim.front() : nullptr;
+  };
+  add("wavel_sim_latency_s", "s", [&](std::size_t i) {
+    const SimPair* x = simulated_best(i);
+    return x ? x->sim_latency_s : nan;
+  });
+  add("wavel_model_vs_sim_rel_error", "1", [&](std::size_t i) {
+    const SimPair* x = simulated_best(i);
+    return x ? (x->model_latency_s - x->sim_latency_s) / x->sim_latency_s : nan;
+  });
   return table;
 }
 
