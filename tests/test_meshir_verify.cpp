@@ -1,6 +1,8 @@
 // Tests of the MeshIR verifier, each of its checks, and the SRAM model.
 #include <doctest/doctest.h>
 
+#include <set>
+
 #include "meshir_fixtures.hpp"
 
 using namespace meshir_fixtures;  // NOLINT: the fixtures are this file's vocabulary
@@ -402,4 +404,26 @@ TEST_CASE("meshir verify: products only on a MeshGEMM") {
   CHECK(formatted(verify_text(s).diagnostics).find("only a meshgemm runs products one after another") != std::string::npos);
   s.ops[1].work.products = 0;
   CHECK(formatted(verify_text(s).diagnostics).find("products is 0") != std::string::npos);
+}
+
+TEST_CASE("meshir kernel table: one row per kernel, in enum order, names round-trip") {
+  using namespace wavel::meshir;
+  const auto& table = kernel_table();
+  REQUIRE(table.size() == static_cast<std::size_t>(Kernel::moe_combine) + 1);
+  std::set<std::string_view> names;
+  for (std::size_t i = 0; i < table.size(); ++i) {
+    const KernelInfo& k = table[i];
+    CHECK(static_cast<std::size_t>(k.kernel) == i);
+    CHECK(names.insert(k.name).second);
+    CHECK(parse_kernel(k.name) == k.kernel);
+    CHECK(to_string(k.kernel) == k.name);
+    CHECK(&kernel_info(k.kernel) == &k);
+    if (k.moves_between_regions) CHECK_FALSE(k.holds_weights);  // a mover keeps nothing resident
+    CHECK(k.route_colours >= 0);
+  }
+  CHECK_FALSE(parse_kernel("meshgemm ").has_value());
+  // The verifier's messages name the kernels the table allows.
+  Schedule s = decode_schedule();
+  s.ops[0].work.products = 2;
+  CHECK(formatted(verify(s, VerifyOptions{"t", {}, {}})).find("only a meshgemm runs products") != std::string::npos);
 }

@@ -8,6 +8,7 @@
 
 #include "wavel/common/error.hpp"
 #include "wavel/common/hash.hpp"
+#include "wavel/meshir/kernels.hpp"
 #include "wavel/sim/detail/compose.hpp"
 #include "wavel/sim/detail/link.hpp"
 
@@ -19,9 +20,7 @@ using meshir::Axis;
 using meshir::Kernel;
 using meshir::PlacedOp;
 
-bool moves_between_regions(Kernel k) {
-  return k == Kernel::transfer || k == Kernel::moe_dispatch || k == Kernel::moe_combine;
-}
+using meshir::moves_between_regions;
 
 // Everything the simulated time of an op depends on, as text (movers add their distance and lanes).
 std::string memo_key(const meshir::Schedule& schedule, const PlacedOp& op) {

@@ -6,6 +6,7 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <utility>
 
 #include "wavel/calibrate/fit.hpp"
 #include "wavel/common/error.hpp"
@@ -18,6 +19,11 @@
 namespace wavel::calibrate {
 
 namespace {
+
+// The kernels a measurement file may name (`kernel:`), declared once. The shift is WaferLLM's
+// neighbour shift, timed on its own; in a schedule it is part of kv_shift and of MeshGEMM's alignment.
+constexpr std::pair<KernelKind, const char*> kKernelKinds[] = {
+    {KernelKind::meshgemm, "meshgemm"}, {KernelKind::meshgemv, "meshgemv"}, {KernelKind::shift, "shift"}};
 
 using yaml::Node;
 using yaml::Validator;
@@ -117,10 +123,8 @@ meshir::PlacedOp square_op(meshir::Kernel kernel, std::int64_t side) {
 }  // namespace
 
 std::string to_string(KernelKind kind) {
-  switch (kind) {
-    case KernelKind::meshgemm: return "meshgemm";
-    case KernelKind::meshgemv: return "meshgemv";
-    case KernelKind::shift: return "shift";
+  for (const auto& [k, name] : kKernelKinds) {
+    if (k == kind) return name;
   }
   return "?";
 }
@@ -151,14 +155,18 @@ KernelSet parse_kernel_set(const std::string& text, const std::string& file_labe
   if (kernel == nullptr) v.error(root.where, "kernel", "missing required key");
   if (points == nullptr) v.error(root.where, "points", "missing required key");
   std::optional<std::string> name;
-  if (kernel != nullptr) name = v.choice(*kernel, "kernel", {"meshgemm", "meshgemv", "shift"});
+  std::vector<std::string> kinds;
+  for (const auto& [k, n] : kKernelKinds) kinds.emplace_back(n);
+  if (kernel != nullptr) name = v.choice(*kernel, "kernel", kinds);
   if (const Node* hw = root.find("hardware")) {
     if (auto is_hw = v.boolean(*hw, "hardware"); is_hw && !*is_hw) {
       v.error(hw->where, "hardware", "only hardware measurements are fitted (this file says hardware: false)");
     }
   }
   if (name && points != nullptr) {
-    set.kind = *name == "meshgemm" ? KernelKind::meshgemm : *name == "meshgemv" ? KernelKind::meshgemv : KernelKind::shift;
+    for (const auto& [k, n] : kKernelKinds) {
+      if (*name == n) set.kind = k;
+    }
     if (points->kind != Node::Kind::sequence || points->items.empty()) {
       v.error(points->where, "points", "expected a non-empty list of measurements");
     } else if (points->items.size() > kMaxPoints) {

@@ -361,22 +361,7 @@ OpCost link_crossing_cost(const meshir::Schedule& schedule, const PlacedOp& op, 
   return c;
 }
 
-int colours_needed(const PlacedOp& op) {
-  switch (op.kernel) {
-    case Kernel::meshgemm:
-    case Kernel::gemm_t: return 4;  // two operands, each on an interleaved ring (one colour per direction)
-    case Kernel::meshgemv:
-    case Kernel::allreduce: return 3;  // one per tree level plus the broadcast
-    case Kernel::relayout:
-    case Kernel::moe_dispatch:
-    case Kernel::moe_combine: return 2;
-    case Kernel::kv_shift:
-    case Kernel::lookup:
-    case Kernel::transfer: return 1;
-    case Kernel::elementwise: return 0;
-  }
-  return 0;
-}
+int colours_needed(const PlacedOp& op) { return meshir::kernel_info(op.kernel).route_colours; }
 
 OpCost op_cost(const meshir::Schedule& schedule, const PlacedOp& op, const wafer::WaferParams& wafer,
                const CostParams& params) {

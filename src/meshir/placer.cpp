@@ -198,7 +198,7 @@ int Placer::place_op(const workload::Op& op, const std::string& name, int region
   for (int r : inputs) {
     if (r < 0) continue;
     const PlacedOp& producer = s_.ops[static_cast<std::size_t>(r)];
-    const bool resident_state = producer.kernel == Kernel::kv_shift;  // the cache keeps its own layout
+    const bool resident_state = kernel_info(producer.kernel).resident_state;  // the cache keeps its layout
     const bool remaps = moves_between_regions(p.kernel);              // movers re-map as they go
     if (!resident_state && !remaps && !producer.out_layout.aligned_with(p.in_layout)) {
       r = relayout(r, p.in_layout, op.name);

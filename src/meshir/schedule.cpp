@@ -1,6 +1,8 @@
 // Names of MeshIR kernels, dimensions and axes, as printed in the text form and in results.
 #include "wavel/meshir/schedule.hpp"
 
+#include "wavel/meshir/kernels.hpp"
+
 #include <algorithm>
 #include <array>
 #include <utility>
@@ -9,21 +11,7 @@ namespace wavel::meshir {
 
 namespace {
 
-// One table per enum keeps to_string and parse_* from drifting apart.
-constexpr std::array<std::pair<Kernel, std::string_view>, 11> kernel_names{{
-    {Kernel::meshgemm, "meshgemm"},
-    {Kernel::gemm_t, "gemm_t"},
-    {Kernel::meshgemv, "meshgemv"},
-    {Kernel::elementwise, "elementwise"},
-    {Kernel::allreduce, "allreduce"},
-    {Kernel::kv_shift, "kv_shift"},
-    {Kernel::lookup, "lookup"},
-    {Kernel::transfer, "transfer"},
-    {Kernel::relayout, "relayout"},
-    {Kernel::moe_dispatch, "moe_dispatch"},
-    {Kernel::moe_combine, "moe_combine"},
-}};
-
+// One table per enum keeps to_string and parse_* from drifting apart (kernels: kernels.cpp).
 constexpr std::array<std::pair<Dim, std::string_view>, 3> dim_names{{
     {Dim::none, "none"},
     {Dim::tokens, "tokens"},
@@ -67,13 +55,13 @@ std::optional<Enum> value_of(const std::array<std::pair<Enum, std::string_view>,
 
 }  // namespace
 
-std::string_view to_string(Kernel kernel) { return name_of(kernel_names, kernel); }
+std::string_view to_string(Kernel kernel) { return kernel_info(kernel).name; }
 std::string_view to_string(Dim dim) { return name_of(dim_names, dim); }
 std::string_view to_string(Axis axis) { return name_of(axis_names, axis); }
 std::string_view to_string(AttentionRole role) { return name_of(attention_names, role); }
 std::optional<AttentionRole> parse_attention_role(std::string_view text) { return value_of(attention_names, text); }
 
-std::optional<Kernel> parse_kernel(std::string_view text) { return value_of(kernel_names, text); }
+std::optional<Kernel> parse_kernel(std::string_view text) { return kernel_named(text); }
 std::optional<Dim> parse_dim(std::string_view text) { return value_of(dim_names, text); }
 std::optional<Axis> parse_axis(std::string_view text) { return value_of(axis_names, text); }
 std::string_view to_string(Edge edge) { return name_of(edge_names, edge); }

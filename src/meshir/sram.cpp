@@ -7,16 +7,11 @@
 #include <utility>
 
 #include "detail/saturating.hpp"
+#include "wavel/meshir/kernels.hpp"
 #include "wavel/meshir/verify.hpp"
 
 namespace wavel::meshir {
 using namespace detail;
-
-bool moves_between_regions(Kernel kernel) {
-  return kernel == Kernel::transfer || kernel == Kernel::moe_dispatch || kernel == Kernel::moe_combine;
-}
-
-bool holds_no_weights(Kernel kernel) { return moves_between_regions(kernel) || kernel == Kernel::relayout; }
 
 std::int64_t RegionSram::total_bytes() const { return saturating_add(resident_bytes, buffer_bytes); }
 

@@ -37,6 +37,21 @@ bool holds(const Rect& r, std::int64_t px, std::int64_t py) {
   return px >= r.x && py >= r.y && px < end_of(r.x, r.w) && py < end_of(r.y, r.h);
 }
 
+// "a", "a and b", "a, b and c": the kernels whose row has `trait`.
+template <class Trait>
+std::string kernels_that(Trait trait) {
+  std::vector<std::string_view> names;
+  for (const KernelInfo& k : kernel_table()) {
+    if (trait(k)) names.push_back(k.name);
+  }
+  std::string out;
+  for (std::size_t j = 0; j < names.size(); ++j) {
+    out += j == 0 ? "" : j + 1 == names.size() ? " and " : ", ";
+    out += names[j];
+  }
+  return out;
+}
+
 std::string rect_text(const Rect& r) {
   return std::to_string(r.x) + "," + std::to_string(r.y) + "," + std::to_string(r.w) + "," + std::to_string(r.h);
 }
@@ -294,9 +309,9 @@ void Checker::check_op(std::size_t i) {
     if (count < 0 || count > kMaxScalarPerElement) {
       op_error(i, key, "vec_" + std::string(f.name) + " is " + std::to_string(count) + ", expected 0 to " +
                            std::to_string(kMaxScalarPerElement));
-    } else if (op.kernel != Kernel::elementwise && op.kernel != Kernel::allreduce) {
-      op_error(i, key, "only elementwise and allreduce ops run a vector instruction mix, this op is " +
-                           std::string(to_string(op.kernel)));
+    } else if (!kernel_info(op.kernel).vector_mix) {
+      op_error(i, key, "only " + kernels_that([](const KernelInfo& k) { return k.vector_mix; }) +
+                           " ops run a vector instruction mix, this op is " + std::string(to_string(op.kernel)));
     }
   }
   if (op.work.scalar_elements < 0 || op.work.scalar_elements > kMaxWork) {
@@ -305,18 +320,19 @@ void Checker::check_op(std::size_t i) {
   }
   if (op.work.products < 1 || op.work.products > kMaxHeads) {
     op_error(i, "work.products", "products is " + std::to_string(op.work.products) + ", expected 1 to 2^20");
-  } else if (op.work.products > 1 && op.kernel != Kernel::meshgemm) {
-    op_error(i, "work.products", "only a meshgemm runs products one after another, this op is " +
-                                     std::string(to_string(op.kernel)));
+  } else if (op.work.products > 1 && !kernel_info(op.kernel).grouped_products) {
+    op_error(i, "work.products", "only a " + kernels_that([](const KernelInfo& k) { return k.grouped_products; }) +
+                                     " runs products one after another, this op is " + std::string(to_string(op.kernel)));
   }
   if (op.work.fused < 1 || op.work.fused > kMaxHeads) {
     op_error(i, "work.fused", "fused is " + std::to_string(op.work.fused) + ", expected 1 to 2^20");
-  } else if (op.work.fused > 1 && op.kernel != Kernel::meshgemv) {
-    op_error(i, "work.fused", "only a meshgemv fuses products into one reduction, this op is " +
-                                  std::string(to_string(op.kernel)));
+  } else if (op.work.fused > 1 && !kernel_info(op.kernel).fused_products) {
+    op_error(i, "work.fused", "only a " + kernels_that([](const KernelInfo& k) { return k.fused_products; }) +
+                                  " fuses products into one reduction, this op is " + std::string(to_string(op.kernel)));
   }
-  if (op.input_skewed && op.kernel != Kernel::meshgemm) {
-    op_error(i, "skewed", "only a meshgemm skips its alignment shifts, this op is " + std::string(to_string(op.kernel)));
+  if (op.input_skewed && !kernel_info(op.kernel).skewable) {
+    op_error(i, "skewed", "only a " + kernels_that([](const KernelInfo& k) { return k.skewable; }) +
+                              " skips its alignment shifts, this op is " + std::string(to_string(op.kernel)));
   }
   // Token rows (batch x m) are multiplied by tile sizes in the cost model and the simulator.
   if (op.work.batch > 0 && op.work.m > 0 && op.work.batch > kMaxWork / op.work.m) {
@@ -329,12 +345,13 @@ void Checker::check_op(std::size_t i) {
   }
   // An attention role means something only on the kernels that compute attention.
   if (op.attention != AttentionRole::none) {
-    const bool product = op.kernel == Kernel::meshgemv || op.kernel == Kernel::meshgemm || op.kernel == Kernel::gemm_t;
-    const bool fits = op.attention == AttentionRole::softmax ? op.kernel == Kernel::allreduce : product;
-    if (!fits) {
+    const auto can = [](AttentionFit fit) { return [fit](const KernelInfo& k) { return k.attention == fit; }; };
+    const AttentionFit needed = op.attention == AttentionRole::softmax ? AttentionFit::softmax : AttentionFit::products;
+    if (kernel_info(op.kernel).attention != needed) {
       op_error(i, "attn",
                "attn=" + std::string(to_string(op.attention)) + " means nothing on a " + std::string(to_string(op.kernel)) +
-                   " op (scores and values: meshgemv, meshgemm, gemm_t; softmax: allreduce)");
+                   " op (scores and values: " + kernels_that(can(AttentionFit::products)) +
+                   "; softmax: " + kernels_that(can(AttentionFit::softmax)) + ")");
     }
   }
 
@@ -442,7 +459,7 @@ void Checker::check_edges() {
         continue;
       }
       if (c.kernel == Kernel::relayout || moves_between_regions(c.kernel)) continue;
-      if (p.kernel == Kernel::kv_shift) continue;  // the KV cache is resident state kept in its own layout
+      if (kernel_info(p.kernel).resident_state) continue;  // the KV cache keeps its own layout
       if (!p.out_layout.aligned_with(c.in_layout)) {
         op_error(i, "in",
                  "expects its input in layout " + placement_text(c.in_layout) + " but " + producer +

@@ -30,19 +30,19 @@ struct Rect {
 /// Mesh axis.
 enum class Axis { x, y };
 
-/// The mesh kernel that executes an op (domain.md §3).
+/// The mesh kernel that executes an op (domain.md §3); what each is and does: meshir/kernels.hpp.
 enum class Kernel {
-  meshgemm,     ///< Cannon on an interleaved ring (prefill matmul)
-  gemm_t,       ///< Q.K^T without transpose: shift K, reduce-add along X (prefill attention)
-  meshgemv,     ///< local GEMV, K-tree allreduce, broadcast (decode matmul and attention)
-  elementwise,  ///< local only: RoPE, SiLU.mul, residual add
-  allreduce,    ///< scalar allreduce per token (RMSNorm, softmax max and sum) plus local work
-  kv_shift,     ///< append to the shift-based KV cache
-  lookup,       ///< embedding lookup
-  transfer,     ///< move an activation between regions
-  relayout,     ///< re-map an activation inside a region to another layout
-  moe_dispatch, ///< multicast tokens to expert regions
-  moe_combine,  ///< gather expert outputs back
+  meshgemm,
+  gemm_t,
+  meshgemv,
+  elementwise,
+  allreduce,
+  kv_shift,
+  lookup,
+  transfer,
+  relayout,
+  moe_dispatch,
+  moe_combine,
 };
 
 /// A side of the wafer: where a system's I/O (its links to other systems) enters the mesh.

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "wavel/common/error.hpp"
+#include "wavel/meshir/kernels.hpp"
 #include "wavel/meshir/schedule.hpp"
 #include "wavel/meshir/text.hpp"
 
@@ -14,12 +15,6 @@ namespace wavel::meshir {
 
 /// Routing colours an op occupies per PE; the tool passes cost::colours_needed.
 using ColoursNeeded = std::function<int(const PlacedOp&)>;
-
-/// Kernels that carry an activation from their `region` to `to_region`: transfer, moe_dispatch, moe_combine.
-bool moves_between_regions(Kernel kernel);
-
-/// Kernels that only move or re-map activations and so keep no weights: the movers and relayout.
-bool holds_no_weights(Kernel kernel);
 
 /// SRAM per PE of one region, in bytes, split by what occupies it.
 struct RegionSram {
