@@ -1,5 +1,5 @@
 // Writes (--write) or checks (--check) the generated blocks of docs/*.md from the tables they
-// describe, so a key or a kernel is declared once, in code:
+// describe (config keys, MeshIR kernels), so a key or a kernel is declared once, in code:
 //   <!-- generated: NAME -->
 //   ...
 //   <!-- end generated -->
@@ -12,6 +12,7 @@
 #include <sstream>
 #include <string>
 
+#include "wavel/config/keys.hpp"
 #include "wavel/meshir/kernels.hpp"
 
 namespace {
@@ -32,10 +33,23 @@ std::string kernels_block() {
   return out.str();
 }
 
+std::string config_block(const std::string& section) {
+  std::ostringstream out;
+  out << "| key | unit | default | meaning |\n|---|---|---|---|\n";
+  for (const auto& k : config::key_reference(section)) {
+    out << "| `" << k.key << "` | " << k.unit << " | " << k.default_text << " | " << k.meaning << " |\n";
+  }
+  return out.str();
+}
+
 const std::map<std::string, std::function<std::string()>>& generators() {
-  static const std::map<std::string, std::function<std::string()>> g{
-      {"meshir.kernels", kernels_block},
-  };
+  static const std::map<std::string, std::function<std::string()>> g = [] {
+    std::map<std::string, std::function<std::string()>> m{{"meshir.kernels", kernels_block}};
+    for (const auto& section : config::table_sections()) {
+      m["config." + section] = [section] { return config_block(section); };
+    }
+    return m;
+  }();
   return g;
 }
 

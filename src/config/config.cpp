@@ -116,14 +116,6 @@ void read_wafer(Validator& v, const Node& node, wafer::WaferParams& w) {
   }
 }
 
-// Published figures; see EnergyConfig and docs/config.md, Energy.
-void read_energy(Validator& v, const Node& node, EnergyConfig& e) {
-  const std::string path = "energy";
-  v.check_map(node, path, {"system_power_w", "off_wafer_pj_per_bit"});
-  read_double(v, node, path, "system_power_w", e.system_power_w, cost::kMinSystemPowerW, cost::kMaxSystemPowerW);
-  read_double(v, node, path, "off_wafer_pj_per_bit", e.off_wafer_pj_per_bit, 0.0, 1000.0);
-}
-
 // Paths in the file are relative to the file; paths from --set to the working directory.
 fs::path resolve_input_path(const std::string& given, const Node& node, const std::string& config_file) {
   fs::path resolved = given;
@@ -431,16 +423,16 @@ Config parse_config(const std::string& text, const std::string& file, const std:
   v.check_map(root, "", {"wafer", "workloads", "cost", "baselines", "cluster", "search", "sim", "output", "energy"});
   read_wafer(v, child_or_null(root, "wafer"), config.wafer);
   read_wafer_sweep(v, child_or_null(root, "wafer"), config.wafer, config.wafer_sweep);
-  read_energy(v, child_or_null(root, "energy"), config.energy);
+  read_energy(v, child_or_null(root, "energy"), config.wafer, config.energy);
   read_cost(v, child_or_null(root, "cost"), config.wafer, config.cost, file);
   config.wafer.pe_timing = config.cost.sim_timing;  // the simulator's, from the same calibration
   read_baselines(v, child_or_null(root, "baselines"), config.wafer, config.baselines);
   read_cluster(v, child_or_null(root, "cluster"), config.wafer, config.cluster);
   read_workloads(v, root, child_or_null(root, "workloads"), config.workloads, file);
   check_unmodelled(v, config.workloads, config.notes);
-  read_search(v, child_or_null(root, "search"), config.search);
-  read_sim(v, child_or_null(root, "sim"), config.sim);
-  read_output(v, child_or_null(root, "output"), config.output, file);
+  read_search(v, child_or_null(root, "search"), config.wafer, config.search);
+  read_sim(v, child_or_null(root, "sim"), config.wafer, config.sim);
+  read_output(v, child_or_null(root, "output"), config.wafer, config.output, file);
   // A pipeline gives each wafer at least one decoder layer (cases check their own).
   for (const auto& m : config.workloads.models) {
     for (const std::int64_t wafers : config.cluster.wafers) {

@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "wavel/config/config.hpp"
+#include "detail/keys.hpp"
 
 namespace wavel::config {
 
@@ -75,10 +76,7 @@ std::string to_yaml(const Config& c, bool absolute_paths) {
   }
   out << YAML::EndMap;
   out << YAML::EndMap;
-  out << YAML::Key << "energy" << YAML::Value << YAML::BeginMap;
-  out << YAML::Key << "system_power_w" << YAML::Value << num(c.energy.system_power_w);
-  out << YAML::Key << "off_wafer_pj_per_bit" << YAML::Value << num(c.energy.off_wafer_pj_per_bit);
-  out << YAML::EndMap;
+  detail::write_keys(out, "energy", detail::energy_keys(), c, c.energy);
 
   const auto& a = c.workloads;
   out << YAML::Key << "workloads" << YAML::Value << YAML::BeginMap;
@@ -128,78 +126,11 @@ std::string to_yaml(const Config& c, bool absolute_paths) {
   }
   out << YAML::EndMap;
 
-  out << YAML::Key << "baselines" << YAML::Value << YAML::BeginMap;
-  out << YAML::Key << "waferllm_region_side_pes" << YAML::Value << c.baselines.waferllm_region_side_pes;
-  out << YAML::Key << "waferllm_side_step_pes" << YAML::Value << c.baselines.waferllm_side_step_pes;
-  out << YAML::Key << "waferllm_sides" << YAML::Value << YAML::Flow << c.baselines.waferllm_sides;
-  out << YAML::EndMap;
-
-  const auto& s = c.search;
-  out << YAML::Key << "search" << YAML::Value << YAML::BeginMap;
-  out << YAML::Key << "exhaustive" << YAML::Value << s.exhaustive;
-  out << YAML::Key << "cut_ratios" << YAML::Value << YAML::Flow << YAML::BeginSeq;
-  for (double r : s.cut_ratios) out << num(r);
-  out << YAML::EndSeq;
-  out << YAML::Key << "strip_counts" << YAML::Value << YAML::Flow << s.strip_counts;
-  out << YAML::Key << "max_cut_depth" << YAML::Value << s.max_cut_depth;
-  out << YAML::Key << "group_scales" << YAML::Value << YAML::Flow << YAML::BeginSeq;
-  for (double g : s.group_scales) out << num(g);
-  out << YAML::EndSeq;
-  out << YAML::Key << "used_fractions" << YAML::Value << YAML::Flow << YAML::BeginSeq;
-  for (double f : s.used_fractions) out << num(f);
-  out << YAML::EndSeq;
-  out << YAML::Key << "objectives" << YAML::Value << YAML::Flow << s.objective_names;
-  out << YAML::Key << "time_limit_s" << YAML::Value << num(s.time_limit_s);
-  out << YAML::Key << "seed" << YAML::Value << s.seed;
-  out << YAML::Key << "checkpoint_interval_s" << YAML::Value << num(s.checkpoint_interval_s);
-  out << YAML::Key << "root_chunks" << YAML::Value << s.root_chunks;
-  out << YAML::Key << "expert_groups" << YAML::Value << YAML::Flow << s.expert_groups;
-  out << YAML::Key << "fusion" << YAML::Value << s.fusion;
-  out << YAML::Key << "cut_step_pes" << YAML::Value << s.cut_step_pes;
-  out << YAML::Key << "sram_cuts" << YAML::Value << s.sram_cuts;
-  out << YAML::Key << "sram_boundaries" << YAML::Value << s.sram_boundaries;
-  out << YAML::Key << "square_step_pes" << YAML::Value << s.square_step_pes;
-  out << YAML::Key << "square_sides" << YAML::Value << YAML::Flow << s.square_sides;
-  out << YAML::Key << "seed_baselines" << YAML::Value << s.seed_baselines;
-  out << YAML::Key << "all_anchors" << YAML::Value << s.all_anchors;
-  out << YAML::Key << "sram_used_step_pes" << YAML::Value << s.sram_used_step_pes;
-  out << YAML::Key << "sram_footprints" << YAML::Value << YAML::Flow << YAML::BeginSeq;
-  for (double f : s.sram_footprints) out << num(f);
-  out << YAML::EndSeq;
-  out << YAML::EndMap;
-
-  out << YAML::Key << "cluster" << YAML::Value << YAML::BeginMap;
-  out << YAML::Key << "preset" << YAML::Value << c.cluster.preset;
-  if (c.cluster.max_wafers > 0) {
-    out << YAML::Key << "max_wafers" << YAML::Value << c.cluster.max_wafers;
-  } else if (c.workloads.cases.empty()) {  // cases carry their own
-    out << YAML::Key << "wafers" << YAML::Value << YAML::Flow << c.cluster.wafers;
-  }
-  if (c.cluster.target_tpr_tokens_per_s > 0) {
-    out << YAML::Key << "target_tpr_tokens_per_s" << YAML::Value << num(c.cluster.target_tpr_tokens_per_s);
-  }
-  if (c.cluster.target_ttft_s > 0) out << YAML::Key << "target_ttft_s" << YAML::Value << num(c.cluster.target_ttft_s);
-  out << YAML::Key << "io_edge" << YAML::Value << std::string(meshir::to_string(c.cluster.io_edge));
-  out << YAML::Key << "link_bytes_per_s" << YAML::Value << num(c.cluster.link_bytes_per_s);
-  out << YAML::Key << "link_latency_s" << YAML::Value << num(c.cluster.link_latency_s);
-  out << YAML::Key << "ingress_bytes_per_s" << YAML::Value << num(c.cluster.ingress_bytes_per_s);
-  out << YAML::Key << "external_memory_bytes" << YAML::Value << num(c.cluster.external_memory_bytes);
-  out << YAML::EndMap;
-
-  out << YAML::Key << "sim" << YAML::Value << YAML::BeginMap;
-  out << YAML::Key << "samples" << YAML::Value << c.sim.samples;
-  out << YAML::Key << "fidelity" << YAML::Value << c.sim.fidelity;
-  out << YAML::Key << "model_ramps" << YAML::Value << c.sim.model_ramps;
-  out << YAML::EndMap;
-
-  const auto& o = c.output;
-  out << YAML::Key << "output" << YAML::Value << YAML::BeginMap;
-  out << YAML::Key << "dir" << YAML::Value << o.dir;
-  out << YAML::Key << "hdf5" << YAML::Value << o.hdf5;
-  out << YAML::Key << "csv" << YAML::Value << o.csv;
-  out << YAML::Key << "progress" << YAML::Value << o.progress;
-  out << YAML::Key << "table" << YAML::Value << o.table;
-  out << YAML::EndMap;
+  detail::write_keys(out, "baselines", detail::baselines_keys(), c, c.baselines);
+  detail::write_keys(out, "search", detail::search_keys(), c, c.search);
+  detail::write_keys(out, "cluster", detail::cluster_keys(), c, c.cluster);
+  detail::write_keys(out, "sim", detail::sim_keys(), c, c.sim);
+  detail::write_keys(out, "output", detail::output_keys(), c, c.output);
   out << YAML::EndMap;
   return std::string(out.c_str()) + "\n";
 }

@@ -1,36 +1,320 @@
-// The run sections of the config: the cluster around the wafer, the baselines, the search, the
-// sampled simulation and the output.
+// The run sections of the config (the cluster around the wafer, the baselines, the search, the
+// sampled simulation, the output, energy), each one key table: what the reader allows and reads,
+// what the resolved YAML writes and what docs/config.md shows.
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <limits>
 #include <set>
 
-#include "detail/read.hpp"
+#include "detail/keys.hpp"
+#include "wavel/common/error.hpp"
 #include "wavel/config/hardware.hpp"
 
 namespace wavel::config::detail {
 using namespace wavel::yaml;
 namespace fs = std::filesystem;
 
+namespace {
+
+constexpr std::int64_t kMaxPes = std::int64_t{1} << 20;
+
+std::string number_text(double x) {
+  if (x == std::floor(x) && std::abs(x) < 1e6) return std::to_string(static_cast<std::int64_t>(x));
+  for (int e = -12; e <= 18; ++e) {
+    if (x == std::pow(10.0, e)) return "10^" + std::to_string(e);
+  }
+  return format_double(x);
+}
+
+std::string integer_text(std::int64_t x) {
+  if (x == std::numeric_limits<std::int64_t>::max()) return "2^63 - 1";
+  if (x >= 1024 && (x & (x - 1)) == 0) {
+    int e = 0;
+    while ((std::int64_t{1} << e) != x) ++e;
+    return "2^" + std::to_string(e);
+  }
+  return std::to_string(x);
+}
+
+// A key of ints bounded by the shorter grid side (`lo` up to it).
+template <class S>
+Key<S> side_key(std::string name, std::int64_t S::*m, std::int64_t lo, std::string meaning) {
+  return {std::move(name), "PEs", std::move(meaning) + "; " + integer_text(lo) + " … the shorter grid side", "",
+          [m, lo](Validator& v, const Node& n, const std::string& p, S& s, const KeyContext& c) {
+            if (auto x = v.integer(n, p, lo, std::min(c.wafer.grid_w_pes, c.wafer.grid_h_pes))) s.*m = *x;
+          },
+          [m](YAML::Emitter& out, const S& s) { out << s.*m; }, {}};
+}
+
+// `key` shown with `text` as its default in docs/config.md.
+template <class S>
+Key<S> shown_default(Key<S> key, std::string text) {
+  key.default_text = std::move(text);
+  return key;
+}
+
+// `key` written to the resolved YAML only when it is set (positive).
+template <class S>
+Key<S> when_positive(Key<S> key, double S::*m) {
+  key.written = [m](const Config&, const S& s) { return s.*m > 0; };
+  key.default_text = "none";
+  return key;
+}
+
+}  // namespace
+
+std::string bounds_text(double lo, double hi, bool lo_exclusive) {
+  return lo_exclusive ? "in (" + number_text(lo) + ", " + number_text(hi) + "]"
+                      : number_text(lo) + " … " + number_text(hi);
+}
+
+std::string bounds_text(std::int64_t lo, std::int64_t hi) { return integer_text(lo) + " … " + integer_text(hi); }
+
+void emit_numbers(YAML::Emitter& out, const std::vector<double>& values) {
+  out << YAML::Flow << YAML::BeginSeq;
+  for (double x : values) out << format_double(x);
+  out << YAML::EndSeq;
+}
+
+const KeyTable<BaselinesConfig>& baselines_keys() {
+  static const KeyTable<BaselinesConfig> t{
+      side_key("waferllm_region_side_pes", &BaselinesConfig::waferllm_region_side_pes, 0,
+               "fixed side P of WaferLLM's square regions; 0 tunes P"),
+      side_key("waferllm_side_step_pes", &BaselinesConfig::waferllm_side_step_pes, 1,
+               "tuning tries every multiple of this up to the shorter grid side (on a grid shorter than the step, "
+               "its largest square)"),
+      {"waferllm_sides", "PEs",
+       "further sides tuning tries (e.g. WaferLLM's own 375 and 750 with a coarser step); each 1 … the shorter "
+       "grid side",
+       "",
+       [](Validator& v, const Node& n, const std::string& p, BaselinesConfig& b, const KeyContext& c) {
+         if (n.kind == Node::Kind::sequence && n.items.empty()) return;  // [] keeps none
+         const std::int64_t largest = std::min(c.wafer.grid_w_pes, c.wafer.grid_h_pes);
+         b.waferllm_sides = v.axis(n, p, [&](const Node& i, const std::string& ip) { return v.integer(i, ip, 1, largest); });
+       },
+       [](YAML::Emitter& out, const BaselinesConfig& b) { out << YAML::Flow << b.waferllm_sides; },
+       {}},
+  };
+  return t;
+}
+
+const KeyTable<deploy::ClusterParams>& cluster_keys() {
+  using C = deploy::ClusterParams;
+  using K = Keys<C>;
+  static const KeyTable<C> t{
+      {"preset", "", "the system's figures below: " + [] {
+         std::string names;
+         for (const auto& n : deploy::cluster_preset_names()) names += (names.empty() ? "`" : ", `") + n + "`";
+         return names;
+       }(),
+       "`cs2` for wafer `wse2`, else `cs3`",
+       [](Validator& v, const Node& n, const std::string& p, C& c, const KeyContext&) {
+         if (auto name = v.choice(n, p, deploy::cluster_preset_names())) c = deploy::cluster_preset(*name);
+       },
+       [](YAML::Emitter& out, const C& c) { out << c.preset; }, {}},
+      {"wafers", "systems",
+       "systems a setting deploys the model over: a sweep axis (ids run models, wafers, phases, requests, lengths); "
+       "each " + bounds_text(1, deploy::kMaxWafers),
+       "",
+       [](Validator& v, const Node& n, const std::string& p, C& c, const KeyContext&) {
+         c.wafers = v.axis(n, p, [&](const Node& i, const std::string& ip) { return v.integer(i, ip, 1, deploy::kMaxWafers); });
+       },
+       [](YAML::Emitter& out, const C& c) { out << YAML::Flow << c.wafers; },
+       [](const Config& config, const C& c) { return c.max_wafers == 0 && config.workloads.cases.empty(); }},
+      {"max_wafers", "systems",
+       "instead of `wafers`: every count from 1 to this, each model up to its decoder layers; each problem's fewest, "
+       "fastest, most-per-wafer and target-meeting count in `wafer_counts.csv` (Pipelines, below); " +
+           bounds_text(1, deploy::kMaxWafers),
+       "none",
+       [](Validator& v, const Node& n, const std::string& p, C& c, const KeyContext&) {
+         if (auto x = v.integer(n, p, 1, deploy::kMaxWafers)) c.max_wafers = *x;
+       },
+       [](YAML::Emitter& out, const C& c) { out << c.max_wafers; },
+       [](const Config&, const C& c) { return c.max_wafers > 0; }},
+      when_positive(K::number("target_tpr_tokens_per_s", &C::target_tpr_tokens_per_s, 0.0, 1e9, true, "tokens/s",
+                              "decode tokens/s per user (1 / TPOT) a deployment must reach, for the wafer-count table"),
+                    &C::target_tpr_tokens_per_s),
+      when_positive(K::number("target_ttft_s", &C::target_ttft_s, 0.0, 1e6, true, "s",
+                              "the TTFT a prefill deployment must stay within, for the same"),
+                    &C::target_ttft_s),
+      {"io_edge", "",
+       "the wafer edge where a system's I/O enters the mesh (`west`, `east`, `north`, `south`; unpublished, so a "
+       "parameter)",
+       "",
+       [](Validator& v, const Node& n, const std::string& p, C& c, const KeyContext&) {
+         std::vector<std::string> edges;
+         for (const auto e : {meshir::Edge::west, meshir::Edge::east, meshir::Edge::north, meshir::Edge::south}) {
+           edges.emplace_back(meshir::to_string(e));
+         }
+         if (auto e = v.choice(n, p, edges)) c.io_edge = *meshir::parse_edge(*e);
+       },
+       [](YAML::Emitter& out, const C& c) { out << std::string(meshir::to_string(c.io_edge)); }, {}},
+      K::number("link_bytes_per_s", &C::link_bytes_per_s, 1e6, 1e15, false, "B/s",
+                "one system's I/O each way (12 × 100 GbE)"),
+      K::number("link_latency_s", &C::link_latency_s, deploy::kMinLinkLatencyS, deploy::kMaxLinkLatencyS, false, "s",
+                "one crossing between systems (no vendor figure)"),
+      K::number("ingress_bytes_per_s", &C::ingress_bytes_per_s, 1e6, 1e15, false, "B/s",
+                "weights from external memory into the wafer (through the same I/O)"),
+      shown_default(K::number("external_memory_bytes", &C::external_memory_bytes, 0, 1e18, false, "bytes",
+                              "MemoryX-like weight store"),
+                    "`" + format_double(deploy::cluster_preset("cs2").external_memory_bytes) + "` (cs2), `" +
+                        format_double(deploy::cluster_preset("cs3").external_memory_bytes) + "` (cs3)"),
+  };
+  return t;
+}
+
+const KeyTable<SearchConfig>& search_keys() {
+  using S = SearchConfig;
+  using K = Keys<S>;
+  static const KeyTable<S> t{
+      K::flag("exhaustive", &S::exhaustive, "turn off bound and dominance pruning (for verification)"),
+      {"cut_ratios", "", "two-way CUTs: where a side may be split, as fractions of it; each in (0, 1)", "",
+       [](Validator& v, const Node& n, const std::string& p, S& s, const KeyContext&) {
+         s.cut_ratios = v.axis(n, p, [&](const Node& i, const std::string& ip) {
+           auto r = v.number(i, ip, 0.0, 1.0, true);
+           if (r && *r >= 1.0) {
+             v.error(i.where, ip, "must be < 1, got " + i.scalar);
+             r.reset();
+           }
+           return r;
+         });
+       },
+       [](YAML::Emitter& out, const S& s) { emit_numbers(out, s.cut_ratios); }, {}},
+      K::integers("strip_counts", &S::strip_counts, 3, 64, true, "strips",
+                  "n-way CUTs into equal strips (`[]` turns them off)"),
+      K::integer("max_cut_depth", &S::max_cut_depth, 0, 16, "", "deepest nesting of CUTs (a multi-way CUT counts once)"),
+      K::numbers("group_scales", &S::group_scales, 0.0, 64.0, true, false, "",
+                 "TUNE: K-tree group size = scale × √(side), per axis"),
+      K::numbers("used_fractions", &S::used_fractions, 0.0, 1.0, true, false, "",
+                 "TUNE: fraction of each region side a leaf actually uses"),
+      {"objectives", "",
+       "Pareto objectives the fronts compare (pieces' fronts and the setting's), each once: `throughput`, "
+       "`latency`, `pes`; points equal in them keep the first by (−throughput, latency, PEs, id)",
+       "",
+       [](Validator& v, const Node& n, const std::string& p, S& s, const KeyContext&) {
+         s.objective_names = v.axis(n, p, [&](const Node& i, const std::string& ip) {
+           return v.choice(i, ip, {"throughput", "latency", "pes"});
+         });
+         std::set<std::string> distinct(s.objective_names.begin(), s.objective_names.end());
+         if (distinct.size() != s.objective_names.size()) v.error(n.where, p, "an objective is listed twice");
+       },
+       [](YAML::Emitter& out, const S& s) { out << YAML::Flow << s.objective_names; }, {}},
+      K::number("time_limit_s", &S::time_limit_s, 0.0, 1e9, false, "s",
+                "wall-time limit per search piece; 0 = none. A limit that triggers makes results timing-dependent "
+                "(`/search_stats/timed_out` says so)"),
+      K::integer("seed", &S::seed, 0, std::numeric_limits<std::int64_t>::max(), "",
+                 "seeds the parameter draws and calibration sampling, and which search piece takes which root CUT "
+                 "option (a hash of seed and option index); the front's objectives never depend on it, the work "
+                 "split and pruning counts do"),
+      K::number("checkpoint_interval_s", &S::checkpoint_interval_s, 0.0, 1e9, false, "s",
+                "also write a checkpoint this often; 0 = on SIGUSR1/SIGTERM only. Not part of the config hash"),
+      K::integer("root_chunks", &S::root_chunks, 1, 4096, "pieces",
+                 "root CUT options of each (micro-batch count, footprint) are split into this many search pieces, "
+                 "the units of distribution (the square sides too)"),
+      K::integers("expert_groups", &S::expert_groups, 1, 4096, false, "strips",
+                  "MoE: the expert CUT of a leaf into this many strips of experts (only counts that divide the "
+                  "expert count); `[1]` turns it off"),
+      K::flag("fusion", &S::fusion,
+              "TUNE may fuse operators that read one input (prefill Q/K/V and gate/up, MLA's down-projections; see "
+              "[Search](search.md)); `false`: the space without it"),
+      K::integer("cut_step_pes", &S::cut_step_pes, 0, kMaxPes, "PEs",
+                 "two-way CUTs also at every multiple of this many PEs along a side, at every depth (absolute "
+                 "positions); 0 = none"),
+      K::integer("sram_cuts", &S::sram_cuts, 0, 64, "boundaries",
+                 "root two-way CUTs derived from SRAM need: for n block boundaries splitting the blocks into n + 1 "
+                 "near-equal runs, the position where the first part just holds its run's weights and KV cache (off "
+                 "by default: on the quickstart n = 2 found two settings 0.3 % and 1.3 % faster for 3× the search "
+                 "time)"),
+      K::flag("sram_boundaries", &S::sram_boundaries,
+              "root CUTs also split the blocks where each child in turn (from the first, or from the last) holds as "
+              "many blocks as its PEs can"),
+      K::integer("square_step_pes", &S::square_step_pes, 0, kMaxPes, "PEs",
+                 "P × P square layouts in snake order: every multiple of this side up to the shorter grid side; 0 = "
+                 "none"),
+      K::integers("square_sides", &S::square_sides, 1, kMaxPes, true, "PEs",
+                  "further square sides (e.g. WaferLLM's 375 and 750)"),
+      K::flag("seed_baselines", &S::seed_baselines,
+              "both baselines enter the front as seeds; `false`: the front holds searched schedules only"),
+      K::flag("all_anchors", &S::all_anchors,
+              "TUNE: a leaf's used rectangle at every corner of its region that keeps it off defective PEs; `false`: "
+              "only the first such corner (top-left, top-right, bottom-left, bottom-right), which without defects is "
+              "the top-left one (on the quickstart `true` made one setting 0.08 % faster for 1.5× the wall time)"),
+      K::integer("sram_used_step_pes", &S::sram_used_step_pes, 0, kMaxPes, "PEs",
+                 "TUNE: also the smallest used rectangle of each SRAM family (full width, full height, the region's "
+                 "aspect; free sides in multiples of this many PEs) that holds the leaf's weights and KV cache; 0 = "
+                 "none (off by default: on the quickstart, g = 64 made two settings 0.3 % and 7.2 % faster for 1.4× "
+                 "the wall time and 2.3× the block costs; g = 16 up to 8.3 % for 2.3× the wall time)"),
+      K::numbers("sram_footprints", &S::sram_footprints, 0.0, 1.0, true, true, "",
+                 "footprints sized by SRAM need: for each fill f, the smallest full-width strip and the smallest "
+                 "rectangle of the grid's aspect (top-left) whose SRAM holds the model's weights and KV cache at fill "
+                 "f, besides the grid's fractions; `[]` = none (off by default: on the quickstart, `[0.75]` made three "
+                 "settings 0.1 %, 1.0 % and 2.3 % faster for 1.35-1.6× the wall time on 2 ranks; on tiny decode at 16 "
+                 "× 16 it gives a 16 × 15 strip where the fractions offered only the grid)"),
+  };
+  return t;
+}
+
+const KeyTable<SimConfig>& sim_keys() {
+  using K = Keys<SimConfig>;
+  static const KeyTable<SimConfig> t{
+      K::integer("samples", &SimConfig::samples, 0, kMaxPes, "schedules",
+                 "schedules simulated per setting: the front's points first (best throughput first), then the "
+                 "baselines; 0 turns it off"),
+      K::choice("fidelity", &SimConfig::fidelity, {"message", "packet", "wavelet"},
+                "`message`, `packet` (16 wavelets) or `wavelet` (every 32-bit wavelet an event; small regions)"),
+      K::flag("model_ramps", &SimConfig::model_ramps,
+              "the PE-router ramps are channels with occupancy (both tiles of a MeshGEMM step share one ramp)"),
+  };
+  return t;
+}
+
+const KeyTable<OutputConfig>& output_keys() {
+  using K = Keys<OutputConfig>;
+  static const KeyTable<OutputConfig> t{
+      {"dir", "", "output folder, relative to the working directory; `--output` overrides it",
+       "`results/runs/<config stem>`",
+       [](Validator& v, const Node& n, const std::string& p, OutputConfig& o, const KeyContext&) {
+         if (auto d = v.string(n, p)) {
+           if (d->empty()) {
+             v.error(n.where, p, "must not be empty");
+           } else {
+             o.dir = *d;
+           }
+         }
+       },
+       [](YAML::Emitter& out, const OutputConfig& o) { out << o.dir; }, {}},
+      K::flag("hdf5", &OutputConfig::hdf5, "write `results.h5`"),
+      K::flag("csv", &OutputConfig::csv, "write `summary.csv`"),
+      K::choice("progress", &OutputConfig::progress, {"auto", "always", "never"},
+                "progress line on stderr: `auto` (when stderr is a terminal, or under Slurm, where stderr is the job "
+                "log), `always`, `never`"),
+      K::choice("table", &OutputConfig::table, {"narrow", "wide"},
+                "the printed settings table: `narrow` (the headline columns) or `wide` (every column; `--wide` on the "
+                "command line)"),
+  };
+  return t;
+}
+
+const KeyTable<EnergyConfig>& energy_keys() {
+  using K = Keys<EnergyConfig>;
+  static const KeyTable<EnergyConfig> t{
+      K::number("system_power_w", &EnergyConfig::system_power_w, cost::kMinSystemPowerW, cost::kMaxSystemPowerW, false,
+                "W",
+                "one CS-2/CS-3 system at its preset's PEs and clock; Cerebras publishes 15–23 kW for a system (the "
+                "wafer near 15 kW, the system up to 23 kW), so the default is the middle and the bounds are the range"),
+      K::number("off_wafer_pj_per_bit", &EnergyConfig::off_wafer_pj_per_bit, 0.0, 1000.0, false, "pJ/bit",
+                "a bit over a wafer-to-wafer link: WaferLLM Table 1, ~10 pJ/bit off-chip against ~0.1 pJ/bit "
+                "die-to-die on the wafer"),
+  };
+  return t;
+}
+
 // The system a wafer sits in (cs2 for wse2, cs3 otherwise) unless `preset` says; each figure overridable.
 void read_cluster(Validator& v, const Node& node, const wafer::WaferParams& wafer, deploy::ClusterParams& c) {
-  const std::string path = "cluster";
-  v.check_map(node, path, {"preset", "wafers", "max_wafers", "target_tpr_tokens_per_s", "target_ttft_s", "io_edge",
-                           "link_bytes_per_s", "link_latency_s", "ingress_bytes_per_s", "external_memory_bytes"});
-  std::string preset = wafer.preset == "wse2" ? "cs2" : "cs3";
-  if (present(node, "preset")) {
-    if (auto p = v.choice(child_or_null(node, "preset"), "cluster.preset", deploy::cluster_preset_names())) preset = *p;
-  }
-  c = deploy::cluster_preset(preset);
-  read_double(v, node, path, "link_bytes_per_s", c.link_bytes_per_s, 1e6, 1e15);
-  read_double(v, node, path, "link_latency_s", c.link_latency_s, deploy::kMinLinkLatencyS, deploy::kMaxLinkLatencyS);
-  read_double(v, node, path, "ingress_bytes_per_s", c.ingress_bytes_per_s, 1e6, 1e15);
-  read_double(v, node, path, "external_memory_bytes", c.external_memory_bytes, 0, 1e18);
-  if (present(node, "wafers")) {
-    c.wafers = v.axis(child_or_null(node, "wafers"), "cluster.wafers",
-                      [&](const Node& n, const std::string& p) { return v.integer(n, p, 1, deploy::kMaxWafers); });
-  }
-  read_int(v, node, path, "max_wafers", c.max_wafers, 1, deploy::kMaxWafers);
+  c = deploy::cluster_preset(wafer.preset == "wse2" ? "cs2" : "cs3");
+  const std::string none;
+  read_keys(v, node, "cluster", cluster_keys(), c, KeyContext{wafer, none});
   if (present(node, "max_wafers") && present(node, "wafers")) {
     v.error(child_or_null(node, "max_wafers").where, "cluster.max_wafers",
             "give either cluster.wafers (the counts to sweep) or cluster.max_wafers (every count from 1), not both");
@@ -39,149 +323,53 @@ void read_cluster(Validator& v, const Node& node, const wafer::WaferParams& wafe
     c.wafers.clear();
     for (std::int64_t w = 1; w <= c.max_wafers; ++w) c.wafers.push_back(w);
   }
-  read_double(v, node, path, "target_tpr_tokens_per_s", c.target_tpr_tokens_per_s, 0.0, 1e9, true);
-  read_double(v, node, path, "target_ttft_s", c.target_ttft_s, 0.0, 1e6, true);
-  std::vector<std::string> edges;
-  for (const auto e : {meshir::Edge::west, meshir::Edge::east, meshir::Edge::north, meshir::Edge::south}) {
-    edges.emplace_back(meshir::to_string(e));
-  }
-  if (present(node, "io_edge")) {
-    if (auto e = v.choice(child_or_null(node, "io_edge"), "cluster.io_edge", edges)) c.io_edge = *meshir::parse_edge(*e);
-  }
 }
 
 void read_baselines(Validator& v, const Node& node, const wafer::WaferParams& wafer, BaselinesConfig& b) {
-  const std::string path = "baselines";
-  v.check_map(node, path, {"waferllm_region_side_pes", "waferllm_side_step_pes", "waferllm_sides"});
-  const std::int64_t largest = std::min(wafer.grid_w_pes, wafer.grid_h_pes);
-  read_int(v, node, path, "waferllm_region_side_pes", b.waferllm_region_side_pes, 0, largest);
-  read_int(v, node, path, "waferllm_side_step_pes", b.waferllm_side_step_pes, 1, largest);
-  const Node& sides = child_or_null(node, "waferllm_sides");
-  const bool empty_list = sides.kind == Node::Kind::sequence && sides.items.empty();
-  if (present(node, "waferllm_sides") && !empty_list) {
-    b.waferllm_sides = v.axis(sides, "baselines.waferllm_sides",
-                              [&](const Node& n, const std::string& p) { return v.integer(n, p, 1, largest); });
-  }
+  const std::string none;
+  read_keys(v, node, "baselines", baselines_keys(), b, KeyContext{wafer, none});
 }
 
-void read_search(Validator& v, const Node& node, SearchConfig& s) {
-  const std::string path = "search";
-  v.check_map(node, path,
-              {"exhaustive", "cut_ratios", "strip_counts", "max_cut_depth", "group_scales", "used_fractions",
-               "objectives", "time_limit_s", "seed", "checkpoint_interval_s", "root_chunks",
-               "expert_groups", "fusion", "cut_step_pes", "sram_cuts", "sram_boundaries", "square_step_pes", "square_sides",
-               "seed_baselines", "all_anchors", "sram_used_step_pes", "sram_footprints"});
-  read_bool(v, node, path, "exhaustive", s.exhaustive);
-  if (present(node, "cut_ratios")) {
-    s.cut_ratios = v.axis(child_or_null(node, "cut_ratios"), "search.cut_ratios",
-                          [&](const Node& n, const std::string& p) {
-                            auto r = v.number(n, p, 0.0, 1.0, true);
-                            if (r && *r >= 1.0) {
-                              v.error(n.where, p, "must be < 1, got " + n.scalar);
-                              r.reset();
-                            }
-                            return r;
-                          });
-  }
-  if (present(node, "strip_counts")) {
-    const Node& n = child_or_null(node, "strip_counts");
-    if (n.kind == Node::Kind::sequence && n.items.empty()) {
-      s.strip_counts.clear();  // an empty list turns n-way CUTs off
-    } else {
-      s.strip_counts = v.axis(n, "search.strip_counts",
-                              [&](const Node& item, const std::string& p) { return v.integer(item, p, 3, 64); });
-    }
-  }
-  read_int(v, node, path, "max_cut_depth", s.max_cut_depth, 0, 16);
-  if (present(node, "group_scales")) {
-    s.group_scales = v.axis(child_or_null(node, "group_scales"), "search.group_scales",
-                            [&](const Node& n, const std::string& p) { return v.number(n, p, 0.0, 64.0, true); });
-  }
-  if (present(node, "used_fractions")) {
-    s.used_fractions = v.axis(child_or_null(node, "used_fractions"), "search.used_fractions",
-                              [&](const Node& n, const std::string& p) { return v.number(n, p, 0.0, 1.0, true); });
-  }
-  if (present(node, "objectives")) {
-    s.objective_names = v.axis(child_or_null(node, "objectives"), "search.objectives",
-                          [&](const Node& n, const std::string& p) {
-                            return v.choice(n, p, {"throughput", "latency", "pes"});
-                          });
-    std::set<std::string> distinct(s.objective_names.begin(), s.objective_names.end());
-    if (distinct.size() != s.objective_names.size()) {
-      v.error(child_or_null(node, "objectives").where, "search.objectives", "an objective is listed twice");
-    }
-  }
+void read_search(Validator& v, const Node& node, const wafer::WaferParams& wafer, SearchConfig& s) {
+  const std::string none;
+  read_keys(v, node, "search", search_keys(), s, KeyContext{wafer, none});
   const auto has = [&](const char* name) {
     return std::find(s.objective_names.begin(), s.objective_names.end(), name) != s.objective_names.end();
   };
   s.objectives = search::ObjectiveSet{has("throughput"), has("latency"), has("pes")};
-  read_double(v, node, path, "time_limit_s", s.time_limit_s, 0.0, 1e9);
-  read_int(v, node, path, "seed", s.seed, 0, std::numeric_limits<std::int64_t>::max());
-  read_double(v, node, path, "checkpoint_interval_s", s.checkpoint_interval_s, 0.0, 1e9);
-  read_int(v, node, path, "root_chunks", s.root_chunks, 1, 4096);
-  if (present(node, "expert_groups")) {
-    s.expert_groups = v.axis(child_or_null(node, "expert_groups"), "search.expert_groups",
-                             [&](const Node& item, const std::string& p) { return v.integer(item, p, 1, 4096); });
-  }
-  read_bool(v, node, path, "fusion", s.fusion);
-  read_int(v, node, path, "cut_step_pes", s.cut_step_pes, 0, 1 << 20);
-  read_int(v, node, path, "sram_cuts", s.sram_cuts, 0, 64);
-  read_bool(v, node, path, "sram_boundaries", s.sram_boundaries);
-  read_int(v, node, path, "square_step_pes", s.square_step_pes, 0, 1 << 20);
-  // Lists where [] means "none" (v.axis refuses empty lists).
-  const auto read_optional_list = [&](const char* key, auto& out, auto item) {
-    if (!present(node, key)) return;
-    const Node& n = child_or_null(node, key);
-    if (n.kind == Node::Kind::sequence && n.items.empty()) {
-      out.clear();
-    } else {
-      out = v.axis(n, path + "." + key, item);
-    }
-  };
-  read_optional_list("square_sides", s.square_sides,
-                     [&](const Node& item, const std::string& p) { return v.integer(item, p, 1, 1 << 20); });
-  read_bool(v, node, path, "seed_baselines", s.seed_baselines);
-  read_bool(v, node, path, "all_anchors", s.all_anchors);
-  read_int(v, node, path, "sram_used_step_pes", s.sram_used_step_pes, 0, 1 << 20);
-  read_optional_list("sram_footprints", s.sram_footprints,
-                     [&](const Node& item, const std::string& p) { return v.number(item, p, 0.0, 1.0, true); });
 }
 
-void read_sim(Validator& v, const Node& node, SimConfig& c) {
-  const std::string path = "sim";
-  v.check_map(node, path, {"samples", "fidelity", "model_ramps"});
-  read_int(v, node, path, "samples", c.samples, 0, 1 << 20);
-  if (present(node, "fidelity")) {
-    if (auto f = v.choice(child_or_null(node, "fidelity"), "sim.fidelity", {"message", "packet", "wavelet"})) {
-      c.fidelity = *f;
-    }
-  }
-  read_bool(v, node, path, "model_ramps", c.model_ramps);
+void read_sim(Validator& v, const Node& node, const wafer::WaferParams& wafer, SimConfig& c) {
+  const std::string none;
+  read_keys(v, node, "sim", sim_keys(), c, KeyContext{wafer, none});
 }
 
-void read_output(Validator& v, const Node& node, OutputConfig& o, const std::string& file) {
-  const std::string path = "output";
-  v.check_map(node, path, {"dir", "hdf5", "csv", "progress", "table"});
+void read_output(Validator& v, const Node& node, const wafer::WaferParams& wafer, OutputConfig& o,
+                 const std::string& file) {
   o.dir = "results/runs/" + fs::path(file).stem().string();
-  if (present(node, "dir")) {
-    if (auto d = v.string(child_or_null(node, "dir"), "output.dir")) {
-      if (d->empty()) {
-        v.error(child_or_null(node, "dir").where, "output.dir", "must not be empty");
-      } else {
-        o.dir = *d;
-      }
-    }
-  }
-  read_bool(v, node, path, "hdf5", o.hdf5);
-  read_bool(v, node, path, "csv", o.csv);
-  if (present(node, "progress")) {
-    if (auto p = v.choice(child_or_null(node, "progress"), "output.progress", {"auto", "always", "never"})) {
-      o.progress = *p;
-    }
-  }
-  if (present(node, "table")) {
-    if (auto t = v.choice(child_or_null(node, "table"), "output.table", {"narrow", "wide"})) o.table = *t;
-  }
+  read_keys(v, node, "output", output_keys(), o, KeyContext{wafer, file});
+}
+
+void read_energy(Validator& v, const Node& node, const wafer::WaferParams& wafer, EnergyConfig& e) {
+  const std::string none;
+  read_keys(v, node, "energy", energy_keys(), e, KeyContext{wafer, none});
 }
 
 }  // namespace wavel::config::detail
+
+namespace wavel::config {
+
+std::vector<std::string> table_sections() { return {"energy", "baselines", "search", "cluster", "sim", "output"}; }
+
+std::vector<KeyDoc> key_reference(const std::string& section) {
+  using namespace detail;
+  if (section == "energy") return docs_of(energy_keys(), EnergyConfig{});
+  if (section == "baselines") return docs_of(baselines_keys(), BaselinesConfig{});
+  if (section == "search") return docs_of(search_keys(), SearchConfig{});
+  if (section == "cluster") return docs_of(cluster_keys(), deploy::cluster_preset("cs3"));
+  if (section == "sim") return docs_of(sim_keys(), SimConfig{});
+  if (section == "output") return docs_of(output_keys(), OutputConfig{});
+  throw InternalError("config::key_reference: no key table for section '" + section + "'");
+}
+
+}  // namespace wavel::config

@@ -1,5 +1,5 @@
 // The config reader's internals: optional-key readers and the readers of the run sections
-// (cluster, baselines, search, sim, output) that sections.cpp holds.
+// (cluster, baselines, search, sim, output, energy) that sections.cpp holds, each from its key table.
 #pragma once
 
 #include <cstdint>
@@ -39,8 +39,9 @@ inline void read_bool(Validator& v, const Node& map, const std::string& path, co
 
 void read_cluster(Validator& v, const Node& node, const wafer::WaferParams& wafer, deploy::ClusterParams& c);
 void read_baselines(Validator& v, const Node& node, const wafer::WaferParams& wafer, BaselinesConfig& b);
-void read_search(Validator& v, const Node& node, SearchConfig& s);
-void read_sim(Validator& v, const Node& node, SimConfig& c);
-void read_output(Validator& v, const Node& node, OutputConfig& o, const std::string& file);
+void read_search(Validator& v, const Node& node, const wafer::WaferParams& wafer, SearchConfig& s);
+void read_sim(Validator& v, const Node& node, const wafer::WaferParams& wafer, SimConfig& c);
+void read_output(Validator& v, const Node& node, const wafer::WaferParams& wafer, OutputConfig& o, const std::string& file);
+void read_energy(Validator& v, const Node& node, const wafer::WaferParams& wafer, EnergyConfig& e);
 
 }  // namespace wavel::config::detail
