@@ -7,6 +7,7 @@
 #include <set>
 
 #include "wavel/common/error.hpp"
+#include "wavel/common/inverse.hpp"
 
 namespace wavel::calibrate {
 
@@ -23,32 +24,13 @@ const cost::ParamInfo& info_of(const std::string& name) {
   throw InternalError("unknown parameter " + name);
 }
 
-// Inverse of a small symmetric positive definite matrix by Gauss-Jordan; throws if singular.
-std::vector<std::vector<double>> inverse(std::vector<std::vector<double>> a, const std::string& file) {
-  const std::size_t n = a.size();
-  std::vector<std::vector<double>> inv(n, std::vector<double>(n, 0.0));
-  for (std::size_t i = 0; i < n; ++i) inv[i][i] = 1.0;
-  for (std::size_t c = 0; c < n; ++c) {
-    std::size_t pivot = c;
-    for (std::size_t r = c + 1; r < n; ++r) {
-      if (std::abs(a[r][c]) > std::abs(a[pivot][c])) pivot = r;
-    }
-    if (!(std::abs(a[pivot][c]) > 1e-300)) throw DataError({Diagnostic{file, 0, 0, "points", "the fitted parameters are not identifiable from these points (singular J^T J)"}});
-    std::swap(a[c], a[pivot]);
-    std::swap(inv[c], inv[pivot]);
-    const double d = a[c][c];
-    for (std::size_t k = 0; k < n; ++k) {
-      a[c][k] /= d;
-      inv[c][k] /= d;
-    }
-    for (std::size_t r = 0; r < n; ++r) {
-      if (r == c) continue;
-      const double f = a[r][c];
-      for (std::size_t k = 0; k < n; ++k) {
-        a[r][k] -= f * a[c][k];
-        inv[r][k] -= f * inv[c][k];
-      }
-    }
+// Inverse of a small symmetric positive definite matrix; throws if singular.
+std::vector<std::vector<double>> inverse(const std::vector<std::vector<double>>& a, const std::string& file) {
+  std::size_t singular = 0;
+  auto inv = gauss_jordan_inverse(a, 1e-300, singular);
+  if (singular > 0) {
+    throw DataError({Diagnostic{file, 0, 0, "points",
+                                "the fitted parameters are not identifiable from these points (singular J^T J)"}});
   }
   return inv;
 }

@@ -9,6 +9,7 @@
 
 #include "wavel/common/error.hpp"
 #include "wavel/common/hash.hpp"
+#include "wavel/common/inverse.hpp"
 #include "wavel/cost/model.hpp"
 
 namespace wavel::cost {
@@ -34,33 +35,10 @@ const ParamInfo* info_of(const std::string& name) {
   return nullptr;
 }
 
-std::vector<std::vector<double>> inverse(std::vector<std::vector<double>> a) {
-  const std::size_t n = a.size();
-  std::vector<std::vector<double>> inv(n, std::vector<double>(n, 0.0));
-  for (std::size_t i = 0; i < n; ++i) inv[i][i] = 1.0;
-  for (std::size_t c = 0; c < n; ++c) {
-    std::size_t pivot = c;
-    for (std::size_t r = c + 1; r < n; ++r) {
-      if (std::abs(a[r][c]) > std::abs(a[pivot][c])) pivot = r;
-    }
-    std::swap(a[c], a[pivot]);
-    std::swap(inv[c], inv[pivot]);
-    const double d = a[c][c];
-    if (!(std::abs(d) > 0.0)) continue;  // a zero-variance pinned block: conditioning on it changes nothing
-    for (std::size_t k = 0; k < n; ++k) {
-      a[c][k] /= d;
-      inv[c][k] /= d;
-    }
-    for (std::size_t r = 0; r < n; ++r) {
-      if (r == c) continue;
-      const double f = a[r][c];
-      for (std::size_t k = 0; k < n; ++k) {
-        a[r][k] -= f * a[c][k];
-        inv[r][k] -= f * inv[c][k];
-      }
-    }
-  }
-  return inv;
+// A zero pivot is a pinned block of zero variance: conditioning on it changes nothing.
+std::vector<std::vector<double>> inverse(const std::vector<std::vector<double>>& a) {
+  std::size_t zero_pivots = 0;
+  return gauss_jordan_inverse(a, 0.0, zero_pivots);
 }
 
 }  // namespace

@@ -6,11 +6,13 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <map>
 #include <memory>
 
 #include "wavel/common/error.hpp"
+#include "wavel/common/fields.hpp"
 #include "wavel/cost/model.hpp"
 #include "wavel/meshir/verify.hpp"
 #include "wavel/search/detail/solver.hpp"
@@ -256,22 +258,15 @@ PieceResult SearchWorkspace::run(const std::string& setting_key, const workload:
 }
 
 void accumulate(SearchStats& total, const SearchStats& part) {
-  total.nodes_visited += part.nodes_visited;
-  total.exhaustive_tree_log10 = detail::log10_add(total.exhaustive_tree_log10, part.exhaustive_tree_log10);
-  total.cut_options += part.cut_options;
-  total.subproblems += part.subproblems;
-  total.pruned_sram += part.pruned_sram;
-  total.pruned_bound += part.pruned_bound;
-  total.pruned_incumbent += part.pruned_incumbent;
-  total.pruned_dominance += part.pruned_dominance;
-  total.pruned_tune += part.pruned_tune;
-  total.pruned_symmetry += part.pruned_symmetry;
-  total.memo_hits += part.memo_hits;
-  total.tunes_scored += part.tunes_scored;
-  total.candidates_evaluated += part.candidates_evaluated;
-  total.block_costs += part.block_costs;
-  total.timed_out = total.timed_out || part.timed_out;
-  total.wall_s += part.wall_s;
+  fields::combine_by_name(part, total, [](const char* name, auto& sum, const auto& add) {
+    if constexpr (std::is_same_v<std::decay_t<decltype(sum)>, bool>) {
+      sum = sum || add;  // timed out anywhere
+    } else if (std::strcmp(name, "exhaustive_tree_log10") == 0) {
+      sum = detail::log10_add(sum, add);  // tree sizes add; they are kept as log10
+    } else {
+      sum += add;
+    }
+  });
 }
 
 SearchResult assemble(const workload::Workload& workload, const wafer::WaferParams& wafer,

@@ -136,20 +136,7 @@ void pack_setting(const SettingResult& r, Packer& p) { fields::pack(p, r); }
 
 SearchCounts search_counts(const search::SearchStats& stats) {
   SearchCounts c;
-  c.nodes_visited = stats.nodes_visited;
-  c.exhaustive_tree_log10 = stats.exhaustive_tree_log10;
-  c.cut_options = stats.cut_options;
-  c.pruned_sram = stats.pruned_sram;
-  c.pruned_bound = stats.pruned_bound;
-  c.pruned_incumbent = stats.pruned_incumbent;
-  c.pruned_dominance = stats.pruned_dominance;
-  c.pruned_tune = stats.pruned_tune;
-  c.pruned_symmetry = stats.pruned_symmetry;
-  c.memo_hits = stats.memo_hits;
-  c.tunes_scored = stats.tunes_scored;
-  c.candidates_evaluated = stats.candidates_evaluated;
-  c.block_costs = stats.block_costs;
-  c.timed_out = stats.timed_out ? 1 : 0;
+  fields::copy_by_name(stats, c);
   return c;
 }
 

@@ -6,11 +6,13 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <type_traits>
 #include <utility>
 #include <vector>
 
+#include "wavel/common/error.hpp"
 #include "wavel/common/pack.hpp"
 
 namespace wavel::fields {
@@ -63,6 +65,34 @@ void unpack(Unpacker& u, T& value) {
   } else {
     u.get(value);
   }
+}
+
+/// For each field of `to`, `op(name, to_field, from_field)` with the field of `from` of the same name
+/// (both numbers, or both of one type); InternalError if `from` has no such field.
+template <class From, class To, class Op>
+void combine_by_name(const From& from, To& to, Op&& op) {
+  To::fields(to, [&](const char* name, const char*, auto& field, Column = Column::none) {
+    using T = std::remove_reference_t<decltype(field)>;
+    bool found = false;
+    From::fields(from, [&](const char* n, const char*, const auto& source, Column = Column::none) {
+      using S = std::decay_t<decltype(source)>;
+      if constexpr ((std::is_arithmetic_v<T> && std::is_arithmetic_v<S>) || std::is_same_v<T, S>) {
+        if (!found && std::strcmp(n, name) == 0) {
+          op(name, field, source);
+          found = true;
+        }
+      }
+    });
+    if (!found) throw InternalError(std::string("fields::combine_by_name: no field '") + name + "' to take");
+  });
+}
+
+/// Every field of `to` set from the field of `from` of the same name (a bool as 0 or 1).
+template <class From, class To>
+void copy_by_name(const From& from, To& to) {
+  combine_by_name(from, to, [](const char*, auto& field, const auto& source) {
+    field = static_cast<std::remove_reference_t<decltype(field)>>(source);
+  });
 }
 
 }  // namespace wavel::fields
