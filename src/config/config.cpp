@@ -16,6 +16,7 @@
 #include "wavel/common/yaml_schema.hpp"
 #include "wavel/common/yaml_tree.hpp"
 #include "detail/read.hpp"
+#include "detail/wafer_keys.hpp"
 
 namespace wavel::config {
 using namespace wavel::yaml;  // the YAML tree and its validator (common/)
@@ -25,27 +26,32 @@ namespace fs = std::filesystem;
 
 namespace {
 
-constexpr std::int64_t kMaxMeshSidePes = 100000;
 constexpr double kMaxSettings = 100000;  ///< settings in one sweep (docs/cli.md, Input limits)
 
 
 void read_wafer(Validator& v, const Node& node, wafer::WaferParams& w) {
   const std::string path = "wafer";
-  v.check_map(node, path,
-              {"preset", "fabric_w_pes", "fabric_h_pes", "io_border_cols", "io_border_rows", "grid_w_pes",
-               "grid_h_pes", "sram_per_pe_bytes", "sram_reserved_per_pe_bytes", "clock_hz", "simd_fp16_lanes", "link_bytes_per_cycle",
-               "sram_read_bytes_per_cycle", "sram_write_bytes_per_cycle", "scalar_division_cycles", "alpha_cycles_per_hop", "beta_cycles_per_stage", "routable_colours", "defective_pes",
-               "defect_rate", "defect_seed", "sweep", "sweep_mode"});
+  std::vector<std::string> allowed{wafer_other_keys().front().key};  // preset
+  for (const auto& k : wafer_keys()) allowed.push_back(k.name);
+  for (std::size_t i = 1; i < wafer_other_keys().size(); ++i) allowed.push_back(wafer_other_keys()[i].key);
+  v.check_map(node, path, allowed);
   std::string preset = "wse3";
   if (present(node, "preset")) {
     if (auto p = v.choice(child_or_null(node, "preset"), "wafer.preset", wafer::wafer_preset_names())) preset = *p;
   }
   w = *wafer::find_wafer_preset(preset);
-
-  read_int(v, node, path, "fabric_w_pes", w.fabric_w_pes, 1, kMaxMeshSidePes);
-  read_int(v, node, path, "fabric_h_pes", w.fabric_h_pes, 1, kMaxMeshSidePes);
-  read_int(v, node, path, "io_border_cols", w.io_border_cols, 0, kMaxMeshSidePes);
-  read_int(v, node, path, "io_border_rows", w.io_border_rows, 0, kMaxMeshSidePes);
+  for (const auto& k : wafer_keys()) {
+    if (k.read_by_hand || !present(node, k.name)) continue;
+    const Node& n = child_or_null(node, k.name);
+    const std::string key_path = join_key(path, k.name);
+    if (k.integer) {
+      if (auto x = v.integer(n, key_path, static_cast<std::int64_t>(k.lo), static_cast<std::int64_t>(k.hi))) {
+        k.set(w, static_cast<double>(*x));
+      }
+    } else if (auto x = v.number(n, key_path, k.lo, k.hi, k.lo_exclusive)) {
+      k.set(w, *x);
+    }
+  }
   w.grid_w_pes = w.max_grid_w_pes();
   w.grid_h_pes = w.max_grid_h_pes();
   for (const char* border : {"io_border_cols", "io_border_rows"}) {
@@ -71,23 +77,12 @@ void read_wafer(Validator& v, const Node& node, wafer::WaferParams& w) {
       }
     }
   }
-  read_int(v, node, path, "sram_per_pe_bytes", w.sram_per_pe_bytes, 1, std::int64_t{1} << 30);
-  read_int(v, node, path, "sram_reserved_per_pe_bytes", w.sram_reserved_per_pe_bytes, 0, std::int64_t{1} << 30);
   if (w.sram_reserved_per_pe_bytes >= w.sram_per_pe_bytes) {
     const char* key = present(node, "sram_reserved_per_pe_bytes") ? "sram_reserved_per_pe_bytes" : "sram_per_pe_bytes";
     v.error(child_or_null(node, key).where, join_key(path, key),
             "leaves no SRAM for data: " + std::to_string(w.sram_reserved_per_pe_bytes) + " of " +
                 std::to_string(w.sram_per_pe_bytes) + " bytes per PE are reserved for code, stack and task table");
   }
-  read_double(v, node, path, "clock_hz", w.clock_hz, 0.0, 1e12, true);
-  read_int(v, node, path, "simd_fp16_lanes", w.fmac_lanes(), 1, 1024);
-  read_int(v, node, path, "link_bytes_per_cycle", w.link_bytes_per_cycle, 1, 1024);
-  read_int(v, node, path, "sram_read_bytes_per_cycle", w.sram_read_bytes_per_cycle, 1, 1024);
-  read_int(v, node, path, "sram_write_bytes_per_cycle", w.sram_write_bytes_per_cycle, 1, 1024);
-  read_double(v, node, path, "scalar_division_cycles", w.scalar_division_cycles, 0.0, 1e6);
-  read_double(v, node, path, "alpha_cycles_per_hop", w.alpha_cycles_per_hop, 0.0, 1e6);
-  read_double(v, node, path, "beta_cycles_per_stage", w.beta_cycles_per_stage, 0.0, 1e6);
-  read_int(v, node, path, "routable_colours", w.routable_colours, 1, 1024);
 
   if (present(node, "defective_pes")) {
     const Node& list = child_or_null(node, "defective_pes");

@@ -7,6 +7,7 @@
 
 #include "wavel/config/config.hpp"
 #include "detail/keys.hpp"
+#include "detail/wafer_keys.hpp"
 
 namespace wavel::config {
 
@@ -45,23 +46,14 @@ std::string to_yaml(const Config& c, bool absolute_paths) {
   out << YAML::Key << "wafer" << YAML::Value << YAML::BeginMap;
   const auto& w = c.wafer;
   out << YAML::Key << "preset" << YAML::Value << w.preset;
-  out << YAML::Key << "fabric_w_pes" << YAML::Value << w.fabric_w_pes;
-  out << YAML::Key << "fabric_h_pes" << YAML::Value << w.fabric_h_pes;
-  out << YAML::Key << "io_border_cols" << YAML::Value << w.io_border_cols;
-  out << YAML::Key << "io_border_rows" << YAML::Value << w.io_border_rows;
-  out << YAML::Key << "grid_w_pes" << YAML::Value << w.grid_w_pes;
-  out << YAML::Key << "grid_h_pes" << YAML::Value << w.grid_h_pes;
-  out << YAML::Key << "sram_per_pe_bytes" << YAML::Value << w.sram_per_pe_bytes;
-  out << YAML::Key << "sram_reserved_per_pe_bytes" << YAML::Value << w.sram_reserved_per_pe_bytes;
-  out << YAML::Key << "clock_hz" << YAML::Value << num(w.clock_hz);
-  out << YAML::Key << "simd_fp16_lanes" << YAML::Value << w.fmac_lanes();
-  out << YAML::Key << "link_bytes_per_cycle" << YAML::Value << w.link_bytes_per_cycle;
-  out << YAML::Key << "sram_read_bytes_per_cycle" << YAML::Value << w.sram_read_bytes_per_cycle;
-  out << YAML::Key << "sram_write_bytes_per_cycle" << YAML::Value << w.sram_write_bytes_per_cycle;
-  out << YAML::Key << "scalar_division_cycles" << YAML::Value << num(w.scalar_division_cycles);
-  out << YAML::Key << "alpha_cycles_per_hop" << YAML::Value << num(w.alpha_cycles_per_hop);
-  out << YAML::Key << "beta_cycles_per_stage" << YAML::Value << num(w.beta_cycles_per_stage);
-  out << YAML::Key << "routable_colours" << YAML::Value << w.routable_colours;
+  for (const auto& k : detail::wafer_keys()) {
+    out << YAML::Key << k.name << YAML::Value;
+    if (k.integer) {
+      out << static_cast<std::int64_t>(k.get(w));
+    } else {
+      out << num(k.get(w));
+    }
+  }
   out << YAML::Key << "defective_pes" << YAML::Value << YAML::Flow << YAML::BeginSeq;
   for (const auto& pe : c.wafer_sweep.listed_defects) out << YAML::Flow << YAML::BeginSeq << pe.x << pe.y << YAML::EndSeq;
   out << YAML::EndSeq;

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 
+#include "detail/wafer_keys.hpp"
 #include "wavel/common/error.hpp"
 #include "wavel/cost/draws.hpp"
 
@@ -15,18 +16,10 @@ namespace {
 
 // A point's wafer with one swept key set (defect_rate is applied when the map is drawn).
 void set_key(wafer::WaferParams& w, const std::string& key, double value) {
-  const auto i = static_cast<std::int64_t>(value);
-  if (key == "grid_w_pes") w.grid_w_pes = i;
-  else if (key == "grid_h_pes") w.grid_h_pes = i;
-  else if (key == "sram_per_pe_bytes") w.sram_per_pe_bytes = i;
-  else if (key == "simd_fp16_lanes") w.fmac_lanes() = i;
-  else if (key == "clock_hz") w.clock_hz = value;
-  else if (key == "link_bytes_per_cycle") w.link_bytes_per_cycle = i;
-  else if (key == "sram_read_bytes_per_cycle") w.sram_read_bytes_per_cycle = i;
-  else if (key == "sram_write_bytes_per_cycle") w.sram_write_bytes_per_cycle = i;
-  else if (key == "alpha_cycles_per_hop") w.alpha_cycles_per_hop = value;
-  else if (key == "routable_colours") w.routable_colours = i;
-  else if (key != "defect_rate") throw InternalError("unknown hardware axis '" + key + "'");
+  if (key == "defect_rate") return;
+  const detail::WaferKey* k = detail::find_wafer_key(key);
+  if (k == nullptr || k->sweep_rank < 0) throw InternalError("unknown hardware axis '" + key + "'");
+  k->set(w, value);
 }
 
 constexpr double kMaxHardwarePoints = 1000;
@@ -34,35 +27,27 @@ constexpr double kMaxHardwarePoints = 1000;
 }  // namespace
 
 const std::vector<HardwareAxis>& hardware_axes() {
-  static const std::vector<HardwareAxis> axes{
-      {"grid_w_pes", "PEs", true, 1, 0, false},
-      {"grid_h_pes", "PEs", true, 1, 0, false},
-      {"sram_per_pe_bytes", "bytes", true, 1024, double(std::int64_t{1} << 30), false},
-      {"simd_fp16_lanes", "FMAC/cycle", true, 1, 1024, false},
-      {"clock_hz", "Hz", false, 1e6, 1e12, false},
-      {"link_bytes_per_cycle", "bytes/cycle", true, 1, 1024, false},
-      {"sram_read_bytes_per_cycle", "bytes/cycle", true, 1, 1024, false},
-      {"sram_write_bytes_per_cycle", "bytes/cycle", true, 1, 1024, false},
-      {"alpha_cycles_per_hop", "cycles/hop", false, 0.1, 100, true},
-      {"routable_colours", "colours", true, 1, 1024, false},
-      {"defect_rate", "1", false, 0, kMaxDefectRate, false},
-  };
+  static const std::vector<HardwareAxis> axes = [] {
+    std::vector<const detail::WaferKey*> swept;
+    for (const auto& k : detail::wafer_keys()) {
+      if (k.sweep_rank >= 0) swept.push_back(&k);
+    }
+    std::sort(swept.begin(), swept.end(), [](const auto* a, const auto* b) { return a->sweep_rank < b->sweep_rank; });
+    std::vector<HardwareAxis> out;
+    for (const auto* k : swept) {
+      out.push_back({k->name, k->unit, k->integer, k->sweep_lo, k->sweep_hi, k->hardware_time});
+    }
+    out.push_back({"defect_rate", "1", false, 0, kMaxDefectRate, false});
+    return out;
+  }();
   return axes;
 }
 
 double hardware_value(const wafer::WaferParams& w, const std::string& key, double defect_rate) {
-  if (key == "grid_w_pes") return static_cast<double>(w.grid_w_pes);
-  if (key == "grid_h_pes") return static_cast<double>(w.grid_h_pes);
-  if (key == "sram_per_pe_bytes") return static_cast<double>(w.sram_per_pe_bytes);
-  if (key == "simd_fp16_lanes") return static_cast<double>(w.fmac_lanes());
-  if (key == "clock_hz") return w.clock_hz;
-  if (key == "link_bytes_per_cycle") return static_cast<double>(w.link_bytes_per_cycle);
-  if (key == "sram_read_bytes_per_cycle") return static_cast<double>(w.sram_read_bytes_per_cycle);
-  if (key == "sram_write_bytes_per_cycle") return static_cast<double>(w.sram_write_bytes_per_cycle);
-  if (key == "alpha_cycles_per_hop") return w.alpha_cycles_per_hop;
-  if (key == "routable_colours") return static_cast<double>(w.routable_colours);
   if (key == "defect_rate") return defect_rate;
-  throw InternalError("unknown hardware axis '" + key + "'");
+  const detail::WaferKey* k = detail::find_wafer_key(key);
+  if (k == nullptr || k->sweep_rank < 0) throw InternalError("unknown hardware axis '" + key + "'");
+  return k->get(w);
 }
 
 std::int64_t defect_count(double rate, std::int64_t grid_w, std::int64_t grid_h) {

@@ -8,6 +8,7 @@
 #include <set>
 
 #include "detail/keys.hpp"
+#include "detail/wafer_keys.hpp"
 #include "wavel/common/error.hpp"
 #include "wavel/config/hardware.hpp"
 
@@ -359,10 +360,29 @@ void read_energy(Validator& v, const Node& node, const wafer::WaferParams& wafer
 
 namespace wavel::config {
 
-std::vector<std::string> table_sections() { return {"energy", "baselines", "search", "cluster", "sim", "output"}; }
+std::vector<std::string> table_sections() { return {"wafer", "energy", "baselines", "search", "cluster", "sim", "output"}; }
 
 std::vector<KeyDoc> key_reference(const std::string& section) {
   using namespace detail;
+  if (section == "wafer") {
+    const auto& other = wafer_other_keys();
+    std::vector<KeyDoc> rows{other.front()};
+    const auto wse2 = *wafer::find_wafer_preset("wse2"), wse3 = *wafer::find_wafer_preset("wse3");
+    for (const auto& k : wafer_keys()) {
+      const auto shown = [&](const wafer::WaferParams& w) {
+        return "`" + (k.integer ? std::to_string(static_cast<std::int64_t>(k.get(w))) : format_double(k.get(w))) + "`";
+      };
+      std::string meaning = k.meaning;
+      if (!k.read_by_hand) {
+        meaning += "; " + (k.integer ? bounds_text(static_cast<std::int64_t>(k.lo), static_cast<std::int64_t>(k.hi))
+                                     : bounds_text(k.lo, k.hi, k.lo_exclusive));
+      }
+      if (k.sweep_rank >= 0) meaning += "; a what-if axis";
+      rows.push_back(KeyDoc{k.name, k.unit, "wse2 " + shown(wse2) + ", wse3 " + shown(wse3), meaning});
+    }
+    rows.insert(rows.end(), other.begin() + 1, other.end());
+    return rows;
+  }
   if (section == "energy") return docs_of(energy_keys(), EnergyConfig{});
   if (section == "baselines") return docs_of(baselines_keys(), BaselinesConfig{});
   if (section == "search") return docs_of(search_keys(), SearchConfig{});
