@@ -16,6 +16,7 @@
 #include "wavel/common/yaml_schema.hpp"
 #include "wavel/common/yaml_tree.hpp"
 #include "detail/read.hpp"
+#include "detail/keys.hpp"
 #include "detail/wafer_keys.hpp"
 
 namespace wavel::config {
@@ -309,7 +310,8 @@ void read_cost_values(Validator& v, const Node& node, const std::string& path, C
 void read_cost(Validator& v, const Node& node, const wafer::WaferParams& wafer, CostConfig& c,
                const std::string& file) {
   const std::string path = "cost";
-  std::vector<std::string> allowed{"params_file", "draws", "pinned"};
+  std::vector<std::string> allowed;
+  for (const auto& k : cost_other_keys()) allowed.push_back(k.key);
   std::vector<std::string> names;
   for (const auto& info : cost::param_registry()) names.push_back(info.name);
   allowed.insert(allowed.end(), names.begin(), names.end());

@@ -22,8 +22,8 @@ constexpr std::int64_t kMaxPes = std::int64_t{1} << 20;
 
 std::string number_text(double x) {
   if (x == std::floor(x) && std::abs(x) < 1e6) return std::to_string(static_cast<std::int64_t>(x));
-  for (int e = -12; e <= 18; ++e) {
-    if (x == std::pow(10.0, e)) return "10^" + std::to_string(e);
+  for (int e = -12; e <= 18; ++e) {  // 10^6 and up, 10^-3 and down, as powers
+    if ((e >= 6 || e <= -3) && x == std::pow(10.0, e)) return "10^" + std::to_string(e);
   }
   return format_double(x);
 }
@@ -76,6 +76,21 @@ void emit_numbers(YAML::Emitter& out, const std::vector<double>& values) {
   out << YAML::Flow << YAML::BeginSeq;
   for (double x : values) out << format_double(x);
   out << YAML::EndSeq;
+}
+
+const std::vector<KeyDoc>& cost_other_keys() {
+  static const std::vector<KeyDoc> t{
+      {"params_file", "", "the preset's calibrated file",
+       "YAML of parameter values (as written by `calibrate`), relative to the config file, else to the tool's data "
+       "directory (`configs/` of the source tree, or `$WAVEL_DATA_DIR`); absent: `params/wse3.yaml` for wse3, "
+       "`params/wse2-waferllm.yaml` for wse2, from the data directory; `builtin`: the uncalibrated built-in values. "
+       "Its `uncertainty` section (below) drives the intervals"},
+      {"draws", "draws", "`64`", "parameter draws per setting for the 90 % intervals; 0 (none) … 100000"},
+      {"pinned", "", "`[]`",
+       "parameters held at their value in the draws (their uncertainty conditioned out); a parameter given in this "
+       "section is pinned too"},
+  };
+  return t;
 }
 
 const KeyTable<BaselinesConfig>& baselines_keys() {
@@ -360,7 +375,7 @@ void read_energy(Validator& v, const Node& node, const wafer::WaferParams& wafer
 
 namespace wavel::config {
 
-std::vector<std::string> table_sections() { return {"wafer", "energy", "baselines", "search", "cluster", "sim", "output"}; }
+std::vector<std::string> table_sections() { return {"wafer", "energy", "cost", "baselines", "search", "cluster", "sim", "output"}; }
 
 std::vector<KeyDoc> key_reference(const std::string& section) {
   using namespace detail;
@@ -381,6 +396,17 @@ std::vector<KeyDoc> key_reference(const std::string& section) {
       rows.push_back(KeyDoc{k.name, k.unit, "wse2 " + shown(wse2) + ", wse3 " + shown(wse3), meaning});
     }
     rows.insert(rows.end(), other.begin() + 1, other.end());
+    return rows;
+  }
+  if (section == "cost") {
+    std::vector<KeyDoc> rows = cost_other_keys();
+    const auto built_in = cost::default_params(*wafer::find_wafer_preset("wse3"));
+    for (const auto& info : cost::param_registry()) {
+      const bool from_wafer = info.name == "alpha_cycles_per_hop" || info.name == "beta_cycles_per_stage";
+      rows.push_back(KeyDoc{info.name, info.units,
+                            from_wafer ? "the wafer's" : "`" + format_double(built_in.*(info.field)) + "`",
+                            info.description + "; " + bounds_text(info.min_value, info.max_value, false)});
+    }
     return rows;
   }
   if (section == "energy") return docs_of(energy_keys(), EnergyConfig{});

@@ -146,6 +146,9 @@ std::vector<KeyDoc> docs_of(const KeyTable<S>& table, const S& defaults) {
   return rows;
 }
 
+/// The cost section's keys besides the parameters of cost::param_registry (read in config.cpp).
+const std::vector<KeyDoc>& cost_other_keys();
+
 // The tables of the sections they name (sections.cpp).
 const KeyTable<BaselinesConfig>& baselines_keys();
 const KeyTable<deploy::ClusterParams>& cluster_keys();
