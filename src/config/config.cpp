@@ -220,11 +220,10 @@ void read_workloads(Validator& v, const Node& root, const Node& node, WorkloadAx
     v.error(root.where, path, "missing required section (it lists the models and shapes to sweep)");
     return;
   }
-  if (!v.check_map(node, path, {"models", "phases", "concurrent_requests", "input_tokens", "output_tokens", "lengths",
-                                "cases", "moe_capacity_factor", "layer_subset", "layer_subset_max_fill",
-                                "allow_unmodelled_keys"})) {
-    return;
-  }
+  std::vector<std::string> allowed;
+  for (const auto& k : workload_axis_keys()) allowed.push_back(k.key);
+  for (const auto& k : names_of(workload_keys())) allowed.push_back(k);
+  if (!v.check_map(node, path, allowed)) return;
   if (present(node, "cases")) {
     read_cases(v, node, axes, file);
   } else if (!present(node, "models")) {
@@ -276,10 +275,8 @@ void read_workloads(Validator& v, const Node& root, const Node& node, WorkloadAx
                             return std::make_pair(*in, *out);
                           });
   }
-  read_double(v, node, path, "moe_capacity_factor", axes.moe_capacity_factor, 1.0, 1024.0);
-  read_bool(v, node, path, "layer_subset", axes.layer_subset);
-  read_double(v, node, path, "layer_subset_max_fill", axes.layer_subset_max_fill, 0.0, 1.0, true);
-  read_bool(v, node, path, "allow_unmodelled_keys", axes.allow_unmodelled_keys);
+  const std::string none;
+  read_present_keys(v, node, path, workload_keys(), axes, KeyContext{wafer::WaferParams{}, none});
 }
 
 // A model's config.json keys the cost model does not include: refused where they change the

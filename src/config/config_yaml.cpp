@@ -101,10 +101,7 @@ std::string to_yaml(const Config& c, bool absolute_paths) {
       out << YAML::EndSeq;
     }
   }
-  out << YAML::Key << "moe_capacity_factor" << YAML::Value << num(a.moe_capacity_factor);
-  out << YAML::Key << "layer_subset" << YAML::Value << a.layer_subset;
-  out << YAML::Key << "layer_subset_max_fill" << YAML::Value << num(a.layer_subset_max_fill);
-  out << YAML::Key << "allow_unmodelled_keys" << YAML::Value << a.allow_unmodelled_keys;
+  detail::write_key_values(out, detail::workload_keys(), c, a);
   out << YAML::EndMap;
 
  out << YAML::Key << "cost" << YAML::Value << YAML::BeginMap;

@@ -11,6 +11,7 @@
 #include "detail/wafer_keys.hpp"
 #include "wavel/common/error.hpp"
 #include "wavel/config/hardware.hpp"
+#include "wavel/workload/model.hpp"
 
 namespace wavel::config::detail {
 using namespace wavel::yaml;
@@ -76,6 +77,49 @@ void emit_numbers(YAML::Emitter& out, const std::vector<double>& values) {
   out << YAML::Flow << YAML::BeginSeq;
   for (double x : values) out << format_double(x);
   out << YAML::EndSeq;
+}
+
+const std::vector<KeyDoc>& workload_axis_keys() {
+  static const std::vector<KeyDoc> t{
+      {"models", "", "required",
+       "preset names (" + [] {
+         std::string names;
+         for (const auto& n : workload::model_preset_names()) names += (names.empty() ? "`" : ", `") + n + "`";
+         return names;
+       }() + ") or paths to a HF `config.json` (or its folder), relative to the config file (to the working "
+             "directory for `--set`)"},
+      {"phases", "", "`[prefill, decode]`",
+       "`prefill` models the whole prompt as one step; `decode` one generated token per request"},
+      {"concurrent_requests", "requests", "`[1]`", "requests in flight; each 1 … 2^20"},
+      {"input_tokens", "tokens", "`[2048]`", "prompt length per request; each 1 … 2^24"},
+      {"output_tokens", "tokens", "`[128]`",
+       "generated tokens per request; decode attends to the mean context input + output/2 and keeps KV capacity "
+       "for input + output; each 1 … 2^24"},
+      {"lengths", "tokens", "none",
+       "`[[input, output], ...]` pairs swept instead of the product of `input_tokens` and `output_tokens` (give one "
+       "or the other)"},
+      {"cases", "", "none",
+       "settings listed one by one instead of the axes above (give one or the other): each `{model, phase, "
+       "concurrent_requests: 1, input_tokens: 2048, output_tokens: 128, wafers: 1}`, defaults as shown; `wafers` > 1 "
+       "deploys that case as a pipeline, whatever `cluster.wafers` says"},
+  };
+  return t;
+}
+
+const KeyTable<WorkloadAxes>& workload_keys() {
+  using K = Keys<WorkloadAxes>;
+  static const KeyTable<WorkloadAxes> t{
+      K::number("moe_capacity_factor", &WorkloadAxes::moe_capacity_factor, 1.0, 1024.0, false, "",
+                "MoE: under an expert CUT a group of experts serves at most this × its mean share of the routed rows"),
+      K::flag("layer_subset", &WorkloadAxes::layer_subset,
+              "a setting whose weights + KV cache exceed `layer_subset_max_fill` of the wafer SRAM runs as a layer "
+              "subset (below)"),
+      K::number("layer_subset_max_fill", &WorkloadAxes::layer_subset_max_fill, 0.0, 1.0, true, "", "that fraction"),
+      K::flag("allow_unmodelled_keys", &WorkloadAxes::allow_unmodelled_keys,
+              "run models whose `config.json` has keys that change the prediction (`sliding_window` past the window, "
+              "`attn_logit_softcapping`); each is then noted"),
+  };
+  return t;
 }
 
 const std::vector<KeyDoc>& cost_other_keys() {
@@ -375,7 +419,7 @@ void read_energy(Validator& v, const Node& node, const wafer::WaferParams& wafer
 
 namespace wavel::config {
 
-std::vector<std::string> table_sections() { return {"wafer", "energy", "cost", "baselines", "search", "cluster", "sim", "output"}; }
+std::vector<std::string> table_sections() { return {"wafer", "energy", "workloads", "cost", "baselines", "search", "cluster", "sim", "output"}; }
 
 std::vector<KeyDoc> key_reference(const std::string& section) {
   using namespace detail;
@@ -407,6 +451,12 @@ std::vector<KeyDoc> key_reference(const std::string& section) {
                             from_wafer ? "the wafer's" : "`" + format_double(built_in.*(info.field)) + "`",
                             info.description + "; " + bounds_text(info.min_value, info.max_value, false)});
     }
+    return rows;
+  }
+  if (section == "workloads") {
+    std::vector<KeyDoc> rows = workload_axis_keys();
+    const auto rest = docs_of(workload_keys(), WorkloadAxes{});
+    rows.insert(rows.end(), rest.begin(), rest.end());
     return rows;
   }
   if (section == "energy") return docs_of(energy_keys(), EnergyConfig{});

@@ -106,15 +106,38 @@ struct Keys {
   }
 };
 
-/// The section's allowed keys checked, then each present key read, in table order.
+/// The key names of a table.
+template <class S>
+std::vector<std::string> names_of(const KeyTable<S>& table) {
+  std::vector<std::string> names;
+  for (const auto& k : table) names.push_back(k.name);
+  return names;
+}
+
+/// Each present key of the table read, in table order.
+template <class S>
+void read_present_keys(Validator& v, const Node& node, const std::string& path, const KeyTable<S>& table, S& s,
+                       const KeyContext& context) {
+  for (const auto& k : table) {
+    if (present(node, k.name)) k.read(v, child_or_null(node, k.name), join_key(path, k.name), s, context);
+  }
+}
+
+/// The section's allowed keys checked, then each present key read.
 template <class S>
 void read_keys(Validator& v, const Node& node, const std::string& path, const KeyTable<S>& table, S& s,
                const KeyContext& context) {
-  std::vector<std::string> names;
-  for (const auto& k : table) names.push_back(k.name);
-  v.check_map(node, path, names);
+  v.check_map(node, path, names_of(table));
+  read_present_keys(v, node, path, table, s, context);
+}
+
+/// The table's keys into an open map of the resolved YAML.
+template <class S>
+void write_key_values(YAML::Emitter& out, const KeyTable<S>& table, const Config& c, const S& s) {
   for (const auto& k : table) {
-    if (present(node, k.name)) k.read(v, child_or_null(node, k.name), join_key(path, k.name), s, context);
+    if (k.written && !k.written(c, s)) continue;
+    out << YAML::Key << k.name << YAML::Value;
+    k.write(out, s);
   }
 }
 
@@ -122,11 +145,7 @@ void read_keys(Validator& v, const Node& node, const std::string& path, const Ke
 template <class S>
 void write_keys(YAML::Emitter& out, const std::string& section, const KeyTable<S>& table, const Config& c, const S& s) {
   out << YAML::Key << section << YAML::Value << YAML::BeginMap;
-  for (const auto& k : table) {
-    if (k.written && !k.written(c, s)) continue;
-    out << YAML::Key << k.name << YAML::Value;
-    k.write(out, s);
-  }
+  write_key_values(out, table, c, s);
   out << YAML::EndMap;
 }
 
@@ -145,6 +164,11 @@ std::vector<KeyDoc> docs_of(const KeyTable<S>& table, const S& defaults) {
   }
   return rows;
 }
+
+/// The workloads section's sweep axes and cases (read in config.cpp): name and docs.
+const std::vector<KeyDoc>& workload_axis_keys();
+/// Its other keys.
+const KeyTable<WorkloadAxes>& workload_keys();
 
 /// The cost section's keys besides the parameters of cost::param_registry (read in config.cpp).
 const std::vector<KeyDoc>& cost_other_keys();
