@@ -105,19 +105,19 @@ TEST_CASE("weight streaming overlaps each layer's compute with the next layer's 
 }
 
 TEST_CASE("cluster presets carry the systems' I/O; unknown names are refused") {
-  const auto cs3 = deploy::cluster_preset("cs3");
+  const auto cs3 = wafer::cluster_preset("cs3");
   CHECK(cs3.link_bytes_per_s == 150e9);  // 12 x 100 GbE
-  CHECK(cs3.link_latency_s >= deploy::kMinLinkLatencyS);
-  CHECK(cs3.link_latency_s <= deploy::kMaxLinkLatencyS);
-  CHECK(deploy::cluster_preset("cs2").ingress_bytes_per_s == 150e9);
-  CHECK_THROWS_AS(deploy::cluster_preset("cs9"), InputDataError);
+  CHECK(cs3.link_latency_s >= wafer::kMinLinkLatencyS);
+  CHECK(cs3.link_latency_s <= wafer::kMaxLinkLatencyS);
+  CHECK(wafer::cluster_preset("cs2").ingress_bytes_per_s == 150e9);
+  CHECK_THROWS_AS(wafer::cluster_preset("cs9"), InputDataError);
 }
 
 TEST_CASE("weight streaming of a whole model: load-bound decode, compute-bound prefill, refusals with reasons") {
   const auto wafer = *wafer::find_wafer_preset("wse3");
   const auto params = cost::default_params(wafer);
   const auto model = *workload::find_model_preset("llama3-8b");
-  const auto cs3 = deploy::cluster_preset("cs3");
+  const auto cs3 = wafer::cluster_preset("cs3");
   const workload::WorkloadShape decode{workload::Phase::decode, 1, 2048, 128};
   const double weights_bytes = static_cast<double>(workload::build_workload(model, decode).param_bytes);
 

@@ -51,7 +51,7 @@ struct TwoWafers {
     plan.parts = plan.wafers;
     for (const auto& p : plan.parts) parts.push_back(deploy::part_workload(model, shape, p, 1.25));
     for (const auto& w : parts) stages.push_back(baselines::build_fullchip(w, wafer, mb));
-    joined = deploy::join_stages(plan, {&stages[0], &stages[1]}, {&parts[0], &parts[1]}, deploy::cluster_preset("cs3"),
+    joined = deploy::join_stages(plan, {&stages[0], &stages[1]}, {&parts[0], &parts[1]}, wafer::cluster_preset("cs3"),
                                  4, true, "pipe");
   }
 };

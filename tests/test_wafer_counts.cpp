@@ -57,7 +57,7 @@ TEST_CASE("each problem's fewest, fastest, most-per-wafer and target-meeting waf
       result(6, "pipeline", {{150, 0.004}, {120, 0.002}}),
       result(7, "pipeline", {{3000, 0.5}}),
       result(8, "pipeline", {})};
-  deploy::ClusterParams cluster;
+  wafer::ClusterParams cluster;
   cluster.target_tpr_tokens_per_s = 300;  // 1 / TPOT: 100 on 2 wafers; 250 or 500 on 4
   cluster.target_ttft_s = 0.8;
   const auto rows = driver::wafer_count_rows(settings, results, cluster);

@@ -196,7 +196,7 @@ void read_cases(Validator& v, const Node& node, WorkloadAxes& axes, const std::s
     read_int(v, item, p, "concurrent_requests", c.shape.concurrent_requests, 1, 1 << 20);
     read_int(v, item, p, "input_tokens", c.shape.input_tokens, 1, 1 << 24);
     read_int(v, item, p, "output_tokens", c.shape.output_tokens, 1, 1 << 24);
-    read_int(v, item, p, "wafers", c.wafers, 1, deploy::kMaxWafers);
+    read_int(v, item, p, "wafers", c.wafers, 1, wafer::kMaxWafers);
     if (!model || !phase) continue;
     c.shape.phase = *phase == "prefill" ? workload::Phase::prefill : workload::Phase::decode;
     if (c.shape.phase == workload::Phase::prefill) c.shape.output_tokens = 0;  // prefill never reads it

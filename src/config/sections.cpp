@@ -11,6 +11,7 @@
 #include "detail/wafer_keys.hpp"
 #include "wavel/common/error.hpp"
 #include "wavel/config/hardware.hpp"
+#include "wavel/meshir/schedule.hpp"
 #include "wavel/workload/model.hpp"
 
 namespace wavel::config::detail {
@@ -159,36 +160,36 @@ const KeyTable<BaselinesConfig>& baselines_keys() {
   return t;
 }
 
-const KeyTable<deploy::ClusterParams>& cluster_keys() {
-  using C = deploy::ClusterParams;
+const KeyTable<wafer::ClusterParams>& cluster_keys() {
+  using C = wafer::ClusterParams;
   using K = Keys<C>;
   static const KeyTable<C> t{
       {"preset", "", "the system's figures below: " + [] {
          std::string names;
-         for (const auto& n : deploy::cluster_preset_names()) names += (names.empty() ? "`" : ", `") + n + "`";
+         for (const auto& n : wafer::cluster_preset_names()) names += (names.empty() ? "`" : ", `") + n + "`";
          return names;
        }(),
        "`cs2` for wafer `wse2`, else `cs3`",
        [](Validator& v, const Node& n, const std::string& p, C& c, const KeyContext&) {
-         if (auto name = v.choice(n, p, deploy::cluster_preset_names())) c = deploy::cluster_preset(*name);
+         if (auto name = v.choice(n, p, wafer::cluster_preset_names())) c = wafer::cluster_preset(*name);
        },
        [](YAML::Emitter& out, const C& c) { out << c.preset; }, {}},
       {"wafers", "systems",
        "systems a setting deploys the model over: a sweep axis (ids run models, wafers, phases, requests, lengths); "
-       "each " + bounds_text(1, deploy::kMaxWafers),
+       "each " + bounds_text(1, wafer::kMaxWafers),
        "",
        [](Validator& v, const Node& n, const std::string& p, C& c, const KeyContext&) {
-         c.wafers = v.axis(n, p, [&](const Node& i, const std::string& ip) { return v.integer(i, ip, 1, deploy::kMaxWafers); });
+         c.wafers = v.axis(n, p, [&](const Node& i, const std::string& ip) { return v.integer(i, ip, 1, wafer::kMaxWafers); });
        },
        [](YAML::Emitter& out, const C& c) { out << YAML::Flow << c.wafers; },
        [](const Config& config, const C& c) { return c.max_wafers == 0 && config.workloads.cases.empty(); }},
       {"max_wafers", "systems",
        "instead of `wafers`: every count from 1 to this, each model up to its decoder layers; each problem's fewest, "
        "fastest, most-per-wafer and target-meeting count in `wafer_counts.csv` (Pipelines, below); " +
-           bounds_text(1, deploy::kMaxWafers),
+           bounds_text(1, wafer::kMaxWafers),
        "none",
        [](Validator& v, const Node& n, const std::string& p, C& c, const KeyContext&) {
-         if (auto x = v.integer(n, p, 1, deploy::kMaxWafers)) c.max_wafers = *x;
+         if (auto x = v.integer(n, p, 1, wafer::kMaxWafers)) c.max_wafers = *x;
        },
        [](YAML::Emitter& out, const C& c) { out << c.max_wafers; },
        [](const Config&, const C& c) { return c.max_wafers > 0; }},
@@ -212,14 +213,14 @@ const KeyTable<deploy::ClusterParams>& cluster_keys() {
        [](YAML::Emitter& out, const C& c) { out << std::string(meshir::to_string(c.io_edge)); }, {}},
       K::number("link_bytes_per_s", &C::link_bytes_per_s, 1e6, 1e15, false, "B/s",
                 "one system's I/O each way (12 × 100 GbE)"),
-      K::number("link_latency_s", &C::link_latency_s, deploy::kMinLinkLatencyS, deploy::kMaxLinkLatencyS, false, "s",
+      K::number("link_latency_s", &C::link_latency_s, wafer::kMinLinkLatencyS, wafer::kMaxLinkLatencyS, false, "s",
                 "one crossing between systems (no vendor figure)"),
       K::number("ingress_bytes_per_s", &C::ingress_bytes_per_s, 1e6, 1e15, false, "B/s",
                 "weights from external memory into the wafer (through the same I/O)"),
       shown_default(K::number("external_memory_bytes", &C::external_memory_bytes, 0, 1e18, false, "bytes",
                               "MemoryX-like weight store"),
-                    "`" + format_double(deploy::cluster_preset("cs2").external_memory_bytes) + "` (cs2), `" +
-                        format_double(deploy::cluster_preset("cs3").external_memory_bytes) + "` (cs3)"),
+                    "`" + format_double(wafer::cluster_preset("cs2").external_memory_bytes) + "` (cs2), `" +
+                        format_double(wafer::cluster_preset("cs3").external_memory_bytes) + "` (cs3)"),
   };
   return t;
 }
@@ -371,8 +372,8 @@ const KeyTable<EnergyConfig>& energy_keys() {
 }
 
 // The system a wafer sits in (cs2 for wse2, cs3 otherwise) unless `preset` says; each figure overridable.
-void read_cluster(Validator& v, const Node& node, const wafer::WaferParams& wafer, deploy::ClusterParams& c) {
-  c = deploy::cluster_preset(wafer.preset == "wse2" ? "cs2" : "cs3");
+void read_cluster(Validator& v, const Node& node, const wafer::WaferParams& wafer, wafer::ClusterParams& c) {
+  c = wafer::cluster_preset(wafer.preset == "wse2" ? "cs2" : "cs3");
   const std::string none;
   read_keys(v, node, "cluster", cluster_keys(), c, KeyContext{wafer, none});
   if (present(node, "max_wafers") && present(node, "wafers")) {
@@ -462,7 +463,7 @@ std::vector<KeyDoc> key_reference(const std::string& section) {
   if (section == "energy") return docs_of(energy_keys(), EnergyConfig{});
   if (section == "baselines") return docs_of(baselines_keys(), BaselinesConfig{});
   if (section == "search") return docs_of(search_keys(), SearchConfig{});
-  if (section == "cluster") return docs_of(cluster_keys(), deploy::cluster_preset("cs3"));
+  if (section == "cluster") return docs_of(cluster_keys(), wafer::cluster_preset("cs3"));
   if (section == "sim") return docs_of(sim_keys(), SimConfig{});
   if (section == "output") return docs_of(output_keys(), OutputConfig{});
   throw InternalError("config::key_reference: no key table for section '" + section + "'");

@@ -97,7 +97,7 @@ workload::Workload part_workload(const workload::ModelSpec& model, const workloa
 }
 
 meshir::Schedule join_stages(const PipelinePlan& plan, const std::vector<const meshir::Schedule*>& per_part,
-                             const std::vector<const workload::Workload*>& parts, const ClusterParams& cluster,
+                             const std::vector<const workload::Workload*>& parts, const wafer::ClusterParams& cluster,
                              std::int64_t layers_total, bool decode, const std::string& name) {
   using meshir::Kernel;
   using meshir::PlacedOp;

@@ -25,7 +25,7 @@ namespace {
 
 WeightStreaming stream(const workload::ModelSpec& model, const workload::WorkloadShape& shape,
                        double moe_capacity_factor, const wafer::WaferParams& wafer, const cost::CostParams& params,
-                       const ClusterParams& cluster) {
+                       const wafer::ClusterParams& cluster) {
   WeightStreaming out;
   const workload::Workload whole = workload::build_workload(model, shape);
   const ModelLayerCosts costs = layer_costs(model, shape, moe_capacity_factor, wafer, params);
@@ -65,7 +65,7 @@ WeightStreaming stream(const workload::ModelSpec& model, const workload::Workloa
 
 WeightStreaming weight_streaming(const workload::ModelSpec& model, const workload::WorkloadShape& shape,
                                  double moe_capacity_factor, const wafer::WaferParams& wafer,
-                                 const cost::CostParams& params, const ClusterParams& cluster) {
+                                 const cost::CostParams& params, const wafer::ClusterParams& cluster) {
   try {
     return stream(model, shape, moe_capacity_factor, wafer, params, cluster);
   } catch (const Error& e) {

@@ -27,7 +27,7 @@ bool deploys_whole_model(const SettingResult& r) {
 }
 
 // The target of this phase (0: none) and whether a front point meets it.
-double target_of(const deploy::ClusterParams& cluster, workload::Phase phase) {
+double target_of(const wafer::ClusterParams& cluster, workload::Phase phase) {
   return phase == workload::Phase::decode ? cluster.target_tpr_tokens_per_s : cluster.target_ttft_s;
 }
 
@@ -48,7 +48,7 @@ std::string where(const WaferCountPick& p) {
 
 std::vector<WaferCountRow> wafer_count_rows(const std::vector<config::Setting>& settings,
                                             const std::vector<SettingResult>& results,
-                                            const deploy::ClusterParams& cluster) {
+                                            const wafer::ClusterParams& cluster) {
   std::vector<WaferCountRow> rows;
   std::map<Key, std::size_t> index;
   for (std::size_t i = 0; i < settings.size() && i < results.size(); ++i) {

@@ -9,7 +9,7 @@
 
 #include "wavel/cost/energy.hpp"
 #include "wavel/cost/params.hpp"
-#include "wavel/deploy/deployment.hpp"
+#include "wavel/wafer/cluster.hpp"
 #include "wavel/search/options.hpp"
 #include "wavel/wafer/wafer.hpp"
 #include "wavel/workload/model.hpp"
@@ -128,7 +128,7 @@ struct Config {
   WorkloadAxes workloads;
   CostConfig cost;
   BaselinesConfig baselines;
-  deploy::ClusterParams cluster;  ///< the systems around the wafer (section `cluster`; default: the wafer's)
+  wafer::ClusterParams cluster;  ///< the systems around the wafer (section `cluster`; default: the wafer's)
   SearchConfig search;
   SimConfig sim;
   OutputConfig output;

@@ -1,5 +1,4 @@
-// Deployments beyond one wafer: the systems around a wafer (links, external weight memory), the
-// exact split of decoder layers into contiguous stages (pipeline.hpp uses it), and weight streaming's
+// Deployments beyond one wafer (the systems around a wafer are wafer/cluster.hpp's): the exact split of decoder layers into contiguous stages (pipeline.hpp uses it), and weight streaming's
 // step. A pipeline's timing is the cost model's, on its joined MeshIR schedule.
 #pragma once
 
@@ -9,38 +8,9 @@
 #include <vector>
 
 #include "wavel/meshir/schedule.hpp"
+#include "wavel/wafer/cluster.hpp"
 
 namespace wavel::deploy {
-
-/// What joins the systems of a cluster and feeds them weights.
-struct ClusterParams {
-  std::string preset;                    ///< "cs2", "cs3" or "" (given by hand)
-  double link_bytes_per_s = 0;           ///< one system's I/O, each direction
-  double link_latency_s = 0;             ///< one crossing between systems (no vendor figure: a bounded parameter)
-  double external_memory_bytes = 0;      ///< weight store outside the wafer (MemoryX-like)
-  double ingress_bytes_per_s = 0;        ///< weights from that store into one wafer
-  std::vector<std::int64_t> wafers{1};   ///< systems per deployment: a sweep axis (1: one wafer)
-  /// >0: the wafer count is searched, every count from 1 to this (each model up to its decoder
-  /// layers), and each problem's fewest, fastest and most efficient count is reported.
-  std::int64_t max_wafers = 0;
-  double target_tpr_tokens_per_s = 0;    ///< >0: decode tokens/s per user (1 / TPOT) a deployment must reach
-  double target_ttft_s = 0;              ///< >0: the TTFT a prefill deployment must stay within
-  meshir::Edge io_edge = meshir::Edge::west;  ///< where each wafer's I/O enters its mesh (unpublished: a parameter)
-};
-
-/// The most systems one pipeline may span.
-constexpr std::int64_t kMaxWafers = 64;
-
-/// Bounds of the link latency a config may give (s).
-constexpr double kMinLinkLatencyS = 1e-7;
-constexpr double kMaxLinkLatencyS = 1e-3;
-
-/// The presets (docs/config.md, cluster): 12 x 100 GbE per system (1.2 Tb/s = 150 GB/s) for CS-2 and CS-3,
-/// weights streamed in through the same I/O; latency 5 us by default. Throws wavel::InputDataError
-/// for an unknown name.
-ClusterParams cluster_preset(const std::string& name);
-/// Names of the cluster presets, in a stable order.
-std::vector<std::string> cluster_preset_names();
 
 /// Seconds one wafer takes per micro-batch for `layers` decoder layers, with the embedding (the
 /// first wafer) and/or the LM head (the last). Decoder layers are alike, so only the count matters.

@@ -58,7 +58,7 @@ workload::Workload part_workload(const workload::ModelSpec& model, const workloa
 /// first wafer. `parts[p]` is the workload part p's schedule was built from (it names the readers
 /// of the layer input). Throws wavel::InternalError when the schedules cannot be joined.
 meshir::Schedule join_stages(const PipelinePlan& plan, const std::vector<const meshir::Schedule*>& per_part,
-                             const std::vector<const workload::Workload*>& parts, const ClusterParams& cluster,
+                             const std::vector<const workload::Workload*>& parts, const wafer::ClusterParams& cluster,
                              std::int64_t layers_total, bool decode, const std::string& name);
 
 }  // namespace wavel::deploy

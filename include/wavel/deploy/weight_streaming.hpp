@@ -40,6 +40,6 @@ struct WeightStreaming {
 /// resident bytes (weight_streaming_sram_bytes) exceed the wafer's SRAM.
 WeightStreaming weight_streaming(const workload::ModelSpec& model, const workload::WorkloadShape& shape,
                                  double moe_capacity_factor, const wafer::WaferParams& wafer,
-                                 const cost::CostParams& params, const ClusterParams& cluster);
+                                 const cost::CostParams& params, const wafer::ClusterParams& cluster);
 
 }  // namespace wavel::deploy

@@ -8,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include "wavel/wafer/cluster.hpp"
 #include "wavel/wafer/simd.hpp"
 #include "wavel/wafer/wafer.hpp"
 
@@ -45,8 +46,8 @@ enum class Kernel {
   moe_combine,
 };
 
-/// A side of the wafer: where a system's I/O (its links to other systems) enters the mesh.
-enum class Edge { west, east, north, south };
+/// A side of the wafer: where a system's I/O enters the mesh (wafer/cluster.hpp).
+using Edge = wafer::Edge;
 
 /// The part of attention an op computes; the cost model reduces over the PEs that hold a head.
 enum class AttentionRole {

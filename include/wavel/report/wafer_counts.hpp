@@ -36,7 +36,7 @@ struct WaferCountRow {
 /// it never counts; a deployment meets the target when a point of its front does (decode: 1 / TPOT
 /// >= cluster.target_tpr_tokens_per_s; prefill: TTFT <= cluster.target_ttft_s), the fastest such.
 std::vector<WaferCountRow> wafer_count_rows(const std::vector<config::Setting>& settings,
-                                            const std::vector<SettingResult>& results, const deploy::ClusterParams& cluster);
+                                            const std::vector<SettingResult>& results, const wafer::ClusterParams& cluster);
 
 /// The `wafer_counts` table (also wafer_counts.csv).
 io::Table wafer_counts_table(const config::Config& config, const std::vector<config::Setting>& settings,

@@ -175,7 +175,7 @@ const std::vector<KeyDoc>& cost_other_keys();
 
 // The tables of the sections they name (sections.cpp).
 const KeyTable<BaselinesConfig>& baselines_keys();
-const KeyTable<deploy::ClusterParams>& cluster_keys();
+const KeyTable<wafer::ClusterParams>& cluster_keys();
 const KeyTable<SearchConfig>& search_keys();
 const KeyTable<SimConfig>& sim_keys();
 const KeyTable<OutputConfig>& output_keys();

@@ -37,7 +37,7 @@ inline void read_bool(Validator& v, const Node& map, const std::string& path, co
   if (auto value = v.boolean(child_or_null(map, key), join_key(path, key))) target = *value;
 }
 
-void read_cluster(Validator& v, const Node& node, const wafer::WaferParams& wafer, deploy::ClusterParams& c);
+void read_cluster(Validator& v, const Node& node, const wafer::WaferParams& wafer, wafer::ClusterParams& c);
 void read_baselines(Validator& v, const Node& node, const wafer::WaferParams& wafer, BaselinesConfig& b);
 void read_search(Validator& v, const Node& node, const wafer::WaferParams& wafer, SearchConfig& s);
 void read_sim(Validator& v, const Node& node, const wafer::WaferParams& wafer, SimConfig& c);
