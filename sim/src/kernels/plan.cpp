@@ -154,25 +154,59 @@ std::vector<std::int64_t> choose_lines(std::int64_t total, std::int64_t heavy, s
   return out;
 }
 
-KernelPlan plan_kernel(const meshir::Schedule& schedule, const PlacedOp& op, const MicroArch& micro,
-                       const PlanOptions& options) {
-  KernelPlan plan;
-  plan.kernel = op.kernel;
-  plan.launch_cycles = micro.timing.kernel_launch_cycles;
-  plan.task_cycles = micro.timing.task_launch_cycles;
-  const Rect& r = op.used;
-  const std::int64_t w = at_least_1(r.w), h = at_least_1(r.h);
-  const std::int64_t pes = mul(w, h);
-  const meshir::OpWork& work = op.work;
-  SampleRecord& s = plan.sample;
-  s.op_pes = pes;
-  bool full = options.full_region;
-  const std::int64_t k = std::max<std::int64_t>(1, options.sample_lines);
+namespace {
 
+// One op's plan in the making: the op, its rectangle and the sampling rule every kernel shares; one
+// member per kernel family plans its shape and its lines' work.
+class Planner {
+ public:
+  Planner(const meshir::Schedule& schedule_in, const PlacedOp& op_in, const MicroArch& micro_in,
+          const PlanOptions& options_in)
+      : schedule(schedule_in), op(op_in), micro(micro_in), options(options_in), s(plan.sample), r(op.used),
+        w(at_least_1(r.w)), h(at_least_1(r.h)), pes(mul(w, h)), work(op.work), full(options.full_region),
+        k(std::max<std::int64_t>(1, options.sample_lines)) {
+    plan.kernel = op.kernel;
+    plan.launch_cycles = micro.timing.kernel_launch_cycles;
+    plan.task_cycles = micro.timing.task_launch_cycles;
+    s.op_pes = pes;
+  }
+  Planner(const Planner&) = delete;
+  Planner& operator=(const Planner&) = delete;
+
+  /// Decode attention (scores, values, softmax over a head's context): its own line shapes.
+  void attention();
+  void ktree();
+  void compute();
+  void neighbour();
+  void cannon();
+  void mirror();
+  void move();
+
+  /// The plan, with what was sampled.
+  KernelPlan done() {
+    s.full_region = full;
+    s.sampled_pes = plan.mesh_w_pes * plan.mesh_h_pes;
+    return std::move(plan);
+  }
+
+  const meshir::Schedule& schedule;
+  const PlacedOp& op;
+  const MicroArch& micro;
+  const PlanOptions& options;
+  KernelPlan plan;
+  SampleRecord& s;
+  const Rect& r;
+  const std::int64_t w, h, pes;
+  const meshir::OpWork& work;
+  bool full;
+  const std::int64_t k;
+
+ private:
   // Lines of `line_pes` PEs: all `total` of them (full, laid along `axis` in the w x h mesh), or a
-  // seeded sample laid as rows of a line_pes x k mesh. work(l) gives line l's work.
-  auto set_lines = [&](std::int64_t line_pes, std::int64_t total, std::int64_t heavy, Axis axis, bool can_full,
-                       const std::string& what, auto work) {
+  // seeded sample laid as rows of a line_pes x k mesh. line_work(l) gives line l's work.
+  template <class Work>
+  void set_lines(std::int64_t line_pes, std::int64_t total, std::int64_t heavy, Axis axis, bool can_full,
+                 const std::string& what, Work line_work) {
     plan.line_pes = line_pes;
     s.lines_total = total;
     std::vector<std::int64_t> chosen;
@@ -192,250 +226,270 @@ KernelPlan plan_kernel(const meshir::Schedule& schedule, const PlacedOp& op, con
                " (seed " + std::to_string(options.seed) + ")";
     }
     for (std::int64_t l : chosen) {
-      LineWork lw = work(l);
+      LineWork lw = line_work(l);
       lw.line = l;
       plan.lines.push_back(lw);
     }
     s.lines_sampled = static_cast<std::int64_t>(chosen.size());
     s.scale_factor = static_cast<double>(total) / static_cast<double>(s.lines_sampled);
-  };
+  }
+};
 
+void Planner::attention() {
+  // Features (heads x head_dim) lie along the reduce axis (a PEs), the context along the other (b).
+  const std::int64_t a = side(r, op.reduce_axis), b = side(r, other(op.reduce_axis));
+  const std::int64_t heads = work.heads;
+  const std::int64_t kv_heads = work.kv_heads > 0 ? std::min(work.kv_heads, heads) : heads;
+  const std::int64_t sharing = at_least_1(heads / kv_heads);
+  const std::int64_t requests = at_least_1(mul(at_least_1(work.batch), at_least_1(work.m)) / heads);
+  const std::int64_t segment = at_least_1(a / heads);
+  const std::int64_t heads_pe = ceil_div(heads, a);
+  const bool scores = op.attention == AttentionRole::scores;
+  const bool softmax = op.attention == AttentionRole::softmax;
+  const std::int64_t context = scores || softmax ? work.n : work.k;
+  const std::int64_t head_dim = scores ? work.k : work.n;
+  const std::int64_t context_pe = ceil_div(context, b);
+  const std::int64_t features_pe = ceil_div(mul(heads, head_dim), a);
+  plan.shape = Shape::attention;
+  plan.rounds = softmax ? at_least_1(op.rounds) : 1;
+  if (!softmax && sharing > 1) {
+    plan.span_pes = std::min(a, mul(sharing, segment));
+    plan.span_bytes = mul(mul(context_pe, features_pe), kFp16WireBytes);
+  }
+  if (scores) {
+    // Partial dot products over the PE's features for each context entry, reduced over the head's segment.
+    const std::int64_t line = std::max(segment, plan.span_pes);
+    plan.tree_pes = segment;
+    const double cycles = static_cast<double>(requests) * micro.vector_loop_cycles(features_pe, context_pe);
+    const std::int64_t bytes = mul(mul(mul(requests, heads_pe), context_pe), kFp32Bytes);
+    set_lines(line, mul(b, ceil_div(a, line)), 0, op.reduce_axis, false,
+              "head lines of " + str(line) + " PEs along " + std::string(name(op.reduce_axis)) +
+                  (plan.span_pes > 0 ? ", K multicast over " + str(plan.span_pes) + " PEs" : std::string()),
+              [&](std::int64_t) { return LineWork{0, cycles, bytes}; });
+  } else {
+    // Values: weighted sums over the PE's context entries, reduced over the context axis.
+    // Softmax: max and sum over the context, `rounds` dependent reductions.
+    // Softmax: the PE's heads and context entries, a scalar exp on each.
+    const std::int64_t local = mul(mul(requests, heads_pe), context_pe);
+    const double cycles = softmax ? local_elementwise_cycles(op, local, mul(requests, heads_pe),
+                                                             work.scalar_elements > 0 ? local : 0, micro)
+                                  : static_cast<double>(requests) * micro.vector_loop_cycles(context_pe, features_pe);
+    const std::int64_t bytes = softmax ? mul(mul(requests, heads_pe), kFp32Bytes)
+                                       : mul(mul(requests, features_pe), kFp32Bytes);
+    set_lines(b, a, 0, other(op.reduce_axis), false,
+              "context lines of " + str(b) + " PEs along " + std::string(name(other(op.reduce_axis))) +
+                  (plan.span_pes > 0 ? ", V multicast over " + str(plan.span_pes) + " PEs" : std::string()),
+              [&](std::int64_t) { return LineWork{0, cycles, bytes}; });
+  }
+  if (plan.span_pes > 0) {
+    plan.mesh_w_pes = std::max(plan.mesh_w_pes, plan.span_pes);
+    plan.mesh_h_pes += 1;  // row 0 carries the multicast
+  }
+  s.sampled_pes = plan.mesh_w_pes * plan.mesh_h_pes;
+  s.full_region = false;
+}
+
+// MeshGEMV and the scalar allreduce: K-tree lines along the reduce axis.
+void Planner::ktree() {
+  const std::int64_t along = side(r, op.reduce_axis), across = side(r, other(op.reduce_axis));
+  const std::int64_t rows = mul(at_least_1(work.batch), std::max<std::int64_t>(0, work.m));
+  plan.shape = Shape::ktree;
+  plan.group = op.group;
+  const std::string what = "K-tree lines of " + str(along) + " PEs along " + name(op.reduce_axis);
+  if (op.kernel == Kernel::meshgemv) {
+    // Each of the PE's k inputs scales its column of the tile: one vector op over the PE's outputs.
+    const std::int64_t k_pe = ceil_div(work.k, along);
+    set_lines(along, across, work.n % across, op.reduce_axis, true, what, [&](std::int64_t l) {
+      const std::int64_t n_l = share(std::max<std::int64_t>(0, work.n), across, l);
+      // Fused GEMVs (Q/K/V, gate/up) loop over their own output slices, then share the tree.
+      const std::int64_t fused = at_least_1(work.fused);
+      return LineWork{0, micro.vector_loop_cycles(mul(mul(rows, k_pe), fused), ceil_div(n_l, fused)),
+                      mul(mul(rows, n_l), kFp16WireBytes)};
+    });
+  } else {
+    plan.rounds = at_least_1(op.rounds);
+    const double cycles = elementwise_cycles(op, micro);
+    set_lines(along, across, rows % across, op.reduce_axis, true, what, [&](std::int64_t l) {
+      return LineWork{0, cycles, mul(at_least_1(share(rows, across, l)), kFp32Bytes)};
+    });
+  }
+}
+
+// Elementwise: compute only, no fabric.
+void Planner::compute() {
+  plan.shape = Shape::compute;
+  plan.launch_cycles = 0.0;  // straight-line vector code (WaferLLM's layers): no task, no fabric descriptors
+  const double cycles = elementwise_cycles(op, micro);
+  if (full) {
+    // Every PE: the rows of the region as lines.
+    set_lines(w, h, 0, Axis::x, true, "rows, every PE (compute only)",
+              [&](std::int64_t) { return LineWork{0, cycles, 0}; });
+  } else {
+    set_lines(1, pes, 0, Axis::x, false, "identical PEs (compute only)",
+              [&](std::int64_t) { return LineWork{0, cycles, 0}; });
+  }
+}
+
+// The KV cache append: each column shifts its tiles one hop.
+void Planner::neighbour() {
+  plan.shape = Shape::neighbour;
+  const std::int64_t bytes = fp16_wire(ceil_div(std::max<std::int64_t>(0, work.output_bytes), pes));
+  set_lines(h, w, 0, Axis::y, true, "columns of " + str(h) + " PEs, each shifting one hop up",
+            [&](std::int64_t) { return LineWork{0, 0.0, bytes}; });
+}
+
+// MeshGEMM and GEMM-T: Cannon on the X and Y rings.
+void Planner::cannon() {
+  plan.shape = Shape::cannon;
+  // Prefill attention lays every head's features along X: Q.K^T reduces over heads x head_dim,
+  // P.V produces heads x head_dim (MeshIR's reading of the attention roles).
+  meshir::OpWork wk = work;
+  if (wk.heads > 0 && op.attention != AttentionRole::none) {
+    wk.batch = at_least_1(wk.batch / wk.heads);
+    if (op.attention == AttentionRole::scores) wk.k = mul(wk.k, wk.heads);
+    if (op.attention == AttentionRole::values) wk.n = mul(wk.n, wk.heads);
+  }
+  const std::int64_t ring = std::max(w, h);
+  // A grouped GEMM (experts) is `products` MeshGEMMs in a row, each on its share of the rows:
+  // their steps and alignment shifts follow one another (counted below, simulated as one run).
+  const std::int64_t products = at_least_1(wk.products);
+  plan.steps = at_least_1(std::min(ring, wk.k));
+  const std::int64_t b = at_least_1(wk.batch);
+  const std::int64_t tile_m = ceil_div(ceil_div(wk.m, products), h), tile_k = ceil_div(wk.k, plan.steps),
+                     tile_n = ceil_div(wk.n, w);
+  // WaferLLM's prefill loop: per k of the tile, the k-iteration's own instructions, then one vector
+  // FMAC per output column, its vector along the tile's m tokens.
+  plan.step_compute_cycles =
+      static_cast<double>(b) * (static_cast<double>(tile_k) * micro.k_iteration_cycles() +
+                                micro.vector_loop_cycles(mul(tile_k, tile_n), tile_m));
+  const std::int64_t a_bytes = mul(mul(mul(b, tile_m), tile_k), kFp16WireBytes);
+  const std::int64_t b_bytes = mul(mul(mul(b, tile_k), tile_n), kFp16WireBytes);
+  const std::int64_t out_bytes = mul(mul(mul(b, tile_m), tile_n), kFp16WireBytes);
+  // MeshGEMM moves A along X and B along Y; GEMM-T moves K along Y and passes partial scores along X.
+  plan.x_bytes = op.kernel == Kernel::gemm_t ? out_bytes : a_bytes;
+  plan.y_bytes = b_bytes;
+  plan.skew_bytes = a_bytes;
+  plan.skew_rounds = mul(op.input_skewed ? 0 : ring / 2, products);  // K and V reuse Q's aligned input
+  plan.steps = mul(plan.steps, products);
+  plan.x_ring_pes = w;
+  plan.y_ring_pes = h;
+  s.steps_total = plan.steps;
+  s.steps_simulated = std::min(plan.steps, std::max<std::int64_t>(2, options.max_simulated_steps));
+  plan.skew_rounds_simulated = std::min(plan.skew_rounds, std::max<std::int64_t>(2, options.max_simulated_steps));
+  const std::string steps_rule = s.steps_simulated < s.steps_total
+                                     ? "; " + str(s.steps_simulated) + " of " + str(s.steps_total) +
+                                           " steps simulated, the rest extrapolated at the last step's period"
+                                     : "";
+  plan.lines.push_back(LineWork{0, plan.step_compute_cycles, plan.x_bytes});
+  if (full) {
+    plan.mesh_w_pes = w;
+    plan.mesh_h_pes = h;
+    s.lines_total = s.lines_sampled = 1;
+    s.rule = "full region: " + str(w) + "x" + str(h) + ", every X and Y ring" + steps_rule;
+  } else {
+    plan.line_along_x = w >= h;
+    const std::int64_t line = plan.line_along_x ? w : h, lines = plan.line_along_x ? h : w;
+    plan.mesh_w_pes = line;
+    plan.mesh_h_pes = 1;
+    plan.line_pes = line;
+    s.lines_total = lines;
+    s.lines_sampled = 1;
+    s.scale_factor = static_cast<double>(lines);
+    s.rule = "sampled: 1 of " + str(lines) + " identical " + (plan.line_along_x ? "X rings (rows)" : "Y rings (columns)") +
+             " of " + str(line) + " PEs; each PE's shift on its perpendicular ring folded onto its own spare links" +
+             steps_rule;
+  }
+}
+
+// Relayout: each PE of a row sends its tile to its mirror.
+void Planner::mirror() {
+  // Re-mapping an activation's axes: PE i of each row sends its tile to the mirrored PE, so half
+  // the data crosses the row's middle links (the bisection).
+  plan.shape = Shape::mirror;
+  const std::int64_t bytes = fp16_wire(ceil_div(std::max<std::int64_t>(0, work.input_bytes), pes));
+  set_lines(w, h, 0, Axis::x, true, "rows of " + str(w) + " PEs, each PE to its mirror",
+            [&](std::int64_t) { return LineWork{0, 0.0, bytes}; });
+}
+
+// Transfers, MoE dispatch and combine (an expert CUT's all-to-all, or lanes between regions) and lookups.
+void Planner::move() {
+  if (const auto e = meshir::exchange_of(schedule, op)) {
+    // An expert CUT's all-to-all: every line of the rectangle along the strip's axis carries
+    // its share of the tokens between the line's pieces outside the strip and the strip.
+    plan.shape = Shape::exchange;
+    plan.exchange_lo = e->lo();
+    plan.exchange_hi = e->hi();
+    plan.exchange_into_strip = e->into_strip;
+    const std::int64_t lines = at_least_1(e->lines());
+    const std::int64_t bytes = fp16_wire(std::max<std::int64_t>(0, work.input_bytes));
+    set_lines(at_least_1(e->side()), lines, bytes % lines, Axis::x, false,
+              "lines of " + str(e->side()) + " PEs through the strip", [&](std::int64_t l) {
+                return LineWork{0, 0.0, share(bytes, lines, l)};
+              });
+    return;
+  }
+  plan.shape = Shape::lanes;
+  std::int64_t lanes = 1, bytes = 0;
+  if (op.kernel == Kernel::lookup) {
+    // A token's embedding row comes from anywhere in the region: on average half the way across
+    // each side, and the rows arrive over the region's narrower side.
+    plan.hops = (w + h) / 2;
+    lanes = std::min(w, h);
+    bytes = fp16_wire(work.output_bytes);
+  } else {
+    if (op.to_region < 0 || op.to_region >= static_cast<int>(schedule.regions.size())) {
+      throw DataError({Diagnostic{"", 0, 0, "ops." + op.name + ".to_region",
+                                  "moves data to region " + std::to_string(op.to_region) +
+                                      ", which is not a region of the schedule"}});
+    }
+    const Rect to = meshir::used_part(schedule, op.to_region);  // where the data lands
+    // Centre to centre; the rows (moving along X) or columns (along Y) both regions span carry it.
+    const std::int64_t dx = std::llabs((2 * r.x + r.w) - (2 * to.x + to.w)) / 2;
+    const std::int64_t dy = std::llabs((2 * r.y + r.h) - (2 * to.y + to.h)) / 2;
+    plan.hops = dx + dy;
+    lanes = dx >= dy ? std::min(r.h, to.h) : std::min(r.w, to.w);
+    bytes = fp16_wire(work.input_bytes);
+  }
+  lanes = at_least_1(lanes);
+  plan.hops = std::max<std::int64_t>(0, plan.hops);
+  const std::int64_t total = std::max<std::int64_t>(0, bytes);
+  set_lines(plan.hops + 1, lanes, total % lanes, Axis::x, true,
+            "lanes of " + str(plan.hops) + " hops", [&](std::int64_t l) {
+              return LineWork{0, 0.0, share(total, lanes, l)};
+            });
+  if (full) {
+    plan.mesh_w_pes = plan.hops + 1;
+    plan.mesh_h_pes = lanes;
+  }
+}
+
+}  // namespace
+
+KernelPlan plan_kernel(const meshir::Schedule& schedule, const PlacedOp& op, const MicroArch& micro,
+                       const PlanOptions& options) {
+  Planner p(schedule, op, micro, options);
+  const auto& work = op.work;
   const bool decode_attention = op.attention != AttentionRole::none && work.heads > 0 &&
                                 ((op.kernel == Kernel::meshgemv) ||
                                  (op.kernel == Kernel::allreduce && op.attention == AttentionRole::softmax && work.m == 1));
   if (decode_attention) {
-    // Features (heads x head_dim) lie along the reduce axis (a PEs), the context along the other (b).
-    const std::int64_t a = side(r, op.reduce_axis), b = side(r, other(op.reduce_axis));
-    const std::int64_t heads = work.heads;
-    const std::int64_t kv_heads = work.kv_heads > 0 ? std::min(work.kv_heads, heads) : heads;
-    const std::int64_t sharing = at_least_1(heads / kv_heads);
-    const std::int64_t requests = at_least_1(mul(at_least_1(work.batch), at_least_1(work.m)) / heads);
-    const std::int64_t segment = at_least_1(a / heads);
-    const std::int64_t heads_pe = ceil_div(heads, a);
-    const bool scores = op.attention == AttentionRole::scores;
-    const bool softmax = op.attention == AttentionRole::softmax;
-    const std::int64_t context = scores || softmax ? work.n : work.k;
-    const std::int64_t head_dim = scores ? work.k : work.n;
-    const std::int64_t context_pe = ceil_div(context, b);
-    const std::int64_t features_pe = ceil_div(mul(heads, head_dim), a);
-    plan.shape = Shape::attention;
-    plan.rounds = softmax ? at_least_1(op.rounds) : 1;
-    if (!softmax && sharing > 1) {
-      plan.span_pes = std::min(a, mul(sharing, segment));
-      plan.span_bytes = mul(mul(context_pe, features_pe), kFp16WireBytes);
-    }
-    if (scores) {
-      // Partial dot products over the PE's features for each context entry, reduced over the head's segment.
-      const std::int64_t line = std::max(segment, plan.span_pes);
-      plan.tree_pes = segment;
-      const double cycles = static_cast<double>(requests) * micro.vector_loop_cycles(features_pe, context_pe);
-      const std::int64_t bytes = mul(mul(mul(requests, heads_pe), context_pe), kFp32Bytes);
-      set_lines(line, mul(b, ceil_div(a, line)), 0, op.reduce_axis, false,
-                "head lines of " + str(line) + " PEs along " + std::string(name(op.reduce_axis)) +
-                    (plan.span_pes > 0 ? ", K multicast over " + str(plan.span_pes) + " PEs" : std::string()),
-                [&](std::int64_t) { return LineWork{0, cycles, bytes}; });
-    } else {
-      // Values: weighted sums over the PE's context entries, reduced over the context axis.
-      // Softmax: max and sum over the context, `rounds` dependent reductions.
-      // Softmax: the PE's heads and context entries, a scalar exp on each.
-      const std::int64_t local = mul(mul(requests, heads_pe), context_pe);
-      const double cycles = softmax ? local_elementwise_cycles(op, local, mul(requests, heads_pe),
-                                                               work.scalar_elements > 0 ? local : 0, micro)
-                                    : static_cast<double>(requests) * micro.vector_loop_cycles(context_pe, features_pe);
-      const std::int64_t bytes = softmax ? mul(mul(requests, heads_pe), kFp32Bytes)
-                                         : mul(mul(requests, features_pe), kFp32Bytes);
-      set_lines(b, a, 0, other(op.reduce_axis), false,
-                "context lines of " + str(b) + " PEs along " + std::string(name(other(op.reduce_axis))) +
-                    (plan.span_pes > 0 ? ", V multicast over " + str(plan.span_pes) + " PEs" : std::string()),
-                [&](std::int64_t) { return LineWork{0, cycles, bytes}; });
-    }
-    if (plan.span_pes > 0) {
-      plan.mesh_w_pes = std::max(plan.mesh_w_pes, plan.span_pes);
-      plan.mesh_h_pes += 1;  // row 0 carries the multicast
-    }
-    s.sampled_pes = plan.mesh_w_pes * plan.mesh_h_pes;
-    s.full_region = false;
-    return plan;
+    p.attention();
+    return std::move(p.plan);
   }
-
   switch (op.kernel) {
     case Kernel::meshgemv:
-    case Kernel::allreduce: {
-      const std::int64_t along = side(r, op.reduce_axis), across = side(r, other(op.reduce_axis));
-      const std::int64_t rows = mul(at_least_1(work.batch), std::max<std::int64_t>(0, work.m));
-      plan.shape = Shape::ktree;
-      plan.group = op.group;
-      const std::string what = "K-tree lines of " + str(along) + " PEs along " + name(op.reduce_axis);
-      if (op.kernel == Kernel::meshgemv) {
-        // Each of the PE's k inputs scales its column of the tile: one vector op over the PE's outputs.
-        const std::int64_t k_pe = ceil_div(work.k, along);
-        set_lines(along, across, work.n % across, op.reduce_axis, true, what, [&](std::int64_t l) {
-          const std::int64_t n_l = share(std::max<std::int64_t>(0, work.n), across, l);
-          // Fused GEMVs (Q/K/V, gate/up) loop over their own output slices, then share the tree.
-          const std::int64_t fused = at_least_1(work.fused);
-          return LineWork{0, micro.vector_loop_cycles(mul(mul(rows, k_pe), fused), ceil_div(n_l, fused)),
-                          mul(mul(rows, n_l), kFp16WireBytes)};
-        });
-      } else {
-        plan.rounds = at_least_1(op.rounds);
-        const double cycles = elementwise_cycles(op, micro);
-        set_lines(along, across, rows % across, op.reduce_axis, true, what, [&](std::int64_t l) {
-          return LineWork{0, cycles, mul(at_least_1(share(rows, across, l)), kFp32Bytes)};
-        });
-      }
-      break;
-    }
-    case Kernel::elementwise: {
-      plan.shape = Shape::compute;
-      plan.launch_cycles = 0.0;  // straight-line vector code (WaferLLM's layers): no task, no fabric descriptors
-      const double cycles = elementwise_cycles(op, micro);
-      if (full) {
-        // Every PE: the rows of the region as lines.
-        set_lines(w, h, 0, Axis::x, true, "rows, every PE (compute only)",
-                  [&](std::int64_t) { return LineWork{0, cycles, 0}; });
-      } else {
-        set_lines(1, pes, 0, Axis::x, false, "identical PEs (compute only)",
-                  [&](std::int64_t) { return LineWork{0, cycles, 0}; });
-      }
-      break;
-    }
-    case Kernel::kv_shift: {
-      plan.shape = Shape::neighbour;
-      const std::int64_t bytes = fp16_wire(ceil_div(std::max<std::int64_t>(0, work.output_bytes), pes));
-      set_lines(h, w, 0, Axis::y, true, "columns of " + str(h) + " PEs, each shifting one hop up",
-                [&](std::int64_t) { return LineWork{0, 0.0, bytes}; });
-      break;
-    }
+    case Kernel::allreduce: p.ktree(); break;
+    case Kernel::elementwise: p.compute(); break;
+    case Kernel::kv_shift: p.neighbour(); break;
     case Kernel::meshgemm:
-    case Kernel::gemm_t: {
-      plan.shape = Shape::cannon;
-      // Prefill attention lays every head's features along X: Q.K^T reduces over heads x head_dim,
-      // P.V produces heads x head_dim (MeshIR's reading of the attention roles).
-      meshir::OpWork wk = work;
-      if (wk.heads > 0 && op.attention != AttentionRole::none) {
-        wk.batch = at_least_1(wk.batch / wk.heads);
-        if (op.attention == AttentionRole::scores) wk.k = mul(wk.k, wk.heads);
-        if (op.attention == AttentionRole::values) wk.n = mul(wk.n, wk.heads);
-      }
-      const std::int64_t ring = std::max(w, h);
-      // A grouped GEMM (experts) is `products` MeshGEMMs in a row, each on its share of the rows:
-      // their steps and alignment shifts follow one another (counted below, simulated as one run).
-      const std::int64_t products = at_least_1(wk.products);
-      plan.steps = at_least_1(std::min(ring, wk.k));
-      const std::int64_t b = at_least_1(wk.batch);
-      const std::int64_t tile_m = ceil_div(ceil_div(wk.m, products), h), tile_k = ceil_div(wk.k, plan.steps),
-                         tile_n = ceil_div(wk.n, w);
-      // WaferLLM's prefill loop: per k of the tile, the k-iteration's own instructions, then one vector
-      // FMAC per output column, its vector along the tile's m tokens.
-      plan.step_compute_cycles =
-          static_cast<double>(b) * (static_cast<double>(tile_k) * micro.k_iteration_cycles() +
-                                    micro.vector_loop_cycles(mul(tile_k, tile_n), tile_m));
-      const std::int64_t a_bytes = mul(mul(mul(b, tile_m), tile_k), kFp16WireBytes);
-      const std::int64_t b_bytes = mul(mul(mul(b, tile_k), tile_n), kFp16WireBytes);
-      const std::int64_t out_bytes = mul(mul(mul(b, tile_m), tile_n), kFp16WireBytes);
-      // MeshGEMM moves A along X and B along Y; GEMM-T moves K along Y and passes partial scores along X.
-      plan.x_bytes = op.kernel == Kernel::gemm_t ? out_bytes : a_bytes;
-      plan.y_bytes = b_bytes;
-      plan.skew_bytes = a_bytes;
-      plan.skew_rounds = mul(op.input_skewed ? 0 : ring / 2, products);  // K and V reuse Q's aligned input
-      plan.steps = mul(plan.steps, products);
-      plan.x_ring_pes = w;
-      plan.y_ring_pes = h;
-      s.steps_total = plan.steps;
-      s.steps_simulated = std::min(plan.steps, std::max<std::int64_t>(2, options.max_simulated_steps));
-      plan.skew_rounds_simulated = std::min(plan.skew_rounds, std::max<std::int64_t>(2, options.max_simulated_steps));
-      const std::string steps_rule = s.steps_simulated < s.steps_total
-                                         ? "; " + str(s.steps_simulated) + " of " + str(s.steps_total) +
-                                               " steps simulated, the rest extrapolated at the last step's period"
-                                         : "";
-      plan.lines.push_back(LineWork{0, plan.step_compute_cycles, plan.x_bytes});
-      if (full) {
-        plan.mesh_w_pes = w;
-        plan.mesh_h_pes = h;
-        s.lines_total = s.lines_sampled = 1;
-        s.rule = "full region: " + str(w) + "x" + str(h) + ", every X and Y ring" + steps_rule;
-      } else {
-        plan.line_along_x = w >= h;
-        const std::int64_t line = plan.line_along_x ? w : h, lines = plan.line_along_x ? h : w;
-        plan.mesh_w_pes = line;
-        plan.mesh_h_pes = 1;
-        plan.line_pes = line;
-        s.lines_total = lines;
-        s.lines_sampled = 1;
-        s.scale_factor = static_cast<double>(lines);
-        s.rule = "sampled: 1 of " + str(lines) + " identical " + (plan.line_along_x ? "X rings (rows)" : "Y rings (columns)") +
-                 " of " + str(line) + " PEs; each PE's shift on its perpendicular ring folded onto its own spare links" +
-                 steps_rule;
-      }
-      break;
-    }
-    case Kernel::relayout: {
-      // Re-mapping an activation's axes: PE i of each row sends its tile to the mirrored PE, so half
-      // the data crosses the row's middle links (the bisection).
-      plan.shape = Shape::mirror;
-      const std::int64_t bytes = fp16_wire(ceil_div(std::max<std::int64_t>(0, work.input_bytes), pes));
-      set_lines(w, h, 0, Axis::x, true, "rows of " + str(w) + " PEs, each PE to its mirror",
-                [&](std::int64_t) { return LineWork{0, 0.0, bytes}; });
-      break;
-    }
+    case Kernel::gemm_t: p.cannon(); break;
+    case Kernel::relayout: p.mirror(); break;
     case Kernel::transfer:
     case Kernel::moe_dispatch:
     case Kernel::moe_combine:
-    case Kernel::lookup: {
-      if (const auto e = meshir::exchange_of(schedule, op)) {
-        // An expert CUT's all-to-all: every line of the rectangle along the strip's axis carries
-        // its share of the tokens between the line's pieces outside the strip and the strip.
-        plan.shape = Shape::exchange;
-        plan.exchange_lo = e->lo();
-        plan.exchange_hi = e->hi();
-        plan.exchange_into_strip = e->into_strip;
-        const std::int64_t lines = at_least_1(e->lines());
-        const std::int64_t bytes = fp16_wire(std::max<std::int64_t>(0, work.input_bytes));
-        set_lines(at_least_1(e->side()), lines, bytes % lines, Axis::x, false,
-                  "lines of " + str(e->side()) + " PEs through the strip", [&](std::int64_t l) {
-                    return LineWork{0, 0.0, share(bytes, lines, l)};
-                  });
-        break;
-      }
-      plan.shape = Shape::lanes;
-      std::int64_t lanes = 1, bytes = 0;
-      if (op.kernel == Kernel::lookup) {
-        // A token's embedding row comes from anywhere in the region: on average half the way across
-        // each side, and the rows arrive over the region's narrower side.
-        plan.hops = (w + h) / 2;
-        lanes = std::min(w, h);
-        bytes = fp16_wire(work.output_bytes);
-      } else {
-        if (op.to_region < 0 || op.to_region >= static_cast<int>(schedule.regions.size())) {
-          throw DataError({Diagnostic{"", 0, 0, "ops." + op.name + ".to_region",
-                                      "moves data to region " + std::to_string(op.to_region) +
-                                          ", which is not a region of the schedule"}});
-        }
-        const Rect to = meshir::used_part(schedule, op.to_region);  // where the data lands
-        // Centre to centre; the rows (moving along X) or columns (along Y) both regions span carry it.
-        const std::int64_t dx = std::llabs((2 * r.x + r.w) - (2 * to.x + to.w)) / 2;
-        const std::int64_t dy = std::llabs((2 * r.y + r.h) - (2 * to.y + to.h)) / 2;
-        plan.hops = dx + dy;
-        lanes = dx >= dy ? std::min(r.h, to.h) : std::min(r.w, to.w);
-        bytes = fp16_wire(work.input_bytes);
-      }
-      lanes = at_least_1(lanes);
-      plan.hops = std::max<std::int64_t>(0, plan.hops);
-      const std::int64_t total = std::max<std::int64_t>(0, bytes);
-      set_lines(plan.hops + 1, lanes, total % lanes, Axis::x, true,
-                "lanes of " + str(plan.hops) + " hops", [&](std::int64_t l) {
-                  return LineWork{0, 0.0, share(total, lanes, l)};
-                });
-      if (full) {
-        plan.mesh_w_pes = plan.hops + 1;
-        plan.mesh_h_pes = lanes;
-      }
-      break;
-    }
+    case Kernel::lookup: p.move(); break;
   }
-  s.full_region = full;
-  s.sampled_pes = plan.mesh_w_pes * plan.mesh_h_pes;
-  return plan;
+  return p.done();
 }
 
 }  // namespace wavel::sim
