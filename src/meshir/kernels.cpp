@@ -52,7 +52,7 @@ const KernelInfo& kernel_info(Kernel kernel) {
   return t[i];
 }
 
-std::optional<Kernel> kernel_named(std::string_view text) {
+std::optional<Kernel> parse_kernel(std::string_view text) {
   for (const auto& k : table()) {
     if (k.name == text) return k.kernel;
   }

@@ -61,7 +61,6 @@ std::string_view to_string(Axis axis) { return name_of(axis_names, axis); }
 std::string_view to_string(AttentionRole role) { return name_of(attention_names, role); }
 std::optional<AttentionRole> parse_attention_role(std::string_view text) { return value_of(attention_names, text); }
 
-std::optional<Kernel> parse_kernel(std::string_view text) { return kernel_named(text); }
 std::optional<Dim> parse_dim(std::string_view text) { return value_of(dim_names, text); }
 std::optional<Axis> parse_axis(std::string_view text) { return value_of(axis_names, text); }
 std::string_view to_string(Edge edge) { return name_of(edge_names, edge); }

@@ -1,5 +1,6 @@
 // The MeshIR kernel table: what each kernel is, declared once. The text form, the verifier, the
-// placer, the SRAM model, the cost model and the simulator look a kernel's traits up here; its cost
+// placer, the SRAM model, the cost model and the simulator look a kernel's traits up here (its name
+// through to_string/parse_kernel of schedule.hpp); its cost
 // (cost/model.cpp) and its simulation (sim/src/kernels/plan.cpp) are its own functions.
 #pragma once
 
@@ -40,9 +41,6 @@ const std::vector<KernelInfo>& kernel_table();
 
 /// The row of `kernel`.
 const KernelInfo& kernel_info(Kernel kernel);
-
-/// The kernel named `text`, if any.
-std::optional<Kernel> kernel_named(std::string_view text);
 
 /// Kernels that carry an activation from their `region` to `to_region`: transfer, moe_dispatch, moe_combine.
 inline bool moves_between_regions(Kernel kernel) { return kernel_info(kernel).moves_between_regions; }
