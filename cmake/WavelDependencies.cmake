@@ -1,4 +1,4 @@
-# Finds MPI, parallel HDF5, yaml-cpp, Boost.Program_options, Eigen and Kokkos, papering over Debian 12 quirks.
+# Finds MPI, parallel HDF5, yaml-cpp, CLI11, Eigen and Kokkos, papering over Debian 12 quirks.
 find_package(MPI REQUIRED COMPONENTS C CXX)
 
 set(HDF5_PREFER_PARALLEL TRUE)
@@ -28,7 +28,7 @@ else()
 endif()
 add_library(wavel::yaml ALIAS wavel_yaml)
 
-find_package(Boost 1.71 REQUIRED COMPONENTS program_options)
+find_package(CLI11 2.1 CONFIG REQUIRED)
 
 # Header-only; calibration's Levenberg-Marquardt solver (unsupported/Eigen/NonLinearOptimization).
 find_package(Eigen3 3.3 REQUIRED NO_MODULE)

@@ -22,7 +22,7 @@ loud() { printf '\n[setup] #####################################################
 
 packages=(g++ cmake make git xz-utils ca-certificates
           libopenmpi-dev openmpi-bin libhdf5-openmpi-dev hdf5-tools
-          libboost-program-options-dev libyaml-cpp-dev libeigen3-dev doctest-dev libbenchmark-dev
+          libcli11-dev libyaml-cpp-dev libeigen3-dev doctest-dev libbenchmark-dev
           python3 python3-h5py python3-numpy python3-matplotlib)
 
 as_root() {

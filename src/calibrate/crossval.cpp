@@ -1,13 +1,14 @@
 // Leave-one-model-out and leave-one-grid-out refits, and the residual covariance of a fit.
 #include "wavel/calibrate/crossval.hpp"
 
+#include <Eigen/Cholesky>
+#include <Eigen/Core>
 #include <algorithm>
 #include <cmath>
 #include <limits>
 #include <set>
 
 #include "wavel/common/error.hpp"
-#include "wavel/common/inverse.hpp"
 
 namespace wavel::calibrate {
 
@@ -22,17 +23,6 @@ const cost::ParamInfo& info_of(const std::string& name) {
     if (p.name == name) return p;
   }
   throw InternalError("unknown parameter " + name);
-}
-
-// Inverse of a small symmetric positive definite matrix; throws if singular.
-std::vector<std::vector<double>> inverse(const std::vector<std::vector<double>>& a, const std::string& file) {
-  std::size_t singular = 0;
-  auto inv = gauss_jordan_inverse(a, 1e-300, singular);
-  if (singular > 0) {
-    throw DataError({Diagnostic{file, 0, 0, "points",
-                                "the fitted parameters are not identifiable from these points (singular J^T J)"}});
-  }
-  return inv;
 }
 
 }  // namespace
@@ -144,24 +134,29 @@ ParamUncertainty estimate_uncertainty(const LogFitProblem& problem, const std::s
   for (std::size_t i : train) ssr += std::pow(residual(result.fitted, i), 2);
   const double s2 = ssr / static_cast<double>(train.size() - p);
   constexpr double kStep = 1e-3;  // in ln p: 0.1 %
-  std::vector<std::vector<double>> jac(train.size(), std::vector<double>(p, 0.0));
+  Eigen::MatrixXd jac(static_cast<Eigen::Index>(train.size()), static_cast<Eigen::Index>(p));
   for (std::size_t j = 0; j < p; ++j) {
     cost::CostParams up = result.fitted, down = result.fitted;
     up.*(info_of(u.names[j]).field) = std::exp(u.ln_values[j] + kStep);
     down.*(info_of(u.names[j]).field) = std::exp(u.ln_values[j] - kStep);
     for (std::size_t r = 0; r < train.size(); ++r) {
-      jac[r][j] = (residual(up, train[r]) - residual(down, train[r])) / (2 * kStep);
+      jac(static_cast<Eigen::Index>(r), static_cast<Eigen::Index>(j)) =
+          (residual(up, train[r]) - residual(down, train[r])) / (2 * kStep);
     }
   }
-  std::vector<std::vector<double>> jtj(p, std::vector<double>(p, 0.0));
-  for (std::size_t a = 0; a < p; ++a) {
-    for (std::size_t b = 0; b < p; ++b) {
-      for (std::size_t r = 0; r < train.size(); ++r) jtj[a][b] += jac[r][a] * jac[r][b];
+  if (p > 0) {
+    const Eigen::LLT<Eigen::MatrixXd> jtj(jac.transpose() * jac);
+    if (jtj.info() != Eigen::Success) {
+      throw DataError({Diagnostic{file, 0, 0, "points",
+                                  "the fitted parameters are not identifiable from these points (singular J^T J)"}});
     }
-  }
-  u.ln_covariance = p == 0 ? std::vector<std::vector<double>>{} : inverse(jtj, file);
-  for (auto& row : u.ln_covariance) {
-    for (double& v : row) v *= s2;
+    const Eigen::MatrixXd covariance = s2 * jtj.solve(Eigen::MatrixXd::Identity(jac.cols(), jac.cols()));
+    u.ln_covariance.assign(p, std::vector<double>(p));
+    for (std::size_t a = 0; a < p; ++a) {
+      for (std::size_t b = 0; b < p; ++b) {
+        u.ln_covariance[a][b] = covariance(static_cast<Eigen::Index>(a), static_cast<Eigen::Index>(b));
+      }
+    }
   }
   u.method = "residual covariance s^2 (J^T J)^-1 in ln p at the fit, " + std::to_string(train.size()) +
              " training points, " + std::to_string(p) + " free parameters";

@@ -1,6 +1,8 @@
-// Command-line parsing with Boost.Program_options; --help and --version are answered before Kokkos starts.
+// Command-line parsing with CLI11 (a subcommand each, its options from one table); --help and --version are
+// answered before Kokkos starts.
 #include "wavel/cli/cli.hpp"
 
+#include <CLI/CLI.hpp>
 #include <Kokkos_Core.hpp>
 #include <sched.h>
 
@@ -8,7 +10,6 @@
 #include <cstdlib>
 #include <filesystem>
 #include <map>
-#include <boost/program_options.hpp>
 #include <memory>
 #include <sstream>
 #include <thread>
@@ -25,8 +26,6 @@
 #include "wavel/version_info.hpp"
 
 namespace wavel::cli {
-
-namespace po = boost::program_options;
 
 namespace {
 
@@ -114,9 +113,6 @@ struct Options {
   std::vector<std::string> kokkos_args;  ///< --kokkos-* arguments, handed to Kokkos untouched
 };
 
-// Wide enough that no option name or value name is wrapped.
-constexpr unsigned kHelpWidth = 110;
-
 // Each option once: its spelling, its value, its help and the subcommands that take it (none
 // listed: every one); any other subcommand refuses it.
 struct OptionSpec {
@@ -178,28 +174,49 @@ std::string long_name(const OptionSpec& spec) {
   return names.substr(0, names.find(','));
 }
 
+// The option table's row spelt `word` ("--output", "-o", "--output=DIR"), or null.
+const OptionSpec* spec_spelt(const std::string& word) {
+  const std::string name = word.substr(0, word.find('='));
+  for (const auto& spec : option_specs()) {
+    const std::string names = spec.names;
+    const auto comma = names.find(',');
+    if (name == "--" + long_name(spec) || (comma != std::string::npos && name == "-" + names.substr(comma + 1))) {
+      return &spec;
+    }
+  }
+  return nullptr;
+}
+
 bool takes(const OptionSpec& spec, const std::string& subcommand) {
   return spec.subcommands.empty() ||
          std::find(spec.subcommands.begin(), spec.subcommands.end(), subcommand) != spec.subcommands.end();
 }
 
-// The options `subcommand` takes ("" for all of them), as Boost's description of them.
-po::options_description described(const std::string& title, const std::string& subcommand = "") {
-  po::options_description d(title, kHelpWidth, kHelpWidth / 2);
+// The options `subcommand` takes ("" for all of them) as a help block: each spelling and value
+// name in a column, its help (lines indented) beside it.
+std::string described(const std::string& title, const std::string& subcommand = "") {
+  std::vector<std::pair<std::string, std::string>> rows;
+  std::size_t width = 0;
   for (const auto& spec : option_specs()) {
     if (!subcommand.empty() && !takes(spec, subcommand)) continue;
-    using K = OptionSpec::Kind;
-    switch (spec.kind) {
-      case K::flag: d.add_options()(spec.names, spec.help); break;
-      case K::text: d.add_options()(spec.names, po::value<std::string>()->value_name(spec.value_name), spec.help); break;
-      case K::texts:
-        d.add_options()(spec.names, po::value<std::vector<std::string>>()->composing()->value_name(spec.value_name),
-                        spec.help);
-        break;
-      case K::integer: d.add_options()(spec.names, po::value<std::int64_t>()->value_name(spec.value_name), spec.help); break;
-    }
+    const std::string names = spec.names;
+    const auto comma = names.find(',');
+    std::string left = comma == std::string::npos ? "--" + names : "-" + names.substr(comma + 1) + " [ --" + names.substr(0, comma) + " ]";
+    if (*spec.value_name != '\0') left += std::string(" ") + spec.value_name;
+    width = std::max(width, left.size());
+    rows.emplace_back(left, spec.help);
   }
-  return d;
+  std::ostringstream out;
+  out << title << ":\n";
+  for (const auto& [left, help] : rows) {
+    out << "  " << left << std::string(width + 3 - left.size(), ' ');
+    for (const char c : help) {
+      out << c;
+      if (c == '\n') out << std::string(width + 5, ' ');
+    }
+    out << '\n';
+  }
+  return out.str();
 }
 
 const SubcommandSpec& subcommand_spec(const std::string& name) {
@@ -284,63 +301,116 @@ Options parse(const std::vector<std::string>& args) {
                        ")");
     }
   }
-  po::options_description all = described("Options");
-  all.add_options()("config", po::value<std::vector<std::string>>(), "config file");
-  po::positional_options_description positional;
-  positional.add("config", -1);
-  po::variables_map vm;
-  try {
-    const int style = po::command_line_style::default_style & ~po::command_line_style::allow_guessing;
-    po::store(po::command_line_parser(rest).options(all).positional(positional).style(style).run(), vm);
-    po::notify(vm);
-  } catch (const po::unknown_option& e) {
-    std::vector<std::string> names;
-    for (const auto& option : all.options()) {
-      if (option->long_name() != "config") names.push_back("--" + option->long_name());
+  // One CLI11 subcommand per row of the subcommand table, each with the options the option table
+  // gives it; a word left over is an option of another subcommand or none (reported below).
+  CLI::App app("", "wavel-dse");
+  // Bound values (only one subcommand is parsed, so the subcommands share them).
+  std::vector<std::string> inputs;
+  std::map<std::string, std::vector<std::string>> lists;  // a repeatable option's values, by long name
+  app.set_help_flag();
+  app.require_subcommand(1, 1);
+  for (const auto& sub_spec : subcommand_specs()) {
+    CLI::App* sub = app.add_subcommand(sub_spec.name, sub_spec.summary);
+    sub->set_help_flag();
+    sub->allow_extras();
+    for (const auto& spec : option_specs()) {
+      if (!takes(spec, sub_spec.name)) continue;
+      const std::string names = spec.names;
+      const auto comma = names.find(',');
+      const std::string spelling =
+          "--" + long_name(spec) + (comma == std::string::npos ? "" : ",-" + names.substr(comma + 1));
+      using K = OptionSpec::Kind;
+      switch (spec.kind) {
+        case K::flag: sub->add_flag(spelling, spec.help); break;
+        case K::text: sub->add_option(spelling, spec.help)->type_name(spec.value_name); break;
+        case K::texts:
+          // Repeatable, one value each time (a later positional is not swallowed).
+          sub->add_option(spelling, lists[long_name(spec)], spec.help)->type_name(spec.value_name)->allow_extra_args(false);
+          break;
+        case K::integer:
+          sub->add_option(spelling, spec.help)
+              ->check(CLI::Validator(
+                  [](std::string& word) {
+                    std::int64_t value = 0;
+                    return CLI::detail::lexical_cast(word, value) ? std::string()
+                                                                  : "expected a whole number, got '" + word + "'";
+                  },
+                  ""))
+              ->type_name(spec.value_name);
+          break;
+      }
     }
-    const std::string given = e.get_option_name();
-    const std::string suggestion = yaml::did_you_mean(given, names);
-    throw UsageError(std::string(e.what()) + (suggestion.empty() ? "" : "; did you mean '" + suggestion + "'?"));
-  } catch (const po::error& e) {
+    sub->add_option("inputs", inputs, "input files");
+  }
+  const CLI::App* sub = nullptr;
+  try {
+    std::vector<std::string> reversed{rest.rbegin(), rest.rend()};
+    reversed.push_back(o.subcommand);
+    app.parse(reversed);
+    sub = app.get_subcommand(o.subcommand);
+  } catch (const CLI::ParseError& e) {
     throw UsageError(e.what());
   }
-  o.help = vm.count("help") > 0;
-  o.version = vm.count("version") > 0;
+  // Left over: an option the table gives another subcommand, or one it does not know.
+  for (const std::string& word : sub->remaining()) {
+    if (word.rfind('-', 0) != 0) continue;
+    const std::string given = word.substr(0, word.find('='));
+    if (spec_spelt(word) != nullptr) {
+      throw UsageError("option --" + long_name(*spec_spelt(word)) + " does not apply to '" + o.subcommand + "'");
+    }
+    std::vector<std::string> names;
+    for (const auto& spec : option_specs()) {
+      if (takes(spec, o.subcommand)) names.push_back("--" + long_name(spec));
+    }
+    const std::string suggestion = yaml::did_you_mean(given, names);
+    throw UsageError("unrecognised option '" + given + "'" +
+                     (suggestion.empty() ? "" : "; did you mean '" + suggestion + "'?"));
+  }
+  const auto given = [&](const char* name) {
+    const CLI::Option* option = sub->get_option_no_throw(std::string("--") + name);
+    return option != nullptr && option->count() > 0;
+  };
+  const auto text = [&](const char* name) { return sub->get_option(std::string("--") + name)->as<std::string>(); };
+  const auto integer = [&](const char* name) {
+    return sub->get_option(std::string("--") + name)->as<std::int64_t>();
+  };
+  o.help = given("help");
+  o.version = given("version");
   if (o.help || o.version) return o;
-  o.dry_run = vm.count("dry-run") > 0;
-  if (vm.count("set")) o.overrides = vm["set"].as<std::vector<std::string>>();
-  if (vm.count("wide")) o.overrides.push_back("output.table=wide");
-  if (vm.count("output")) {
-    o.output_dir = vm["output"].as<std::string>();
+  o.dry_run = given("dry-run");
+  o.overrides = lists["set"];
+  if (given("wide")) o.overrides.push_back("output.table=wide");
+  if (given("output")) {
+    o.output_dir = text("output");
     if (o.output_dir.empty()) throw UsageError("-o/--output needs a directory; '' names none");
   }
-  if (vm.count("params")) {
-    o.params_path = vm["params"].as<std::string>();
+  if (given("params")) {
+    o.params_path = text("params");
     std::error_code ec;
     if (!std::filesystem::is_regular_file(o.params_path, ec)) {
       throw InputMissingError("cannot read params file '" + o.params_path + "' (--params)");
     }
   }
-  if (vm.count("setting")) {
-    o.setting = vm["setting"].as<std::int64_t>();
+  if (given("setting")) {
+    o.setting = integer("setting");
     if (o.setting < 0) throw UsageError("--setting must be a setting id (0 or more), got " + std::to_string(o.setting));
   }
-  if (vm.count("schedule")) o.schedule = vm["schedule"].as<std::string>();
-  if (vm.count("wafer")) o.wafer = vm["wafer"].as<std::string>();
-  o.wafer_given = vm.count("wafer") > 0;
+  if (given("schedule")) o.schedule = text("schedule");
+  if (given("wafer")) o.wafer = text("wafer");
+  o.wafer_given = given("wafer");
   if (o.wafer_given && !wafer::find_wafer_preset(o.wafer)) {
     const std::string suggestion = yaml::did_you_mean(o.wafer, wafer::wafer_preset_names());
     throw UsageError("unknown wafer preset '" + o.wafer + "' (--wafer)" +
                      (suggestion.empty() ? "" : "; did you mean '" + suggestion + "'?") + " (presets: wse2, wse3)");
   }
-  if (vm.count("trace")) o.trace_path = vm["trace"].as<std::string>();
-  if (vm.count("sweep-index")) o.slice.index = vm["sweep-index"].as<std::int64_t>();
-  if (vm.count("sweep-count")) o.slice.count = vm["sweep-count"].as<std::int64_t>();
-  o.resume = vm.count("resume") > 0;
-  if (o.resume && vm.count("dry-run")) throw UsageError("--resume and --dry-run exclude each other");
-  if (vm.count("sweep-count") && !vm.count("sweep-index")) throw UsageError("--sweep-count needs --sweep-index");
-  if (vm.count("fit")) {
-    std::stringstream list(vm["fit"].as<std::string>());
+  if (given("trace")) o.trace_path = text("trace");
+  if (given("sweep-index")) o.slice.index = integer("sweep-index");
+  if (given("sweep-count")) o.slice.count = integer("sweep-count");
+  o.resume = given("resume");
+  if (o.resume && o.dry_run) throw UsageError("--resume and --dry-run exclude each other");
+  if (given("sweep-count") && !given("sweep-index")) throw UsageError("--sweep-count needs --sweep-index");
+  if (given("fit")) {
+    std::stringstream list(text("fit"));
     for (std::string name; std::getline(list, name, ',');) {
       if (!name.empty()) o.fit_names.push_back(name);
     }
@@ -348,18 +418,11 @@ Options parse(const std::vector<std::string>& args) {
   if (listed(kPlannedSubcommands, o.subcommand)) {
     throw UsageError("subcommand '" + o.subcommand + "' is not available in this version (" + version_string() + ")");
   }
-  // Options that mean nothing to a subcommand are mistakes, not no-ops.
-  for (const auto& spec : option_specs()) {
-    if (vm.count(long_name(spec)) && !takes(spec, o.subcommand)) {
-      throw UsageError("option --" + long_name(spec) + " does not apply to '" + o.subcommand + "'");
-    }
-  }
   const char* input_name = o.subcommand == "run"         ? "CONFIG.yaml"
                            : o.subcommand == "show"      ? "RESULTS.h5"
                            : o.subcommand == "check" || o.subcommand == "simulate" ? "FILE.meshir"
                                                          : "REFERENCE.yaml";
-  if (!vm.count("config")) throw UsageError(std::string("missing ") + input_name);
-  const auto inputs = vm["config"].as<std::vector<std::string>>();
+  if (inputs.empty()) throw UsageError(std::string("missing ") + input_name);
   if (inputs.size() > 1 && o.subcommand != "calibrate") {
     throw UsageError(std::string("expected one ") + input_name + ", got " + std::to_string(inputs.size()));
   }

@@ -1,6 +1,8 @@
 // Counter-based normal draws of the fitted parameters and Kokkos-parallel evaluation under them.
 #include "wavel/cost/draws.hpp"
 
+#include <Eigen/Cholesky>
+#include <Eigen/Core>
 #include <Kokkos_Core.hpp>
 #include <algorithm>
 #include <cmath>
@@ -9,7 +11,6 @@
 
 #include "wavel/common/error.hpp"
 #include "wavel/common/hash.hpp"
-#include "wavel/common/inverse.hpp"
 #include "wavel/cost/model.hpp"
 
 namespace wavel::cost {
@@ -35,33 +36,36 @@ const ParamInfo* info_of(const std::string& name) {
   return nullptr;
 }
 
-// A zero pivot is a pinned block of zero variance: conditioning on it changes nothing.
-std::vector<std::vector<double>> inverse(const std::vector<std::vector<double>>& a) {
-  std::size_t zero_pivots = 0;
-  return gauss_jordan_inverse(a, 0.0, zero_pivots);
+Eigen::MatrixXd to_eigen(const std::vector<std::vector<double>>& a) {
+  const auto n = static_cast<Eigen::Index>(a.size());
+  Eigen::MatrixXd m(n, n);
+  for (Eigen::Index i = 0; i < n; ++i) {
+    for (Eigen::Index j = 0; j < n; ++j) m(i, j) = a[static_cast<std::size_t>(i)][static_cast<std::size_t>(j)];
+  }
+  return m;
 }
 
 }  // namespace
 
 std::optional<std::vector<std::vector<double>>> covariance_factor(const std::vector<std::vector<double>>& a) {
-  const std::size_t n = a.size();
-  std::vector<std::vector<double>> l(n, std::vector<double>(n, 0.0));
-  for (std::size_t i = 0; i < n; ++i) {
-    for (std::size_t j = 0; j <= i; ++j) {
-      double s = a[i][j];
-      for (std::size_t k = 0; k < j; ++k) s -= l[i][k] * l[j][k];
-      if (i == j) {
-        const double scale = std::max(1.0, std::abs(a[i][i]));
-        if (!(s >= -1e-10 * scale)) return std::nullopt;
-        l[i][i] = std::sqrt(std::max(0.0, s));
-      } else {
-        l[i][j] = l[j][j] > 0.0 ? s / l[j][j] : 0.0;
-      }
-    }
+  const Eigen::MatrixXd m = to_eigen(a);
+  if (m.size() == 0) return std::vector<std::vector<double>>{};
+  if (!m.allFinite()) return std::nullopt;
+  // Pivoted LDL^T (P^T L D L^T P) takes the semi-definite matrices a pinned or unfitted parameter
+  // gives (a zero row); L L^T would refuse them.
+  const Eigen::LDLT<Eigen::MatrixXd> ldlt(m);
+  if (ldlt.info() != Eigen::Success) return std::nullopt;
+  const double scale = std::max(1.0, m.diagonal().cwiseAbs().maxCoeff());
+  const Eigen::VectorXd d = ldlt.vectorD();
+  if (!(d.array() >= -1e-10 * scale).all()) return std::nullopt;
+  const Eigen::MatrixXd lower = ldlt.matrixL();
+  const Eigen::MatrixXd f = ldlt.transpositionsP().transpose() * (lower * d.cwiseMax(0.0).cwiseSqrt().asDiagonal());
+  std::vector<std::vector<double>> out(a.size(), std::vector<double>(a.size()));
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    for (std::size_t j = 0; j < a.size(); ++j) out[i][j] = f(static_cast<Eigen::Index>(i), static_cast<Eigen::Index>(j));
   }
-  return l;
+  return out;
 }
-
 
 ParamUncertaintySpec pin(const ParamUncertaintySpec& spec, const std::vector<std::string>& pinned) {
   std::vector<std::size_t> free, held;
@@ -72,22 +76,23 @@ ParamUncertaintySpec pin(const ParamUncertaintySpec& spec, const std::vector<std
   out.method = spec.method;
   if (held.empty()) return spec;
   for (std::size_t i : free) out.names.push_back(spec.names[i]);
-  std::vector<std::vector<double>> hh(held.size(), std::vector<double>(held.size()));
-  for (std::size_t a = 0; a < held.size(); ++a) {
-    for (std::size_t b = 0; b < held.size(); ++b) hh[a][b] = spec.ln_covariance[held[a]][held[b]];
-  }
-  const auto hh_inv = inverse(hh);
-  for (std::size_t a = 0; a < free.size(); ++a) {
-    std::vector<double> row;
-    for (std::size_t b = 0; b < free.size(); ++b) {
-      double v = spec.ln_covariance[free[a]][free[b]];
-      for (std::size_t x = 0; x < held.size(); ++x) {
-        for (std::size_t y = 0; y < held.size(); ++y) {
-          v -= spec.ln_covariance[free[a]][held[x]] * hh_inv[x][y] * spec.ln_covariance[held[y]][free[b]];
-        }
+  const Eigen::MatrixXd sigma = to_eigen(spec.ln_covariance);
+  const auto pick = [&](const std::vector<std::size_t>& rows, const std::vector<std::size_t>& cols) {
+    Eigen::MatrixXd m(rows.size(), cols.size());
+    for (std::size_t r = 0; r < rows.size(); ++r) {
+      for (std::size_t c = 0; c < cols.size(); ++c) {
+        m(static_cast<Eigen::Index>(r), static_cast<Eigen::Index>(c)) =
+            sigma(static_cast<Eigen::Index>(rows[r]), static_cast<Eigen::Index>(cols[c]));
       }
-      row.push_back(v);
     }
+    return m;
+  };
+  // LDL^T's solve drops a zero pivot (a held parameter of zero variance): conditioning on it changes nothing.
+  const Eigen::MatrixXd conditioned =
+      pick(free, free) - pick(free, held) * pick(held, held).ldlt().solve(pick(held, free));
+  for (std::size_t a = 0; a < free.size(); ++a) {
+    std::vector<double> row(free.size());
+    for (std::size_t b = 0; b < free.size(); ++b) row[b] = conditioned(static_cast<Eigen::Index>(a), static_cast<Eigen::Index>(b));
     out.ln_covariance.push_back(std::move(row));
   }
   out.method += "; pinned:";
@@ -117,7 +122,7 @@ std::vector<CostParams> draw_params(const CostParams& center, const ParamUncerta
     CostParams p = center;
     for (std::size_t i = 0; i < infos.size(); ++i) {
       double shift = 0.0;
-      for (std::size_t k = 0; k <= i; ++k) shift += l[i][k] * z[k];
+      for (std::size_t k = 0; k < z.size(); ++k) shift += l[i][k] * z[k];
       const double base = center.*(infos[i]->field);
       // ln space needs a positive centre; a parameter at 0 stays there.
       const double drawn = base > 0.0 ? base * std::exp(shift) : base;
