@@ -49,17 +49,36 @@ Eigen::MatrixXd to_eigen(const std::vector<std::vector<double>>& a) {
 
 std::optional<std::vector<std::vector<double>>> covariance_factor(const std::vector<std::vector<double>>& a) {
   const Eigen::MatrixXd m = to_eigen(a);
-  if (m.size() == 0) return std::vector<std::vector<double>>{};
   if (!m.allFinite()) return std::nullopt;
-  // Pivoted LDL^T (P^T L D L^T P) takes the semi-definite matrices a pinned or unfitted parameter
-  // gives (a zero row); L L^T would refuse them.
-  const Eigen::LDLT<Eigen::MatrixXd> ldlt(m);
-  if (ldlt.info() != Eigen::Success) return std::nullopt;
-  const double scale = std::max(1.0, m.diagonal().cwiseAbs().maxCoeff());
-  const Eigen::VectorXd d = ldlt.vectorD();
-  if (!(d.array() >= -1e-10 * scale).all()) return std::nullopt;
-  const Eigen::MatrixXd lower = ldlt.matrixL();
-  const Eigen::MatrixXd f = ldlt.transpositionsP().transpose() * (lower * d.cwiseMax(0.0).cwiseSqrt().asDiagonal());
+  const Eigen::Index n = m.rows();
+  // A parameter of zero variance (pinned, or fitted elsewhere) is a zero row: the Cholesky factor of
+  // the others, the unique lower-triangular one, with zeros for it.
+  std::vector<Eigen::Index> kept;
+  for (Eigen::Index i = 0; i < n; ++i) {
+    if (m(i, i) != 0.0) kept.push_back(i);
+  }
+  const auto k = static_cast<Eigen::Index>(kept.size());
+  Eigen::MatrixXd block(k, k);
+  for (Eigen::Index i = 0; i < k; ++i) {
+    for (Eigen::Index j = 0; j < k; ++j) block(i, j) = m(kept[static_cast<std::size_t>(i)], kept[static_cast<std::size_t>(j)]);
+  }
+  Eigen::MatrixXd f = Eigen::MatrixXd::Zero(n, n);
+  const Eigen::LLT<Eigen::MatrixXd> llt(block);
+  if (llt.info() == Eigen::Success) {
+    const Eigen::MatrixXd lower = llt.matrixL();
+    for (Eigen::Index i = 0; i < k; ++i) {
+      for (Eigen::Index j = 0; j <= i; ++j) f(kept[static_cast<std::size_t>(i)], kept[static_cast<std::size_t>(j)]) = lower(i, j);
+    }
+  } else {
+    // Semi-definite up to rounding (a conditioned covariance of perfectly correlated parameters):
+    // pivoted LDL^T, F = P^T L D^1/2, pivots within 1e-10 of zero taken as 0.
+    const Eigen::LDLT<Eigen::MatrixXd> ldlt(m);
+    const double scale = std::max(1.0, m.diagonal().cwiseAbs().maxCoeff());
+    const Eigen::VectorXd d = ldlt.vectorD();
+    if (ldlt.info() != Eigen::Success || !(d.array() >= -1e-10 * scale).all()) return std::nullopt;
+    const Eigen::MatrixXd lower = ldlt.matrixL();
+    f = ldlt.transpositionsP().transpose() * (lower * d.cwiseMax(0.0).cwiseSqrt().asDiagonal());
+  }
   std::vector<std::vector<double>> out(a.size(), std::vector<double>(a.size()));
   for (std::size_t i = 0; i < a.size(); ++i) {
     for (std::size_t j = 0; j < a.size(); ++j) out[i][j] = f(static_cast<Eigen::Index>(i), static_cast<Eigen::Index>(j));

@@ -12,8 +12,9 @@
 
 namespace wavel::cost {
 
-/// F with F F^T = `covariance` (pivoted LDL^T: F = P^T L D^1/2; pivots within 1e-10 of zero, rounding,
-/// are taken as 0), or std::nullopt if the matrix is not positive semi-definite.
+/// F with F F^T = `covariance`: the Cholesky factor over the parameters of non-zero variance (lower
+/// triangular), else pivoted LDL^T's P^T L D^1/2 (pivots within 1e-10 of zero, rounding, taken as
+/// 0); std::nullopt if the matrix is not positive semi-definite.
 std::optional<std::vector<std::vector<double>>> covariance_factor(const std::vector<std::vector<double>>& covariance);
 
 /// The distribution with `pinned` parameters held at their value: the covariance of the others
