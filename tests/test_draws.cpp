@@ -28,6 +28,32 @@ TEST_CASE("pinning conditions the covariance on the pinned parameters, by hand")
   CHECK(cost::pin(two_by_two(), {}).names.size() == 2);
 }
 
+TEST_CASE("the covariance factor: Cholesky where definite, zero rows kept, rank-deficient and indefinite matrices") {
+  const auto product = [](const std::vector<std::vector<double>>& f, std::size_t i, std::size_t j) {
+    double sum = 0;
+    for (std::size_t k = 0; k < f.size(); ++k) sum += f[i][k] * f[j][k];
+    return sum;
+  };
+  // By hand: [[4, 2], [2, 3]] = L L^T with L = [[2, 0], [1, sqrt 2]].
+  const auto l = cost::covariance_factor({{4, 0, 2}, {0, 0, 0}, {2, 0, 3}});
+  REQUIRE(l);
+  CHECK((*l)[0][0] == doctest::Approx(2.0));
+  CHECK((*l)[2][0] == doctest::Approx(1.0));
+  CHECK((*l)[2][2] == doctest::Approx(std::sqrt(2.0)));
+  CHECK((*l)[0][2] == 0.0);
+  CHECK((*l)[1] == std::vector<double>{0, 0, 0});
+  // Rank one (two perfectly correlated parameters): no Cholesky factor, still F F^T = A.
+  const std::vector<std::vector<double>> rank_one{{1, 2}, {2, 4}};
+  const auto f = cost::covariance_factor(rank_one);
+  REQUIRE(f);
+  for (std::size_t i = 0; i < 2; ++i) {
+    for (std::size_t j = 0; j < 2; ++j) CHECK(product(*f, i, j) == doctest::Approx(rank_one[i][j]));
+  }
+  CHECK_FALSE(cost::covariance_factor({{1, 2}, {2, 1}}));
+  CHECK_FALSE(cost::covariance_factor({{1, 0}, {0, -1e-3}}));
+  CHECK_FALSE(cost::covariance_factor({{std::nan(""), 0}, {0, 1}}));
+}
+
 TEST_CASE("the uncertainty section round-trips and bad matrices are located") {
   const auto spec = two_by_two();
   const std::string text = "beta_cycles_per_stage: 10\n" + cost::uncertainty_to_yaml(spec);

@@ -22,6 +22,11 @@ expect 64 "did you mean '--schedule'?" -- show "$tmp/x.h5" --schedul wavel
 expect 0 "Options of 'show'" -- show --help
 grep -q -- "--dry-run" "$tmp/out" && { echo "FAIL: show --help lists run's options"; fail=1; }
 expect 0 "calibrate KERNEL.yaml..." -- calibrate --help
+# Values and repeats the option table's kinds refuse, and options of another subcommand.
+expect 64 "--setting: expected a whole number, got '1.5'" -- show "$tmp/x.h5" --setting 1.5
+expect 64 "option --trace does not apply to 'show'" -- show "$tmp/x.h5" --trace "$tmp/t.json"
+expect 64 "--output" -- --dry-run "$src/configs/tiny.yaml" -o "$tmp/a" -o "$tmp/b"
+expect 64 "expected one CONFIG.yaml, got 2" -- --dry-run "$src/configs/tiny.yaml" "$src/configs/tiny.yaml"
 # Messages name what the user gave (issue 24, item 15).
 expect 66 "cannot read params file '$tmp/nope.yaml' (--params)" -- --dry-run "$src/configs/tiny.yaml" --params "$tmp/nope.yaml"
 expect 64 "unknown wafer preset 'wse5' (--wafer); did you mean" -- check "$tmp/x.meshir" --wafer wse5
