@@ -32,7 +32,7 @@ fi
 # The Kokkos the main build uses (scripts/setup.sh: .deps/kokkos or KOKKOS_ROOT).
 kokkos_dir=$(sed -n 's/^Kokkos_DIR:PATH=//p' build/CMakeCache.txt 2>/dev/null || true)
 [ -n "$kokkos_dir" ] || kokkos_dir=${KOKKOS_ROOT:-$root/.deps/kokkos}
-flags="-g -O1 -fno-omit-frame-pointer -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined"
+flags="-gline-tables-only -O1 -fno-omit-frame-pointer -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined"
 cmake -S "$root" -B build-fuzz -DCMAKE_BUILD_TYPE=None -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
       -DCMAKE_C_FLAGS="$flags" -DCMAKE_CXX_FLAGS="$flags" -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=address,undefined" \
       -DWAVEL_BUILD_FUZZ=ON -DWAVEL_BUILD_TESTS=OFF -DWAVEL_BUILD_BENCH=OFF \
