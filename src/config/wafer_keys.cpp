@@ -12,13 +12,18 @@ using W = wafer::WaferParams;
 constexpr double kMaxMeshSidePes = 100000;
 constexpr double kMaxSramBytes = double(std::int64_t{1} << 30);
 
-WaferKey count(std::string name, std::int64_t W::*m, double lo, double hi, std::string unit, std::string meaning) {
+WaferKey described(std::string name, double lo, double hi, std::string unit, std::string meaning) {
   WaferKey k;
   k.name = std::move(name);
   k.unit = std::move(unit);
   k.meaning = std::move(meaning);
   k.lo = lo;
   k.hi = hi;
+  return k;
+}
+
+WaferKey count(std::string name, std::int64_t W::*m, double lo, double hi, std::string unit, std::string meaning) {
+  WaferKey k = described(std::move(name), lo, hi, std::move(unit), std::move(meaning));
   k.get = [m](const W& w) { return static_cast<double>(w.*m); };
   k.set = [m](W& w, double x) { w.*m = static_cast<std::int64_t>(x); };
   return k;
@@ -26,13 +31,8 @@ WaferKey count(std::string name, std::int64_t W::*m, double lo, double hi, std::
 
 WaferKey real(std::string name, double W::*m, double lo, double hi, bool lo_exclusive, std::string unit,
               std::string meaning) {
-  WaferKey k;
-  k.name = std::move(name);
-  k.unit = std::move(unit);
-  k.meaning = std::move(meaning);
+  WaferKey k = described(std::move(name), lo, hi, std::move(unit), std::move(meaning));
   k.integer = false;
-  k.lo = lo;
-  k.hi = hi;
   k.lo_exclusive = lo_exclusive;
   k.get = [m](const W& w) { return w.*m; };
   k.set = [m](W& w, double x) { w.*m = x; };

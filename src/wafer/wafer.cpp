@@ -36,45 +36,47 @@ WaferParams common_params() {
   return p;
 }
 
-WaferParams wse2() {
+// What a generation sets beyond common_params(); its grid is then the largest usable one.
+struct Generation {
+  const char* preset;
+  const char* calibrated_params;
+  std::int64_t fabric_w_pes, fabric_h_pes;
+  std::int64_t VectorFormInfo::*simd_width;
+  double clock_hz_documented_min, clock_hz_documented_max;
+  std::int64_t sram_read_bytes_per_cycle, sram_write_bytes_per_cycle;
+};
+
+WaferParams of_generation(const Generation& g) {
   WaferParams p = common_params();
-  p.preset = "wse2";
-  p.calibrated_params = "params/wse2-waferllm.yaml";  // fitted on WaferLLM's WSE-2 runs (docs/calibration.md)
-  p.fabric_w_pes = 757;
-  p.fabric_h_pes = 996;
-  for (const auto& f : vector_forms()) p.simd_widths[static_cast<std::size_t>(f.form)] = f.width_wse2;
-  // 850 MHz in Cerebras's SDK benchmarks, 1.1 GHz in WaferLLM's scripts (domain.md 2).
-  p.clock_hz_documented_min = 0.85e9;
-  p.clock_hz_documented_max = 1.1e9;
-  // Cerebras SDK appendix: "two 32-bit reads and one 32-bit write" per cycle. An FP16 FMAC reads two
-  // elements and writes one, so WSE-2 runs it at 2 elements per cycle (domain.md 2b; WaferLLM's
-  // WSE-2 end-to-end points behave so, see docs/calibration.md).
-  p.sram_read_bytes_per_cycle = 8;
-  p.sram_write_bytes_per_cycle = 4;
+  p.preset = g.preset;
+  p.calibrated_params = g.calibrated_params;
+  p.fabric_w_pes = g.fabric_w_pes;
+  p.fabric_h_pes = g.fabric_h_pes;
+  for (const auto& f : vector_forms()) p.simd_widths[static_cast<std::size_t>(f.form)] = f.*(g.simd_width);
+  p.clock_hz_documented_min = g.clock_hz_documented_min;
+  p.clock_hz_documented_max = g.clock_hz_documented_max;
+  p.sram_read_bytes_per_cycle = g.sram_read_bytes_per_cycle;
+  p.sram_write_bytes_per_cycle = g.sram_write_bytes_per_cycle;
   p.grid_w_pes = p.max_grid_w_pes();
   p.grid_h_pes = p.max_grid_h_pes();
   return p;
 }
 
+// Parameters fitted on WaferLLM's WSE-2 runs (docs/calibration.md). Clock: 850 MHz in Cerebras's SDK
+// benchmarks, 1.1 GHz in WaferLLM's scripts (domain.md 2). SRAM ports: the SDK appendix's "two 32-bit
+// reads and one 32-bit write" per cycle; an FP16 FMAC reads two elements and writes one, so WSE-2 runs
+// it at 2 elements per cycle (domain.md 2b; WaferLLM's WSE-2 end-to-end points behave so).
+WaferParams wse2() {
+  return of_generation({"wse2", "params/wse2-waferllm.yaml", 757, 996, &VectorFormInfo::width_wse2, 0.85e9, 1.1e9, 8, 4});
+}
+
+// Kernel constants from WSE-3 runs, the rest via WSE-2 (docs/calibration.md). Clock: 1.1 GHz in
+// WaferLLM's code, 875 MHz in other WSE-3 codebases, about 750 MHz effective in one CS-3 timer sweep
+// (domain.md 2b): uncertain. SRAM ports: 2 x 64-bit reads and 1 x 64-bit write: WaferLLM's WSE-3
+// MeshGEMM runs at Mt = 8 and 16 imply 4 FMAC elements per cycle, and the vendor's 21 PB/s over 900k
+// PEs at 1.1 GHz (21 B/cycle) needs them. The SIMD width of 8 is then bound by the ports.
 WaferParams wse3() {
-  WaferParams p = common_params();
-  p.preset = "wse3";
-  p.calibrated_params = "params/wse3.yaml";  // kernel constants from WSE-3 runs, the rest via WSE-2 (docs/calibration.md)
-  p.fabric_w_pes = 762;
-  p.fabric_h_pes = 1176;
-  for (const auto& f : vector_forms()) p.simd_widths[static_cast<std::size_t>(f.form)] = f.width_wse3;
-  // 1.1 GHz in WaferLLM's code, 875 MHz in other WSE-3 codebases, about 750 MHz effective in one CS-3
-  // timer sweep (domain.md 2b): uncertain.
-  p.clock_hz_documented_min = 0.75e9;
-  p.clock_hz_documented_max = 1.1e9;
-  // 2 x 64-bit reads and 1 x 64-bit write: WaferLLM's WSE-3 MeshGEMM runs at Mt = 8 and 16 imply
-  // 4 FMAC elements per cycle, and the vendor's 21 PB/s over 900k PEs at 1.1 GHz (21 B/cycle) needs
-  // them. The SIMD width of 8 is then bound by the ports.
-  p.sram_read_bytes_per_cycle = 16;
-  p.sram_write_bytes_per_cycle = 8;
-  p.grid_w_pes = p.max_grid_w_pes();
-  p.grid_h_pes = p.max_grid_h_pes();
-  return p;
+  return of_generation({"wse3", "params/wse3.yaml", 762, 1176, &VectorFormInfo::width_wse3, 0.75e9, 1.1e9, 16, 8});
 }
 
 }  // namespace

@@ -35,6 +35,16 @@ ModelSpec dense_preset(std::string name, std::int64_t layers, std::int64_t hidde
   return m;
 }
 
+// `spec` with every layer's MLP a mixture of `experts` experts of width `expert_ffn`, `per_token` routed per token.
+ModelSpec with_moe(ModelSpec spec, std::int64_t experts, std::int64_t per_token, std::int64_t expert_ffn) {
+  MoeSpec moe;
+  moe.num_experts = experts;
+  moe.experts_per_token = per_token;
+  moe.expert_ffn = expert_ffn;
+  spec.moe = moe;
+  return spec;
+}
+
 // Values are those of the published HF config.json files.
 std::vector<ModelSpec> build_presets() {
   std::vector<ModelSpec> presets;
@@ -47,26 +57,15 @@ std::vector<ModelSpec> build_presets() {
   qwen2.qkv_bias = true;
   presets.push_back(qwen2);
 
-  ModelSpec mixtral = dense_preset("mixtral-8x7b", 32, 4096, 32, 8, 14336, 32000);
-  MoeSpec mixtral_moe;
-  mixtral_moe.num_experts = 8;
-  mixtral_moe.experts_per_token = 2;
-  mixtral_moe.expert_ffn = 14336;
-  mixtral.moe = mixtral_moe;
-  presets.push_back(mixtral);
+  presets.push_back(with_moe(dense_preset("mixtral-8x7b", 32, 4096, 32, 8, 14336, 32000), 8, 2, 14336));
 
   // intermediate_size 6144 is unused (every layer is MoE) but kept so the import matches.
   ModelSpec qwen3 = dense_preset("qwen3-30b-a3b", 48, 2048, 32, 4, 6144, 151936);
   qwen3.qk_norm = true;
-  MoeSpec qwen3_moe;
-  qwen3_moe.num_experts = 128;
-  qwen3_moe.experts_per_token = 8;
-  qwen3_moe.expert_ffn = 768;
-  qwen3.moe = qwen3_moe;
-  presets.push_back(qwen3);
+  presets.push_back(with_moe(qwen3, 128, 8, 768));
 
   // MLA: head_dim holds the query/key width qk_nope + qk_rope.
-  ModelSpec deepseek = dense_preset("deepseek-v2-lite", 27, 2048, 16, 16, 10944, 102400);
+  ModelSpec deepseek = with_moe(dense_preset("deepseek-v2-lite", 27, 2048, 16, 16, 10944, 102400), 64, 6, 1408);
   deepseek.head_dim = 128 + 64;
   MlaSpec mla;
   mla.kv_lora_rank = 512;
@@ -75,14 +74,9 @@ std::vector<ModelSpec> build_presets() {
   mla.qk_rope_head_dim = 64;
   mla.v_head_dim = 128;
   deepseek.mla = mla;
-  MoeSpec deepseek_moe;
-  deepseek_moe.num_experts = 64;
-  deepseek_moe.experts_per_token = 6;
-  deepseek_moe.expert_ffn = 1408;
-  deepseek_moe.num_shared_experts = 2;
-  deepseek_moe.shared_expert_ffn = 2 * 1408;
-  deepseek_moe.first_dense_layers = 1;
-  deepseek.moe = deepseek_moe;
+  deepseek.moe->num_shared_experts = 2;
+  deepseek.moe->shared_expert_ffn = 2 * 1408;
+  deepseek.moe->first_dense_layers = 1;
   presets.push_back(deepseek);
   return presets;
 }
