@@ -37,11 +37,7 @@ ModelSpec dense_preset(std::string name, std::int64_t layers, std::int64_t hidde
 
 // `spec` with every layer's MLP a mixture of `experts` experts of width `expert_ffn`, `per_token` routed per token.
 ModelSpec with_moe(ModelSpec spec, std::int64_t experts, std::int64_t per_token, std::int64_t expert_ffn) {
-  MoeSpec moe;
-  moe.num_experts = experts;
-  moe.experts_per_token = per_token;
-  moe.expert_ffn = expert_ffn;
-  spec.moe = moe;
+  spec.moe = MoeSpec{experts, per_token, expert_ffn, 0, 0, 0};
   return spec;
 }
 
