@@ -46,6 +46,7 @@ cmake --build build-fuzz -j "$jobs" --target $(for t in $build_targets; do print
 export ASAN_OPTIONS=detect_leaks=0
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 export OMPI_MCA_plm=isolated OMPI_MCA_btl_vader_single_copy_mechanism=none OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+export OMPI_MCA_ess_singleton_isolated=1 HWLOC_COMPONENTS=-gl  # no name lookups at MPI start (src/cli/main.cpp)
 mkdir -p "$run_dir"
 status=0
 printf '%-18s %12s %10s %s\n' target executions exec/s result

@@ -34,7 +34,7 @@ if [ "${WAVEL_SKIP_SANITIZERS:-0}" != 1 ]; then
   echo "[test] sanitizer pass: ASan+UBSan build of wavel_tests and wavel-dse (build-asan), one rank"
   kokkos_dir=$(sed -n 's/^Kokkos_DIR:PATH=//p' build/CMakeCache.txt)
   export ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-    OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMP_PROC_BIND=false OMP_NUM_THREADS=1
+    OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMP_PROC_BIND=false OMP_NUM_THREADS=1 HWLOC_COMPONENTS=-gl
   if cmake --preset asan ${kokkos_dir:+-DKokkos_DIR="$kokkos_dir"} >/dev/null &&
      cmake --build build-asan -j "${WAVEL_JOBS:-$(nproc)}" --target wavel_tests wavel-dse; then
     stage "sanitized unit tests" build-asan/tests/wavel_tests
