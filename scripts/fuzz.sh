@@ -23,10 +23,12 @@ jobs=${WAVEL_JOBS:-$(nproc)}
 targets=${WAVEL_FUZZ_TARGETS:-config set meshir hf_config reference kernels checkpoint lock results_h5 results_h5_reader}
 run_dir=${WAVEL_FUZZ_DIR:-$root/build-fuzz/run}
 
-if ! command -v clang++ >/dev/null; then
-  echo "[fuzz] installing clang (Debian) for libFuzzer" >&2
+# Kokkos' OpenMP headers include omp.h, which Debian's clang finds only with libomp-dev.
+if ! command -v clang++ >/dev/null || ! echo '#include <omp.h>' | clang++ -fopenmp -x c++ -fsyntax-only - 2>/dev/null; then
+  echo "[fuzz] installing clang and its OpenMP headers (Debian) for libFuzzer" >&2
   as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
-  as_root apt-get update -q && DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -q --no-install-recommends clang libclang-rt-dev
+  as_root apt-get update -q && DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -q --no-install-recommends \
+    clang libclang-rt-dev libomp-dev
 fi
 
 # The Kokkos the main build uses (scripts/setup.sh: .deps/kokkos or KOKKOS_ROOT).

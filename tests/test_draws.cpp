@@ -26,6 +26,10 @@ TEST_CASE("pinning conditions the covariance on the pinned parameters, by hand")
   // Schur complement: 4 - 2 x (1/3) x 2 = 8/3.
   CHECK(pinned.ln_covariance[0][0] == doctest::Approx(8.0 / 3.0));
   CHECK(cost::pin(two_by_two(), {}).names.size() == 2);
+  const auto all = cost::pin(two_by_two(), {"scalar_op_cycles", "beta_cycles_per_stage"});
+  CHECK(all.names.empty());
+  CHECK(all.ln_covariance.empty());
+  CHECK(all.method == "by hand; pinned: beta_cycles_per_stage scalar_op_cycles");
 }
 
 TEST_CASE("the covariance factor: Cholesky where definite, zero rows kept, rank-deficient and indefinite matrices") {

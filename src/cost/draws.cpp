@@ -106,13 +106,18 @@ ParamUncertaintySpec pin(const ParamUncertaintySpec& spec, const std::vector<std
     }
     return m;
   };
-  // LDL^T's solve drops a zero pivot (a held parameter of zero variance): conditioning on it changes nothing.
-  const Eigen::MatrixXd conditioned =
-      pick(free, free) - pick(free, held) * pick(held, held).ldlt().solve(pick(held, free));
-  for (std::size_t a = 0; a < free.size(); ++a) {
-    std::vector<double> row(free.size());
-    for (std::size_t b = 0; b < free.size(); ++b) row[b] = conditioned(static_cast<Eigen::Index>(a), static_cast<Eigen::Index>(b));
-    out.ln_covariance.push_back(std::move(row));
+  // LDL^T's solve drops a zero pivot (a held parameter of zero variance): conditioning on it changes
+  // nothing. With every parameter pinned nothing is left to draw.
+  if (!free.empty()) {
+    const Eigen::MatrixXd conditioned =
+        pick(free, free) - pick(free, held) * pick(held, held).ldlt().solve(pick(held, free));
+    for (std::size_t a = 0; a < free.size(); ++a) {
+      std::vector<double> row(free.size());
+      for (std::size_t b = 0; b < free.size(); ++b) {
+        row[b] = conditioned(static_cast<Eigen::Index>(a), static_cast<Eigen::Index>(b));
+      }
+      out.ln_covariance.push_back(std::move(row));
+    }
   }
   out.method += "; pinned:";
   for (std::size_t i : held) out.method += " " + spec.names[i];
