@@ -174,15 +174,18 @@ std::string long_name(const OptionSpec& spec) {
   return names.substr(0, names.find(','));
 }
 
+// The one-letter spelling ("o" of "output,o"), or "" for none.
+std::string short_name(const OptionSpec& spec) {
+  const std::string names = spec.names;
+  const auto comma = names.find(',');
+  return comma == std::string::npos ? "" : names.substr(comma + 1);
+}
+
 // The option table's row spelt `word` ("--output", "-o", "--output=DIR"), or null.
 const OptionSpec* spec_spelt(const std::string& word) {
   const std::string name = word.substr(0, word.find('='));
   for (const auto& spec : option_specs()) {
-    const std::string names = spec.names;
-    const auto comma = names.find(',');
-    if (name == "--" + long_name(spec) || (comma != std::string::npos && name == "-" + names.substr(comma + 1))) {
-      return &spec;
-    }
+    if (name == "--" + long_name(spec) || (!short_name(spec).empty() && name == "-" + short_name(spec))) return &spec;
   }
   return nullptr;
 }
@@ -199,9 +202,8 @@ std::string described(const std::string& title, const std::string& subcommand = 
   std::size_t width = 0;
   for (const auto& spec : option_specs()) {
     if (!subcommand.empty() && !takes(spec, subcommand)) continue;
-    const std::string names = spec.names;
-    const auto comma = names.find(',');
-    std::string left = comma == std::string::npos ? "--" + names : "-" + names.substr(comma + 1) + " [ --" + names.substr(0, comma) + " ]";
+    std::string left = short_name(spec).empty() ? "--" + long_name(spec)
+                                                : "-" + short_name(spec) + " [ --" + long_name(spec) + " ]";
     if (*spec.value_name != '\0') left += std::string(" ") + spec.value_name;
     width = std::max(width, left.size());
     rows.emplace_back(left, spec.help);
@@ -315,10 +317,8 @@ Options parse(const std::vector<std::string>& args) {
     sub->allow_extras();
     for (const auto& spec : option_specs()) {
       if (!takes(spec, sub_spec.name)) continue;
-      const std::string names = spec.names;
-      const auto comma = names.find(',');
       const std::string spelling =
-          "--" + long_name(spec) + (comma == std::string::npos ? "" : ",-" + names.substr(comma + 1));
+          "--" + long_name(spec) + (short_name(spec).empty() ? "" : ",-" + short_name(spec));
       using K = OptionSpec::Kind;
       switch (spec.kind) {
         case K::flag: sub->add_flag(spelling, spec.help); break;
@@ -355,8 +355,8 @@ Options parse(const std::vector<std::string>& args) {
   for (const std::string& word : sub->remaining()) {
     if (word.rfind('-', 0) != 0) continue;
     const std::string given = word.substr(0, word.find('='));
-    if (spec_spelt(word) != nullptr) {
-      throw UsageError("option --" + long_name(*spec_spelt(word)) + " does not apply to '" + o.subcommand + "'");
+    if (const OptionSpec* other = spec_spelt(word)) {
+      throw UsageError("option --" + long_name(*other) + " does not apply to '" + o.subcommand + "'");
     }
     std::vector<std::string> names;
     for (const auto& spec : option_specs()) {

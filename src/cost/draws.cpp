@@ -36,6 +36,15 @@ const ParamInfo* info_of(const std::string& name) {
   return nullptr;
 }
 
+std::vector<std::vector<double>> rows_of(const Eigen::MatrixXd& m) {
+  std::vector<std::vector<double>> out;
+  for (Eigen::Index i = 0; i < m.rows(); ++i) {
+    const Eigen::RowVectorXd row = m.row(i);
+    out.emplace_back(row.begin(), row.end());
+  }
+  return out;
+}
+
 Eigen::MatrixXd to_eigen(const std::vector<std::vector<double>>& a) {
   const auto n = static_cast<Eigen::Index>(a.size());
   Eigen::MatrixXd m(n, n);
@@ -79,11 +88,7 @@ std::optional<std::vector<std::vector<double>>> covariance_factor(const std::vec
     const Eigen::MatrixXd lower = ldlt.matrixL();
     f = ldlt.transpositionsP().transpose() * (lower * d.cwiseMax(0.0).cwiseSqrt().asDiagonal());
   }
-  std::vector<std::vector<double>> out(a.size(), std::vector<double>(a.size()));
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    for (std::size_t j = 0; j < a.size(); ++j) out[i][j] = f(static_cast<Eigen::Index>(i), static_cast<Eigen::Index>(j));
-  }
-  return out;
+  return rows_of(f);
 }
 
 ParamUncertaintySpec pin(const ParamUncertaintySpec& spec, const std::vector<std::string>& pinned) {
@@ -111,13 +116,7 @@ ParamUncertaintySpec pin(const ParamUncertaintySpec& spec, const std::vector<std
   if (!free.empty()) {
     const Eigen::MatrixXd conditioned =
         pick(free, free) - pick(free, held) * pick(held, held).ldlt().solve(pick(held, free));
-    for (std::size_t a = 0; a < free.size(); ++a) {
-      std::vector<double> row(free.size());
-      for (std::size_t b = 0; b < free.size(); ++b) {
-        row[b] = conditioned(static_cast<Eigen::Index>(a), static_cast<Eigen::Index>(b));
-      }
-      out.ln_covariance.push_back(std::move(row));
-    }
+    out.ln_covariance = rows_of(conditioned);
   }
   out.method += "; pinned:";
   for (std::size_t i : held) out.method += " " + spec.names[i];
