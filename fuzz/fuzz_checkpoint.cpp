@@ -21,7 +21,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       wavel::fuzz::scratch_file(reinterpret_cast<const std::uint8_t*>(text.data()), text.size(), ".wckp");
   try {
     // The seeds are written for config hash "fuzz", plan fingerprint 7 and 5 tasks.
-    (void)wavel::driver::read_checkpoint(path, "fuzz", {}, 7, 5);
+    (void)wavel::engine::read_checkpoint(path, "fuzz", {}, 7, 5);
   } catch (const wavel::Error&) {
   }
   for (auto kind : {wavel::driver::TaskResultKind::baselines, wavel::driver::TaskResultKind::piece,

@@ -27,7 +27,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (size > 0 && ::write(holder, data, size) != static_cast<ssize_t>(size)) std::abort();
   if (::flock(holder, LOCK_EX | LOCK_NB) != 0) std::abort();
   try {
-    (void)wavel::driver::make_output_dir(dir, MPI_COMM_SELF);
+    (void)wavel::engine::make_output_dir(dir, MPI_COMM_SELF);
     std::abort();  // the directory is held: taking it is a bug
   } catch (const wavel::Error& e) {
     if (e.code() != wavel::ExitCode::busy) std::abort();

@@ -3,7 +3,7 @@ cmake_policy(VERSION 3.25)
 # folders follow the data's path, lowest first; each may include only its own and lower ones.
 # Run as: cmake -DSOURCE_DIR=... -P this file.
 set(layers common io wafer workload meshir sim cost baselines search deploy config calibrate
-           sweep engine report compare commands cli)
+           engine sweep report compare commands cli)
 set(failures "")
 set(scanned 0)
 foreach(layer IN LISTS layers)

@@ -12,7 +12,7 @@
 #include "wavel/config/config.hpp"
 #include "wavel/config/sweep.hpp"
 #include "wavel/deploy/pipeline.hpp"
-#include "wavel/engine/detail/task_plan.hpp"
+#include "wavel/sweep/sweep_job.hpp"
 #include "wavel/search/detail/evaluator.hpp"
 #include "wavel/search/search.hpp"
 #include "wavel/workload/model.hpp"
@@ -166,27 +166,31 @@ TEST_CASE("one model's groups at one micro-batch count form a family over its le
       "p.yaml", {});
   const auto settings = config::expand_sweep(config);
   REQUIRE(settings.size() == 4);  // wafers 1, 2 x two lengths
-  const auto plan = driver::detail::make_plan(config, settings);
+  const driver::SweepJob job(config, settings);
+  const auto& plan = job.plan();
+  using Kind = driver::SweepTask::Kind;
   REQUIRE(plan.group_family.size() == plan.groups);
   std::set<std::size_t> seen;
-  for (const auto& t : plan.tasks) {
-    const std::size_t f = plan.group_family[t.group];
-    if (t.kind == driver::detail::Kind::finish) {
-      CHECK(f == driver::detail::Plan::kNoFamily);
+  for (std::size_t i = 0; i < plan.tasks.size(); ++i) {
+    const auto& t = job.tasks()[i];
+    const std::size_t f = plan.group_family[plan.tasks[i].group];
+    if (t.kind == Kind::finish) {
+      CHECK(f == wavel::engine::Plan::kNoFamily);
       continue;
     }
     REQUIRE(f < plan.families.size());
     // Every other group of the family: same phase, requests and micro-batches, any length, wafer
     // count and part.
     for (const std::size_t g : plan.families[f]) {
-      for (const auto& u : plan.tasks) {
-        if (u.group != g) continue;
+      for (std::size_t j = 0; j < plan.tasks.size(); ++j) {
+        if (plan.tasks[j].group != g) continue;
+        const auto& u = job.tasks()[j];
         CHECK(settings[u.setting].shape.concurrent_requests == settings[t.setting].shape.concurrent_requests);
         CHECK(u.kind == t.kind);
         CHECK(u.piece.microbatches == t.piece.microbatches);
       }
     }
-    if (t.kind == driver::detail::Kind::piece && settings[t.setting].wafers == 2) seen.insert(f);
+    if (t.kind == Kind::piece && settings[t.setting].wafers == 2) seen.insert(f);
   }
   // Two micro-batch counts; each family holds, for both lengths, the 1-wafer group and both parts' groups.
   CHECK(seen.size() == 2);

@@ -22,7 +22,7 @@
 #include "wavel/common/output_file.hpp"
 #include "wavel/config/config.hpp"
 #include "wavel/engine/checkpoint.hpp"
-#include "wavel/engine/detail/spool.hpp"
+#include "wavel/engine/spool.hpp"
 #include "wavel/common/fields.hpp"
 #include "wavel/sweep/setting_tasks.hpp"
 #include "wavel/workload/model.hpp"
@@ -217,7 +217,7 @@ namespace {
 // A checkpoint whose checksum is right but whose contents are forged by `body`.
 std::string forged_checkpoint(const std::function<void(wavel::Packer&)>& body) {
   wavel::Packer p;
-  p.put(std::uint32_t{6});  // this build's format: the forgeries must reach the decoder
+  p.put(std::uint32_t{7});  // this build's format: the forgeries must reach the decoder
   p.put(std::string("hash"));
   p.put(std::uint64_t{0});   // no input fingerprints
   p.put(std::uint64_t{42});
@@ -269,11 +269,11 @@ TEST_CASE("forged checkpoint counts and results are data errors without library 
         p.put(std::uint64_t{0});
         p.put(std::uint64_t{0});
         p.put(std::uint64_t{1});
-        p.put(std::uint64_t{1} << 59);  // incumbents of one setting
+        p.put(std::uint64_t{1} << 59);  // the shared state of one slot
       }};
   for (const auto& forge : forgeries) {
     { std::ofstream(path, std::ios::binary) << forged_checkpoint(forge); }
-    auto [code, text] = outcome([&] { wavel::driver::read_checkpoint(path, "hash", {}, 42, 3); });
+    auto [code, text] = outcome([&] { wavel::engine::read_checkpoint(path, "hash", {}, 42, 3); });
     CHECK(code == wavel::ExitCode::data_error);
     CHECK(text.find("std::") == std::string::npos);
     CHECK(text.find("vector") == std::string::npos);
@@ -367,12 +367,12 @@ TEST_CASE("MeshIR SRAM of overlapping regions: the sweep finds the most loaded p
 }
 
 TEST_CASE("the spool describes itself: its records resume without a checkpoint, a torn tail is cut, altered bytes refused") {
-  namespace d = wavel::driver::detail;
+  namespace d = wavel::engine;
   const auto dir = own_dir("hostile-spool");
   const auto path = (dir / "settings.spool").string();
-  const std::vector<wavel::driver::InputFingerprint> inputs{{"build", "b1"}, {"model file 'm.json'", "00ff"}};
+  const std::vector<wavel::engine::InputFingerprint> inputs{{"build", "b1"}, {"model file 'm.json'", "00ff"}};
   const d::SpoolHeader header{"cafe", inputs, 77, 12};
-  std::vector<wavel::driver::Checkpoint::Finished> entries;
+  std::vector<wavel::engine::SpoolEntry> entries;
   {
     auto spool = d::Spool::create(path, header);
     entries.push_back(spool.append(4, "first result"));
@@ -382,7 +382,7 @@ TEST_CASE("the spool describes itself: its records resume without a checkpoint, 
     CHECK(entries[1].offset == entries[0].offset + 12 + 24);  // each record: task, size, hash, bytes
   }
   const auto whole = std::filesystem::file_size(path);
-  std::vector<wavel::driver::Checkpoint::Finished> found;
+  std::vector<wavel::engine::SpoolEntry> found;
   {
     auto spool = d::Spool::recover(path, header, found);
     REQUIRE(found.size() == 2);
@@ -459,17 +459,17 @@ TEST_CASE("a checkpoint that is not a regular file, or too large, is refused at 
   const auto dir = own_dir("hostile-checkpoint-kind");
   const auto fifo = dir / "checkpoint.wckp";
   REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
-  auto [code, text] = outcome([&] { wavel::driver::check_checkpoint(fifo.string(), "x", {}); });
+  auto [code, text] = outcome([&] { wavel::engine::check_checkpoint(fifo.string(), "x", {}); });
   CHECK(code == wavel::ExitCode::data_error);
   CHECK(text.find("not a regular file") != std::string::npos);
-  std::tie(code, text) = outcome([&] { wavel::driver::check_checkpoint("/dev/zero", "x", {}); });
+  std::tie(code, text) = outcome([&] { wavel::engine::check_checkpoint("/dev/zero", "x", {}); });
   CHECK(code == wavel::ExitCode::data_error);
   const auto big = dir / "big.wckp";
   { std::ofstream(big) << "x"; }
   std::filesystem::resize_file(big, (std::uintmax_t{1} << 30) + 1);  // sparse
-  std::tie(code, text) = outcome([&] { wavel::driver::check_checkpoint(big.string(), "x", {}); });
+  std::tie(code, text) = outcome([&] { wavel::engine::check_checkpoint(big.string(), "x", {}); });
   CHECK(code == wavel::ExitCode::data_error);
   CHECK(text.find("more than the 1024 MiB") != std::string::npos);
-  std::tie(code, text) = outcome([&] { wavel::driver::check_checkpoint((dir / "absent").string(), "x", {}); });
+  std::tie(code, text) = outcome([&] { wavel::engine::check_checkpoint((dir / "absent").string(), "x", {}); });
   CHECK(code == wavel::ExitCode::no_input);
 }

@@ -16,7 +16,8 @@
 #include "wavel/config/config.hpp"
 #include "wavel/config/sweep.hpp"
 #include "wavel/deploy/pipeline.hpp"
-#include "wavel/engine/detail/task_plan.hpp"
+#include "wavel/engine/detail/messages.hpp"
+#include "wavel/sweep/sweep_job.hpp"
 #include "wavel/common/fields.hpp"
 #include "wavel/sweep/setting_tasks.hpp"
 #include "wavel/meshir/text.hpp"
@@ -236,7 +237,9 @@ TEST_CASE("a pipeline's parts are searched as separate problems: tasks per part,
   const auto settings = config::expand_sweep(config);
   REQUIRE(settings.size() == 2);
   CHECK(settings[1].wafers == 4);
-  const auto plan = driver::detail::make_plan(config, settings);
+  const driver::SweepJob job(config, settings);
+  const auto& plan = job.plan();
+  using Kind = driver::SweepTask::Kind;
   // One part on one wafer; three distinct parts over four (first, middle twice, last).
   const auto parts = driver::setting_parts(config, settings[1]);
   REQUIRE(parts.size() == 3);
@@ -244,23 +247,24 @@ TEST_CASE("a pipeline's parts are searched as separate problems: tasks per part,
   // (2 requests: 1 or 2 micro-batches).
   CHECK(plan.slots == 1 + 3 * 3);
   std::map<std::size_t, std::set<std::tuple<std::size_t, std::size_t, int, std::int64_t>>> owners;
-  for (const auto& t : plan.tasks) {
-    if (t.kind == driver::detail::Kind::finish) continue;
-    const std::int64_t mb = t.kind == driver::detail::Kind::piece ? t.piece.microbatches : 0;
+  for (std::size_t i = 0; i < plan.tasks.size(); ++i) {
+    const auto& t = job.tasks()[i];
+    if (t.kind == Kind::finish) continue;
+    const std::int64_t mb = t.kind == Kind::piece ? t.piece.microbatches : 0;
     // One wafer: every schedule of the setting may prune any other. A pipeline part: only its own count's.
-    owners[t.slot].emplace(t.setting, t.part, static_cast<int>(t.kind), t.setting == 0 ? 0 : mb);
+    owners[plan.tasks[i].slot].emplace(t.setting, t.part, static_cast<int>(t.kind), t.setting == 0 ? 0 : mb);
   }
   CHECK(owners.size() == plan.slots);
   for (const auto& [slot, tasks] : owners) {
     CHECK(tasks.size() == (slot == 0 ? 2u : 1u));  // setting 0: its baselines and its pieces
   }
   // The finishing task of the 4-wafer setting reads every part's baselines and pieces.
-  const auto finish = std::find_if(plan.tasks.begin(), plan.tasks.end(), [](const auto& t) {
-    return t.kind == driver::detail::Kind::finish && t.setting == 1;
+  const auto finish = std::find_if(job.tasks().begin(), job.tasks().end(), [](const auto& t) {
+    return t.kind == Kind::finish && t.setting == 1;
   });
-  REQUIRE(finish != plan.tasks.end());
+  REQUIRE(finish != job.tasks().end());
   std::set<std::size_t> fed;
-  for (std::size_t in : plan.inputs[static_cast<std::size_t>(finish - plan.tasks.begin())]) fed.insert(plan.tasks[in].part);
+  for (std::size_t in : plan.inputs[static_cast<std::size_t>(finish - job.tasks().begin())]) fed.insert(job.tasks()[in].part);
   CHECK(fed == std::set<std::size_t>{0, 1, 2});
 }
 
@@ -272,37 +276,33 @@ namespace {
 std::pair<std::vector<std::string>, std::int64_t> run_in_order(const config::Config& config,
                                                                const config::Setting& setting, bool shared,
                                                                bool forward) {
-  const auto plan = driver::detail::make_plan(config, {setting});
-  const auto parts = driver::setting_parts(config, setting);
-  std::vector<driver::PartResults> results(parts.size());
-  std::vector<std::vector<search::Objectives>> incumbents(plan.slots);
+  const std::vector<config::Setting> settings{setting};
+  driver::SweepJob job(config, settings);
+  const auto& plan = job.plan();
+  using Kind = driver::SweepTask::Kind;
+  std::vector<std::string> slots(plan.slots), results(plan.tasks.size());
   std::vector<std::size_t> order;
   for (std::size_t t = 0; t < plan.tasks.size(); ++t) {
-    if (plan.tasks[t].kind == driver::detail::Kind::piece) order.push_back(t);
+    if (job.tasks()[t].kind == Kind::piece) order.push_back(t);
   }
   if (!forward) std::reverse(order.begin(), order.end());
-  std::map<std::size_t, std::string> piece_bytes;
-  search::SearchWorkspace workspace;
   std::int64_t pruned = 0;
+  wavel::engine::TaskCounters c;
   for (std::size_t t = 0; t < plan.tasks.size(); ++t) {
-    const auto& task = plan.tasks[t];
-    if (task.kind != driver::detail::Kind::baselines) continue;
-    driver::TaskCounters c;
-    results[task.part].baselines = driver::run_baselines(config, setting, parts[task.part], task.part, c);
-    driver::detail::merge_incumbents(incumbents[task.slot], c.found);
+    if (job.tasks()[t].kind != Kind::baselines) continue;
+    results[t] = job.run(t, slots[plan.tasks[t].slot], c, nullptr);
+    job.merge(slots[plan.tasks[t].slot], c.found);
   }
   for (std::size_t t : order) {
-    const auto& task = plan.tasks[t];
-    driver::TaskCounters c;
-    piece_bytes[t] = driver::run_piece(config, setting, parts[task.part], task.piece,
-                                       shared ? incumbents[task.slot] : std::vector<search::Objectives>{}, workspace, c);
-    driver::detail::merge_incumbents(incumbents[task.slot], c.found);
-    Unpacker u(piece_bytes[t]);
+    results[t] = job.run(t, shared ? slots[plan.tasks[t].slot] : std::string(), c, nullptr);
+    job.merge(slots[plan.tasks[t].slot], c.found);
+    Unpacker u(results[t]);
     pruned += driver::detail::unpack_stats(u).pruned_incumbent;
   }
-  for (const auto& [t, bytes] : piece_bytes) results[plan.tasks[t].part].pieces.push_back(bytes);  // piece order
-  driver::TaskCounters c;
-  const std::string bytes = driver::run_finish(config, setting, parts, results, c);
+  const std::size_t finish = plan.tasks.size() - 1;
+  REQUIRE(plan.tasks[finish].finishing);
+  const std::string bytes =
+      job.run(finish, wavel::engine::detail::task_input(plan, finish, results, slots[plan.tasks[finish].slot]), c, nullptr);
   Unpacker u(bytes);
   const auto s = driver::unpack_setting(u);
   std::vector<std::string> front;

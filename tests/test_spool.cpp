@@ -14,7 +14,8 @@
 #include "wavel/config/config.hpp"
 #include "wavel/config/sweep.hpp"
 #include "wavel/engine/checkpoint.hpp"
-#include "wavel/engine/detail/spool.hpp"
+#include "wavel/engine/spool.hpp"
+#include "wavel/sweep/sweep_job.hpp"
 #include "wavel/sweep/grouping.hpp"
 #include "wavel/common/fields.hpp"
 #include "wavel/commands/run.hpp"
@@ -83,14 +84,13 @@ TEST_CASE("read_back leaves MeshIR texts in the spool and the schedules table re
   if (world_rank() != 0) return;                              // rank 0's hub alone holds the spool
   const std::vector<SettingResult> originals{sample(0, 2), sample(1, 0), sample(2, 3)};
   std::vector<wavel::config::Setting> settings(originals.size());
-  std::vector<wavel::driver::Checkpoint::Finished> entries;
-  auto spool = std::make_shared<wavel::driver::detail::Spool>(
-      wavel::driver::detail::Spool::create((dir / "settings.spool").string(), {}));
+  auto spool = std::make_shared<wavel::engine::Spool>(wavel::engine::Spool::create((dir / "settings.spool").string(), {}));
+  wavel::engine::Finished finished{spool, {}, std::vector<bool>(originals.size(), false)};
   for (std::size_t s = 0; s < originals.size(); ++s) {
     settings[s].id = originals[s].setting_id;
-    entries.push_back(spool->append(100 + s, packed(originals[s])));
+    finished.entries.push_back(spool->append(100 + s, packed(originals[s])));
   }
-  auto light = wavel::driver::detail::read_back(*spool, entries, std::vector<bool>(originals.size(), false), settings);
+  auto light = wavel::driver::detail::read_back(finished, settings);
   REQUIRE(light.size() == 3);
   // Every text left memory; its place and size are recorded.
   CHECK(light[2].front[1].meshir.empty());
@@ -99,7 +99,7 @@ TEST_CASE("read_back leaves MeshIR texts in the spool and the schedules table re
   CHECK(light[2].front[1].meshir_ref.bytes == originals[2].front[1].meshir.size());
   CHECK(light[0].schedules[1].meshir_ref.setting_index == -1);  // unplaced: no text, no reference
 
-  const wavel::driver::TextFetch fetch = wavel::driver::detail::spool_texts(spool, entries);
+  const wavel::driver::TextFetch fetch = wavel::driver::detail::spool_texts(finished);
   CHECK(fetch(light[2].schedules[0].meshir_ref) == originals[2].schedules[0].meshir);
   CHECK(fetch(light[0].front[1].meshir_ref) == originals[0].front[1].meshir);  // another setting: re-read
   CHECK(wavel::driver::meshir_text("", light[1].schedules[0].meshir_ref, fetch) == originals[1].schedules[0].meshir);
@@ -124,10 +124,9 @@ TEST_CASE("read_back leaves MeshIR texts in the spool and the schedules table re
   CHECK(fs::file_size(a) == fs::file_size(b));
 
   // A spool altered under the run is named, not read as another text.
-  wavel::driver::detail::Spool other = wavel::driver::detail::Spool::create("", {});
-  std::vector<wavel::driver::Checkpoint::Finished> moved{other.append(0, packed(sample(5, 0)))};
-  const auto wrong = wavel::driver::detail::spool_texts(
-      std::make_shared<wavel::driver::detail::Spool>(std::move(other)), moved);
+  auto other = std::make_shared<wavel::engine::Spool>(wavel::engine::Spool::create("", {}));
+  const wavel::engine::Finished moved{other, {other->append(0, packed(sample(5, 0)))}, {false}};
+  const auto wrong = wavel::driver::detail::spool_texts(moved);
   CHECK_THROWS_AS(wrong(light[0].schedules[0].meshir_ref), wavel::InputDataError);
 }
 
@@ -173,12 +172,12 @@ TEST_CASE("request grouping reads the texts left on disk and gives the intervals
     REQUIRE(best.has_value());
     r.front.push_back(FrontEntry{"search", s == 0 ? 2000.0 : 20.0, 1e-3, 100, 1, 1, 0.5, wavel::meshir::print(*best), {}});
   }
-  std::vector<wavel::driver::Checkpoint::Finished> entries;
-  auto spool = std::make_shared<wavel::driver::detail::Spool>(wavel::driver::detail::Spool::create("", {}));
-  for (const auto& r : in_memory) entries.push_back(spool->append(0, packed(r)));
-  auto on_disk = wavel::driver::detail::read_back(*spool, entries, {false, false}, settings);
+  auto spool = std::make_shared<wavel::engine::Spool>(wavel::engine::Spool::create("", {}));
+  wavel::engine::Finished finished{spool, {}, {false, false}};
+  for (const auto& r : in_memory) finished.entries.push_back(spool->append(0, packed(r)));
+  auto on_disk = wavel::driver::detail::read_back(finished, settings);
   wavel::driver::apply_request_grouping(c, settings, in_memory);
-  wavel::driver::apply_request_grouping(c, settings, on_disk, wavel::driver::detail::spool_texts(spool, entries));
+  wavel::driver::apply_request_grouping(c, settings, on_disk, wavel::driver::detail::spool_texts(finished));
   const auto& a = in_memory[1].intervals;
   const auto& b = on_disk[1].intervals;
   CHECK(a.draws == 16);

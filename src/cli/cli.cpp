@@ -432,12 +432,12 @@ Options parse(const std::vector<std::string>& args) {
 }
 
 void execute(const Options& o, std::ostream& out, MPI_Comm comm) {
-  const driver::RunContext context = driver::make_run_context(comm);
+  const engine::RunContext context = engine::make_run_context(comm);
   if (o.subcommand == "validate") return driver::validate_command(o.config_path, o.params_path, o.output_dir, context, out);
   if (o.subcommand == "calibrate") {
     // Kernel measurement files (a `kernel:` key) fit the kernel constants; a config (it has
     // `workloads:`) calibrates against the simulator; anything else is a reference file.
-    const std::string text = driver::read_file_on_root(o.config_path, comm, "calibration input");
+    const std::string text = engine::read_file_on_root(o.config_path, comm, "calibration input");
     if (calibrate::looks_like_kernel_file(text)) {
       return driver::calibrate_kernels_command(o.inputs, o.wafer, o.params_path, o.fit_names, o.output_dir, context,
                                                out);
@@ -458,10 +458,10 @@ void execute(const Options& o, std::ostream& out, MPI_Comm comm) {
   if (o.subcommand == "simulate") {
     return driver::simulate_command(o.config_path, o.wafer_given ? o.wafer : "", o.params_path, o.trace_path, context, out);
   }
-  const std::string text = driver::read_file_on_root(o.config_path, comm);
+  const std::string text = engine::read_file_on_root(o.config_path, comm);
   std::vector<std::string> overrides = o.overrides;
   if (!o.params_path.empty()) overrides.push_back("cost.params_file=" + o.params_path);
-  config::Config config = driver::parse_config_on_ranks(text, o.config_path, overrides, comm);
+  config::Config config = engine::parse_config_on_ranks(text, o.config_path, overrides, comm);
   if (!o.output_dir.empty()) config.output.dir = o.output_dir;
   if (o.slice.index >= 0) config.output.dir += "/sweep-" + std::to_string(o.slice.index);
   if (o.dry_run) {

@@ -97,13 +97,13 @@ io::Table kernel_table(const std::vector<KernelPoint>& points, const calibrate::
 
 void calibrate_kernels_command(const std::vector<std::string>& kernel_paths, const std::string& wafer_preset,
                                const std::string& params_path, const std::vector<std::string>& fit_names,
-                               const std::string& output_dir, const RunContext& context, std::ostream& out) {
+                               const std::string& output_dir, const engine::RunContext& context, std::ostream& out) {
   const auto wafer = wafer::find_wafer_preset(wafer_preset);
   if (!wafer) throw UsageError("unknown wafer preset '" + wafer_preset + "' (--wafer)");
   std::vector<calibrate::KernelSet> sets;
   std::set<KernelKind> kinds;
   for (const auto& path : kernel_paths) {
-    sets.push_back(calibrate::parse_kernel_set(read_file_on_root(path, context.comm), path));
+    sets.push_back(calibrate::parse_kernel_set(engine::read_file_on_root(path, context.comm), path));
     calibrate::check_on_wafer(sets.back(), *wafer);
     if (!kinds.insert(sets.back().kind).second) {
       throw UsageError("two files of kernel '" + calibrate::to_string(sets.back().kind) + "' (" + path +
@@ -137,7 +137,7 @@ void calibrate_kernels_command(const std::vector<std::string>& kernel_paths, con
   const SimTimingFit sim_fit = fit_sim_timing(points, held, start_wafer);
   const auto& simulated = sim_fit.simulated;
   const std::string dir = output_dir.empty() ? default_dir("calibrate", kernel_paths.front()) : output_dir;
-  const OutputDirLock lock = make_output_dir(dir, context.comm);
+  const engine::OutputDirLock lock = engine::make_output_dir(dir, context.comm);
 
   std::vector<double> measured;
   for (const auto& p : points) measured.push_back(p.mean_cycles);

@@ -56,7 +56,7 @@ struct Outcome {
 // Schedule s is simulated by rank s mod ranks, then broadcast from there: the results do not
 // depend on the number of ranks.
 std::vector<Outcome> simulate_distributed(const std::vector<Entry>& entries, const config::Config& config,
-                                          const RunContext& context) {
+                                          const engine::RunContext& context) {
   sim::SimOptions options;
   options.model_ramps = config.sim.model_ramps;
   options.seed = static_cast<std::uint64_t>(config.search.seed);
@@ -210,11 +210,11 @@ std::vector<std::string> default_sim_fit_names() {
 
 void calibrate_against_sim_command(const std::string& config_path, const std::string& params_path,
                                    const std::vector<std::string>& fit_names, const std::string& output_dir,
-                                   const RunContext& context, std::ostream& out) {
-  const std::string text = read_file_on_root(config_path, context.comm);
+                                   const engine::RunContext& context, std::ostream& out) {
+  const std::string text = engine::read_file_on_root(config_path, context.comm);
   std::vector<std::string> overrides;
   if (!params_path.empty()) overrides.push_back("cost.params_file=" + params_path);
-  const config::Config config = parse_config_on_ranks(text, config_path, overrides, context.comm);
+  const config::Config config = engine::parse_config_on_ranks(text, config_path, overrides, context.comm);
   const auto& start = config.cost.params;
 
   // Schedules of every setting: the search front and the placed baselines (every rank builds the
@@ -295,7 +295,7 @@ void calibrate_against_sim_command(const std::string& config_path, const std::st
   append_sample_agreements(result, &before, &after);
 
   const std::string dir = output_dir.empty() ? "results/runs/calibrate-sim-" + fs::path(config_path).stem().string() : output_dir;
-  const OutputDirLock lock = make_output_dir(dir, context.comm);
+  const engine::OutputDirLock lock = engine::make_output_dir(dir, context.comm);
   // The fitted op pairs, before and after.
   const std::size_t n = samples.size();
   const auto& fit_before = result.before.points;

@@ -81,7 +81,7 @@ double cv_mape(const CrossValidationReport& cv, const std::string& name) {
 }  // namespace
 
 std::vector<io::Attribute> command_provenance(const std::string& command, const std::string& input,
-                                              const std::string& params_path, const RunContext& context) {
+                                              const std::string& params_path, const engine::RunContext& context) {
   return {{"format_version", std::string("wavel-results/1")},
           {"tool_version", std::string(WAVEL_VERSION)},
           {"git_hash", std::string(WAVEL_GIT_HASH)},
@@ -133,8 +133,8 @@ std::vector<std::string> default_fit_names() {
 }
 
 void validate_command(const std::string& reference_path, const std::string& given_params,
-                      const std::string& output_dir, const RunContext& context, std::ostream& out) {
-  const std::string text = read_file_on_root(reference_path, context.comm, "reference file");
+                      const std::string& output_dir, const engine::RunContext& context, std::ostream& out) {
+  const std::string text = engine::read_file_on_root(reference_path, context.comm, "reference file");
   if (config::looks_like_sweep_config(text)) {
     throw UsageError("'" + reference_path + "' is a sweep config (it has workloads:), not a reference file of measured "
                      "points; to compare the model with the simulator on its schedules run 'wavel-dse calibrate " +
@@ -148,7 +148,7 @@ void validate_command(const std::string& reference_path, const std::string& give
   const auto report = calibrate::validate(set, predict, params);
   const auto cv = cross_validation_report(set, predict, params, default_fit_names());
   const std::string dir = output_dir.empty() ? default_dir("validate", reference_path) : output_dir;
-  const OutputDirLock lock = make_output_dir(dir, context.comm);
+  const engine::OutputDirLock lock = engine::make_output_dir(dir, context.comm);
   const auto table = calibrate::validation_table(set, report);
   auto attrs = command_provenance("validate", reference_path, params_path, context);
   attrs.push_back({"mape_pct", report.mape_pct});
@@ -171,7 +171,7 @@ void validate_command(const std::string& reference_path, const std::string& give
 
 void calibrate_command(const std::string& reference_path, const std::string& params_path,
                        const std::vector<std::string>& fit_names, const std::string& output_dir,
-                       const RunContext& context, std::ostream& out) {
+                       const engine::RunContext& context, std::ostream& out) {
   const auto set = calibrate::load_reference(reference_path);
   const auto wafer = wafer_named(set.wafer, reference_path);
   const auto start = params_for(wafer, params_path);
@@ -182,7 +182,7 @@ void calibrate_command(const std::string& reference_path, const std::string& par
   const auto cv = cross_validation_report(set, predict, start, names);
   const std::string warnings = bound_warnings(result);
   const std::string dir = output_dir.empty() ? default_dir("calibrate", reference_path) : output_dir;
-  const OutputDirLock lock = make_output_dir(dir, context.comm);
+  const engine::OutputDirLock lock = engine::make_output_dir(dir, context.comm);
 
   std::ostringstream header;
   header << "Fitted by: wavel-dse calibrate " << reference_path;
@@ -306,8 +306,8 @@ std::string costed_lines(const std::string& results_path) {
 }
 
 void show_command(const std::string& results_path, std::int64_t setting, const std::string& schedule,
-                  const RunContext& context, std::ostream& out) {
-  on_root_agreed(context.comm, 0, [&] {
+                  const engine::RunContext& context, std::ostream& out) {
+  engine::on_root_agreed(context.comm, 0, [&] {
     // The file may come from anyone: read in a sandboxed child, as libhdf5 can crash on forged files.
     // The texts of a large sweep exceed what one read may take: the index first, then one text.
     io::TablePart index;
@@ -367,8 +367,8 @@ void show_command(const std::string& results_path, std::int64_t setting, const s
 }
 
 CheckedSchedule load_checked_schedule(const std::string& meshir_path, const std::string& wafer_preset,
-                                      const std::string& params_path, const RunContext& context) {
-  const std::string text = read_file_on_root(meshir_path, context.comm, "MeshIR file");
+                                      const std::string& params_path, const engine::RunContext& context) {
+  const std::string text = engine::read_file_on_root(meshir_path, context.comm, "MeshIR file");
   if (const std::string kind = binary_kind(text); !kind.empty()) {
     throw DataError({Diagnostic{meshir_path, 0, 0, "meshir",
                                 "not a MeshIR text file: it " + kind +
@@ -427,7 +427,7 @@ CheckedSchedule load_checked_schedule(const std::string& meshir_path, const std:
 }
 
 void check_command(const std::string& meshir_path, const std::string& wafer_preset, const std::string& params_path,
-                   const RunContext& context, std::ostream& out) {
+                   const engine::RunContext& context, std::ostream& out) {
   const CheckedSchedule checked = load_checked_schedule(meshir_path, wafer_preset, params_path, context);
   const auto& s = checked.schedule;
   const bool prefill = !checked.decode;

@@ -22,7 +22,8 @@
 #include "wavel/common/hash.hpp"
 #include "wavel/engine/checkpoint.hpp"
 #include "wavel/report/costed_with.hpp"
-#include "wavel/engine/detail/spool.hpp"
+#include "wavel/engine/spool.hpp"
+#include "wavel/sweep/sweep_job.hpp"
 #include "wavel/engine/distribute.hpp"
 #include "wavel/common/format.hpp"
 #include "wavel/sweep/grouping.hpp"
@@ -62,7 +63,7 @@ std::string results_identity(const config::Config& config) {
   return config::to_yaml(c);
 }
 
-std::vector<io::Attribute> provenance(const config::Config& config, const RunContext& context,
+std::vector<io::Attribute> provenance(const config::Config& config, const engine::RunContext& context,
                                       const std::string& resolved) {
   std::string overrides;
   for (const auto& o : config.overrides) overrides += (overrides.empty() ? "" : "\n") + o;
@@ -89,7 +90,7 @@ std::vector<io::Attribute> provenance(const config::Config& config, const RunCon
 // Dry run: each rank describes the settings it owns round-robin, with the size of their search;
 // gathered in id order.
 std::pair<std::vector<SettingResult>, std::vector<search::SearchSizeEstimate>> describe_all(
-    const config::Config& config, const std::vector<config::Setting>& settings, const RunContext& context) {
+    const config::Config& config, const std::vector<config::Setting>& settings, const engine::RunContext& context) {
   Packer mine;
   int local_error = 0;
   std::string message;
@@ -172,7 +173,7 @@ std::vector<config::Setting> selected_settings(const config::Config& config, con
   return config::sweep_slice(all, slice.index, slice.count > 0 ? slice.count : static_cast<std::int64_t>(all.size()));
 }
 
-void dry_run(const config::Config& config, const RunContext& context, std::ostream& out, const SweepSlice& slice) {
+void dry_run(const config::Config& config, const engine::RunContext& context, std::ostream& out, const SweepSlice& slice) {
   const auto settings = selected_settings(config, slice);
   const auto [results, estimates] = describe_all(config, settings, context);
   if (context.rank != 0) return;
@@ -185,15 +186,15 @@ void dry_run(const config::Config& config, const RunContext& context, std::ostre
   for (std::string line; std::getline(lines, line);) out << "# " << line << '\n';
 }
 
-void run(const config::Config& config, const RunContext& context, std::ostream& out, const SweepSlice& slice,
+void run(const config::Config& config, const engine::RunContext& context, std::ostream& out, const SweepSlice& slice,
          const RunOptions& run_options) {
   // First: a SIGTERM while the sweep is being set up (the plan of a large sweep takes seconds) stops
   // it with a checkpoint like any other, instead of killing it without one.
-  install_checkpoint_signals();
+  engine::install_checkpoint_signals();
   const auto settings = selected_settings(config, slice);
   const std::string resolved = config::to_yaml(config);
   const fs::path dir = config.output.dir;
-  const OutputDirLock lock = make_output_dir(dir.string(), context.comm);
+  const engine::OutputDirLock lock = engine::make_output_dir(dir.string(), context.comm);
   // With several wafer counts, each problem's choice among them too (wafer_counts.hpp); with a
   // hardware sweep, each setting against its base hardware point (whatif.hpp).
   const bool wafer_counts = config.cluster.wafers.size() > 1;
@@ -209,26 +210,26 @@ void run(const config::Config& config, const RunContext& context, std::ostream& 
       {dir / "sensitivity.csv", config.output.csv && hardware_sweep},
   };
   const std::string config_hash = to_hex(fnv1a64(results_identity(config)));
-  std::vector<InputFingerprint> inputs;
-  on_root_agreed(context.comm, 0, [&] { inputs = input_fingerprints(config); });
+  std::vector<engine::InputFingerprint> inputs;
+  engine::on_root_agreed(context.comm, 0, [&] { inputs = input_fingerprints(config); });
   // --resume with nothing to resume from stops before anything in the directory is touched.
   const fs::path spool_path = dir / "settings.spool";
   const fs::path checkpoint_path = dir / "checkpoint.wckp";
   if (run_options.resume) {
-    on_root_agreed(context.comm, 0, [&] {
+    engine::on_root_agreed(context.comm, 0, [&] {
       std::error_code ec;
       if (fs::exists(fs::symlink_status(checkpoint_path, ec))) {
-        check_checkpoint(checkpoint_path.string(), config_hash, inputs);
+        engine::check_checkpoint(checkpoint_path.string(), config_hash, inputs);
       } else if (!fs::exists(fs::symlink_status(spool_path, ec))) {
         throw InputMissingError("--resume: neither a checkpoint '" + checkpoint_path.string() + "' nor a spool file '" +
                                 spool_path.string() + "' is there; run without --resume to start afresh");
       }
-      detail::Spool::check(spool_path.string(), config_hash, inputs);
+      engine::Spool::check(spool_path.string(), config_hash, inputs);
     });
   }
   std::vector<fs::path> kept_stale;  // on rank 0: set aside as *.stale, and not rewritten by this run
   std::vector<std::string> set_aside;
-  on_root_agreed(context.comm, 0, [&] {
+  engine::on_root_agreed(context.comm, 0, [&] {
     for (const auto& [path, written] : outputs) {
       std::error_code ec;
       if (!fs::exists(fs::symlink_status(path, ec))) continue;
@@ -246,7 +247,7 @@ void run(const config::Config& config, const RunContext& context, std::ostream& 
     }
   });
 
-  DistributeOptions options;
+  engine::DistributeOptions options;
   options.checkpoint_path = checkpoint_path.string();
   options.spool_path = spool_path.string();
   options.resume = run_options.resume;
@@ -264,7 +265,7 @@ void run(const config::Config& config, const RunContext& context, std::ostream& 
     std::cerr << "wavel-dse: note: the simulator runs its nominal PE timing (cost.params_file has no sim_timing "
                  "section; configs/params/wse3.yaml has the one measured on WSE-3)\n";
   }
-  auto outcome = evaluate_distributed(config, settings, context, options);
+  auto outcome = evaluate_sweep(config, settings, context, options);
   std::vector<SettingResult> results = std::move(outcome.results);  // rank 0 only
   std::vector<WaferCountRow> counts;
   std::vector<SensitivityRow> sensitivity;
@@ -272,15 +273,15 @@ void run(const config::Config& config, const RunContext& context, std::ostream& 
   // between its steps: the finished settings stay in the spool, and --resume writes them out.
   // Fault injection for tests/cli/test_checkpoint.sh: a stop request arriving as the end phase begins.
   if (std::getenv("WAVEL_TEST_SIGNAL_END_PHASE") != nullptr) std::raise(SIGTERM);
-  on_root_agreed(context.comm, 0, [&] {
+  engine::on_root_agreed(context.comm, 0, [&] {
     // results.h5 and summary.csv appear together or not at all.
     io::ResultFiles files;
-    files.poll = [] { stop_if_signalled("writing the results"); };
-    stop_if_signalled("reading the results back");
+    files.poll = [] { engine::stop_if_signalled("writing the results"); };
+    engine::stop_if_signalled("reading the results back");
     apply_request_grouping(config, settings, results, outcome.texts);
-    stop_if_signalled("grouping requests");
+    engine::stop_if_signalled("grouping requests");
     io::Table table = settings_table(config, settings, results);
-    stop_if_signalled("tabulating the settings");
+    engine::stop_if_signalled("tabulating the settings");
     if (wafer_counts) counts = wafer_count_rows(settings, results, config.cluster);
     io::Table counts_table = wafer_counts ? wafer_counts_table(config, settings, counts) : io::Table{};
     if (hardware_sweep) sensitivity = sensitivity_rows(config, settings, results);
@@ -289,13 +290,13 @@ void run(const config::Config& config, const RunContext& context, std::ostream& 
       if (hardware_sweep) files.text_files.push_back({(dir / "sensitivity.csv").string(), io::csv_text(sensitivity_table(sensitivity))});
       if (wafer_counts) files.text_files.push_back({(dir / "wafer_counts.csv").string(), io::csv_text(counts_table)});
     }
-    stop_if_signalled("tabulating the results");
+    engine::stop_if_signalled("tabulating the results");
     if (config.output.hdf5) {
       files.h5_path = (dir / "results.h5").string();
       files.attributes = provenance(config, context, resolved);
       files.h5_tables.push_back(std::move(table));  // large for large sweeps: moved, not copied
       files.h5_tables.push_back(front_table(config, settings, results));
-      stop_if_signalled("tabulating the fronts");
+      engine::stop_if_signalled("tabulating the fronts");
       if (hardware_sweep) {
         files.h5_tables.push_back(hardware_table(config));
         files.h5_tables.push_back(sensitivity_table(sensitivity));
@@ -303,7 +304,7 @@ void run(const config::Config& config, const RunContext& context, std::ostream& 
       }
       files.h5_tables.push_back(schedules_table(results, outcome.texts));
       files.h5_tables.push_back(cost_params_table(config));
-      stop_if_signalled("gathering the schedules");
+      engine::stop_if_signalled("gathering the schedules");
       files.h5_tables.push_back(sim_pairs_table(results));
       files.h5_tables.push_back(sim_op_pairs_table(results));
       files.h5_tables.push_back(search_stats_table(results));
@@ -352,7 +353,7 @@ void run(const config::Config& config, const RunContext& context, std::ostream& 
         << '\n';
   }
   // A sweep of which nothing could be placed is not a success, though its results say why.
-  on_root_agreed(context.comm, 0, [&] {
+  engine::on_root_agreed(context.comm, 0, [&] {
     const bool any_placed = std::any_of(results.begin(), results.end(), [](const SettingResult& r) {
       return !r.front.empty() || std::any_of(r.schedules.begin(), r.schedules.end(),
                                              [](const ScheduleResult& s) { return s.placed; });

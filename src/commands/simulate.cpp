@@ -17,7 +17,7 @@
 namespace wavel::driver {
 
 void simulate_command(const std::string& meshir_path, const std::string& wafer_preset, const std::string& params_path,
-                      const std::string& trace_path, const RunContext& context, std::ostream& out) {
+                      const std::string& trace_path, const engine::RunContext& context, std::ostream& out) {
   const auto checked = load_checked_schedule(meshir_path, wafer_preset, params_path, context);
   const auto& s = checked.schedule;
   if (context.rank == 0) {
@@ -33,7 +33,7 @@ void simulate_command(const std::string& meshir_path, const std::string& wafer_p
   const auto model = cost::evaluate(s, checked.wafer, checked.params, checked.decode, checked.prompt_tokens);
   const auto simulated = sim::simulate(s, checked.wafer, checked.decode, checked.prompt_tokens, options);
   if (!trace_path.empty()) {
-    on_root_agreed(context.comm, 0, [&] {
+    engine::on_root_agreed(context.comm, 0, [&] {
       io::write_file_atomically(trace_path, sim::schedule_trace_json(s, simulated, checked.wafer.clock_hz));
     });
   }

@@ -11,49 +11,19 @@
 
 #include "wavel/common/error.hpp"
 #include "wavel/common/hash.hpp"
-#include "wavel/common/input_file.hpp"
 #include "wavel/common/output_file.hpp"
-#include "wavel/common/fields.hpp"
-#include "wavel/config/config.hpp"
 #include "wavel/io/results.hpp"
-#include "wavel/version_info.hpp"
 
-namespace wavel::driver {
+namespace wavel::engine {
 
 namespace {
 
 constexpr const char* kMagic = "WAVEL-DSE CHECKPOINT\n";
 /// Far above any real checkpoint (12 MB at 10^5 settings): /dev/zero or a stray file is refused at once.
 constexpr std::uint64_t kMaxCheckpointBytes = std::uint64_t{1} << 30;
-constexpr std::uint32_t kFormat = 6;  // 6: input fingerprints; 5: pipeline parts and deployments; 4: results carry weight streaming; 3: finished settings in the spool file
-
-/// The running executable's bytes, hashed: a rebuild with uncommitted changes has the same git hash.
-std::string executable_digest() {
-  try {
-    return to_hex(fnv1a64(read_input_file("/proc/self/exe", std::size_t{1} << 30, "executable")));
-  } catch (const Error&) {
-    return "unknown";  // no /proc: the version and git hash still tell builds apart
-  }
-}
+constexpr std::uint32_t kFormat = 7;  // 7: slots as the job's opaque bytes; 6: input fingerprints; 5: pipeline parts and deployments; 4: results carry weight streaming; 3: finished settings in the spool file
 
 }  // namespace
-
-std::vector<InputFingerprint> input_fingerprints(const config::Config& config) {
-  static const std::string build =
-      std::string(WAVEL_VERSION) + " " + WAVEL_GIT_HASH + " executable " + executable_digest();
-  std::vector<InputFingerprint> out{{"build", build}};
-  constexpr std::size_t kMaxBytes = std::size_t{256} << 20;
-  for (const auto& m : config.workloads.models) {
-    if (m.spec.source.empty() || m.spec.source == "preset") continue;
-    out.push_back({"model file '" + m.spec.source + "'",
-                   to_hex(fnv1a64(read_input_file(m.spec.source, kMaxBytes, "model file")))});
-  }
-  if (!config.cost.params_path.empty()) {
-    out.push_back({"params file '" + config.cost.params_path + "'",
-                   to_hex(fnv1a64(read_input_file(config.cost.params_path, kMaxBytes, "params file")))});
-  }
-  return out;
-}
 
 std::string fingerprint_mismatch(const std::vector<InputFingerprint>& recorded, const std::vector<InputFingerprint>& now) {
   std::string why;
@@ -115,8 +85,8 @@ void write_checkpoint(const std::string& path, const Checkpoint& c) {
     p.put(r.task);
     p.put(r.result);
   }
-  p.put(static_cast<std::uint64_t>(c.incumbents.size()));
-  for (const auto& front : c.incumbents) fields::pack(p, front);
+  p.put(static_cast<std::uint64_t>(c.slots.size()));
+  for (const auto& slot : c.slots) p.put(slot);
   p.put(c.nodes);
   p.put(c.pruned);
   p.put(c.evaluations);
@@ -240,8 +210,8 @@ Checkpoint read_checkpoint(const std::string& path, const std::string& config_ha
       u.get(r.result);
       mark(r.task);
     }
-    c.incumbents.resize(u.count(sizeof(std::uint64_t)));
-    for (auto& front : c.incumbents) fields::unpack(u, front);
+    c.slots.resize(u.count(sizeof(std::uint64_t)));
+    for (auto& slot : c.slots) u.get(slot);
     u.get(c.nodes);
     u.get(c.pruned);
     u.get(c.evaluations);
@@ -255,4 +225,4 @@ Checkpoint read_checkpoint(const std::string& path, const std::string& config_ha
   return c;
 }
 
-}  // namespace wavel::driver
+}  // namespace wavel::engine

@@ -1,6 +1,6 @@
-// Hub-and-workers evaluation of a sweep; see distribute.hpp. Every rank (rank 0 included) runs the
-// worker loop on its main thread; rank 0 also runs the hub on a second thread, which owns the task
-// states, the results, the incumbents, the checkpoints and the progress line. Results depend only on
+// Hub-and-workers evaluation of a job's plan; see distribute.hpp. Every rank (rank 0 included) runs
+// the worker loop on its main thread; rank 0 also runs the hub on a second thread, which owns the task
+// states, the results, the slots' shared states, the checkpoints and the progress line. Results depend only on
 // the task plan, never on which rank ran what or when, so any rank count gives identical bytes.
 #include "wavel/engine/distribute.hpp"
 
@@ -27,16 +27,12 @@
 #include "wavel/common/error.hpp"
 #include "wavel/common/hash.hpp"
 #include "wavel/engine/checkpoint.hpp"
+#include "wavel/engine/detail/messages.hpp"
 #include "wavel/engine/detail/signals.hpp"
-#include "wavel/engine/detail/spool.hpp"
-#include "wavel/engine/detail/task_plan.hpp"
 #include "wavel/engine/detail/worker.hpp"
 #include "wavel/common/format.hpp"
-#include "wavel/common/fields.hpp"
-#include "wavel/sweep/setting_tasks.hpp"
-#include "wavel/search/pareto.hpp"
 
-namespace wavel::driver {
+namespace wavel::engine {
 
 namespace {
 
@@ -50,19 +46,21 @@ class Hub {
  public:
   enum class Outcome { finished, interrupted, failed };
 
-  Hub(const Plan& plan, const std::vector<config::Setting>& settings, MPI_Comm comm, int ranks,
-      const DistributeOptions& options, std::optional<Checkpoint> resumed, Spool spool)
-      : plan_(plan), settings_(settings), comm_(comm), ranks_(ranks), opt_(options),
-        state_(plan.tasks.size(), State::pending), results_(plan.tasks.size()),
-        missing_inputs_(plan.tasks.size(), 0), incumbents_(plan.slots), groups_(plan.groups),
+  Hub(const Job& job, MPI_Comm comm, int ranks, const DistributeOptions& options, std::optional<Checkpoint> resumed,
+      Spool spool)
+      : job_(job), plan_(job.plan()), comm_(comm), ranks_(ranks), opt_(options),
+        state_(plan_.tasks.size(), State::pending), results_(plan_.tasks.size()),
+        missing_inputs_(plan_.tasks.size(), 0), slots_(plan_.slots), groups_(plan_.groups),
         affinity_(static_cast<std::size_t>(ranks)), stopped_(static_cast<std::size_t>(ranks), false),
-        worker_nodes_(static_cast<std::size_t>(ranks), 0), spool_(std::move(spool)),
-        finished_(settings.size()), restored_(settings.size(), false) {
+        worker_nodes_(static_cast<std::size_t>(ranks), 0), busy_(plan_.kind_names.size(), 0.0),
+        completed_(plan_.kind_names.size(), 0), spool_(std::move(spool)), finished_(plan_.items),
+        restored_(plan_.items, false) {
+    const Plan& plan = plan_;
     for (std::size_t t = 0; t < plan.tasks.size(); ++t) missing_inputs_[t] = plan.inputs[t].size();
     if (resumed) restore(*resumed);
     for (std::size_t t = 0; t < plan.tasks.size(); ++t) {
       if (state_[t] != State::pending) continue;
-      if (plan.tasks[t].kind == Kind::finish) {
+      if (plan.tasks[t].finishing) {
         if (missing_inputs_[t] == 0) ready_finish_.push_back(t);
       } else {
         groups_[plan.tasks[t].group].push_back(t);
@@ -130,37 +128,34 @@ class Hub {
   [[nodiscard]] const std::string& error() const { return error_; }
   [[nodiscard]] int stop_signal() const { return stop_signal_; }
 
-  /// Where the finished settings' results lie, in setting order, and the spool (moved out).
-  struct Finished {
-    Spool spool;
-    std::vector<Checkpoint::Finished> entries;
-    std::vector<bool> restored;  ///< spooled by an earlier run
-  };
-  Finished take_finished() { return Finished{std::move(spool_), std::move(finished_), std::move(restored_)}; }
+  /// Where the finished items' results lie, in item order, and the spool (moved out).
+  Finished take_finished() {
+    return Finished{std::make_shared<const Spool>(std::move(spool_)), std::move(finished_), std::move(restored_)};
+  }
 
  private:
-  // consumed: its result is in the spool (a finish) or folded into its setting's (an input).
+  // consumed: its result is in the spool (a finishing task) or folded into its item's (an input).
   enum class State : std::uint8_t { pending, running, done, consumed };
 
   void restore(const Checkpoint& c) {
-    for (std::size_t s = 0; s < c.incumbents.size() && s < incumbents_.size(); ++s) incumbents_[s] = c.incumbents[s];
+    for (std::size_t s = 0; s < c.slots.size() && s < slots_.size(); ++s) slots_[s] = c.slots[s];
     for (const auto& f : c.finished) {
-      const std::size_t setting = plan_.tasks[f.task].setting;
+      const std::size_t item = plan_.tasks[f.task].item;
       state_[f.task] = State::consumed;
       for (std::size_t in : plan_.inputs[f.task]) state_[in] = State::consumed;
-      finished_[setting] = f;
-      restored_[setting] = true;
-      for (std::size_t in : plan_.inputs[f.task]) std::vector<search::Objectives>().swap(incumbents_[plan_.tasks[in].slot]);
+      finished_[item] = f;
+      restored_[item] = true;
+      for (std::size_t in : plan_.inputs[f.task]) std::string().swap(slots_[plan_.tasks[in].slot]);
     }
     for (const auto& r : c.done) {
-      if (state_[r.task] == State::consumed) continue;  // its setting finished after the checkpoint (spool)
+      if (state_[r.task] == State::consumed) continue;  // its item finished after the checkpoint (spool)
       state_[r.task] = State::done;
       results_[r.task] = r.result;
     }
     for (std::size_t t = 0; t < plan_.tasks.size(); ++t) {
       if (state_[t] == State::pending) continue;
-      if (plan_.tasks[t].kind == Kind::finish) {
-        ++settings_done_;
+      if (plan_.tasks[t].finishing) {
+        ++items_done_;
       } else {
         --missing_inputs_[plan_.tasks[t].finish];
       }
@@ -205,22 +200,21 @@ class Hub {
     nodes_ += r.counters.nodes;
     pruned_ += r.counters.pruned;
     evaluations_ += r.counters.evaluations;
-    busy_[static_cast<int>(task.kind)] += r.busy_s;
-    ++completed_[static_cast<int>(task.kind)];
-    if (task.kind == Kind::finish) {
-      ++settings_done_;
-      last_setting_ = task.setting;
-      last_best_ = r.counters.best_tokens_per_s;
-      last_front_ = r.counters.front_size;
-      for (std::size_t in : plan_.inputs[t]) {  // folded into the setting's result: free them
+    busy_[task.kind] += r.busy_s;
+    ++completed_[task.kind];
+    if (task.finishing) {
+      ++items_done_;
+      last_item_ = task.item;
+      last_note_ = std::move(r.counters.note);
+      for (std::size_t in : plan_.inputs[t]) {  // folded into the item's result: free them
         state_[in] = State::consumed;
         std::string().swap(results_[in]);
       }
-      // The setting's result goes to the spool; memory and checkpoints keep only where it lies.
+      // The item's result goes to the spool; memory and checkpoints keep only where it lies.
       try {
-        finished_[task.setting] = spool_.append(t, results_[t]);
+        finished_[task.item] = spool_.append(t, results_[t]);
       } catch (const Error& e) {
-        // The checkpoint names the spool's settings: while a signal asks for one, a spool that
+        // The checkpoint names the spool's items: while a signal asks for one, a spool that
         // cannot take a finished setting means no checkpoint, and the message says so.
         const int sig = stop_signal_ != 0 ? stop_signal_ : checkpoint_signal.load();
         fail(static_cast<int>(e.code()),
@@ -230,10 +224,10 @@ class Hub {
       }
       state_[t] = State::consumed;
       std::string().swap(results_[t]);
-      for (std::size_t in : plan_.inputs[t]) std::vector<search::Objectives>().swap(incumbents_[plan_.tasks[in].slot]);
+      for (std::size_t in : plan_.inputs[t]) std::string().swap(slots_[plan_.tasks[in].slot]);
       return;
     }
-    merge_incumbents(incumbents_[task.slot], r.counters.found);
+    if (!r.counters.found.empty()) job_.merge(slots_[task.slot], r.counters.found);
     if (--missing_inputs_[task.finish] == 0) ready_finish_.push_back(task.finish);
   }
 
@@ -317,7 +311,7 @@ class Hub {
       return;
     }
     state_[*t] = State::running;
-    reply(worker, static_cast<std::int64_t>(*t), task_input(plan_, *t, results_, incumbents_[plan_.tasks[*t].slot]));
+    reply(worker, static_cast<std::int64_t>(*t), task_input(plan_, *t, results_, slots_[plan_.tasks[*t].slot]));
   }
 
   void reply(int worker, std::int64_t task, const std::string& input) {
@@ -335,13 +329,13 @@ class Hub {
     c.plan_fingerprint = plan_.fingerprint;
     c.tasks = plan_.tasks.size();
     for (std::size_t t = 0; t < plan_.tasks.size(); ++t) {
-      if (plan_.tasks[t].kind == Kind::finish && state_[t] == State::consumed) {
-        c.finished.push_back(finished_[plan_.tasks[t].setting]);
+      if (plan_.tasks[t].finishing && state_[t] == State::consumed) {
+        c.finished.push_back(finished_[plan_.tasks[t].item]);
       } else if (state_[t] == State::done) {
         c.done.push_back(Checkpoint::Record{t, results_[t]});
       }
     }
-    c.incumbents = incumbents_;
+    c.slots = slots_;
     c.nodes = nodes_before_ + nodes_;
     c.pruned = pruned_before_ + pruned_;
     c.evaluations = evaluations_before_ + evaluations_;
@@ -372,10 +366,12 @@ class Hub {
     double remaining_s = 0;
     bool known = true;
     std::size_t left_all = 0;
-    for (int k = 0; k < 3; ++k) {
+    std::size_t done_now = 0;
+    for (std::size_t k = 0; k < completed_.size(); ++k) {
+      done_now += completed_[k];
       std::size_t left = 0;
       for (std::size_t t = 0; t < plan_.tasks.size(); ++t) {
-        if (static_cast<int>(plan_.tasks[t].kind) == k && (state_[t] == State::pending || state_[t] == State::running)) ++left;
+        if (plan_.tasks[t].kind == k && (state_[t] == State::pending || state_[t] == State::running)) ++left;
       }
       left_all += left;
       if (left == 0) continue;
@@ -386,38 +382,37 @@ class Hub {
       remaining_s += static_cast<double>(left) * busy_[k] / static_cast<double>(completed_[k]);
     }
     remaining_s /= static_cast<double>(ranks_);
-    const std::size_t done_now = completed_[0] + completed_[1] + completed_[2];
     if (done_now > 0) {
       remaining_s = std::max(remaining_s, elapsed * static_cast<double>(left_all) / static_cast<double>(done_now));
     }
     std::ostringstream line;
-    line << "wavel-dse: settings " << settings_done_ << "/" << settings_.size() << ", tasks " << done << "/"
+    line << "wavel-dse: " << plan_.item_noun << " " << items_done_ << "/" << plan_.items << ", tasks " << done << "/"
          << plan_.tasks.size() << ", nodes " << human(static_cast<double>(nodes_before_ + nodes_), "") << " explored, "
          << human(static_cast<double>(pruned_before_ + pruned_), "") << " pruned, "
          << human(elapsed > 0 ? static_cast<double>(evaluations_) / elapsed : 0.0, "eval/s");
-    if (last_setting_ < settings_.size()) {
-      line << ", setting " << settings_[last_setting_].id << " best " << human(last_best_, "tok/s") << " (predicted), front "
-           << last_front_;
-    }
+    if (last_item_ < plan_.items) line << ", " << job_.item_label(last_item_) << " " << last_note_;
     if (final) {
       line << (outcome_ == Outcome::finished ? ", done in " : ", stopped after ") << human_duration(elapsed)
-           << std::fixed << std::setprecision(1) << " (task time: baselines " << busy_[0] << " s, search " << busy_[1]
-           << " s, finishing " << busy_[2] << " s)";
+           << std::fixed << std::setprecision(1) << " (task time: ";
+      for (std::size_t k = 0; k < busy_.size(); ++k) {
+        line << (k > 0 ? ", " : "") << plan_.kind_names[k] << ' ' << busy_[k] << " s";
+      }
+      line << ')';
     } else {
       line << ", ETA " << (known ? human_duration(remaining_s) : std::string("?"));
     }
     std::cerr << line.str() << '\n' << std::flush;
   }
 
+  const Job& job_;
   const Plan& plan_;
-  const std::vector<config::Setting>& settings_;
   MPI_Comm comm_;
   int ranks_;
   DistributeOptions opt_;
   std::vector<State> state_;
   std::vector<std::string> results_;
   std::vector<std::size_t> missing_inputs_;
-  std::vector<std::vector<search::Objectives>> incumbents_;
+  std::vector<std::string> slots_;
   std::vector<std::deque<std::size_t>> groups_;
   std::vector<bool> untouched_;
   std::size_t next_untouched_ = 0;         ///< groups before it are touched or empty
@@ -436,37 +431,34 @@ class Hub {
   std::int64_t nodes_ = 0, pruned_ = 0, evaluations_ = 0;
   std::int64_t nodes_before_ = 0, pruned_before_ = 0, evaluations_before_ = 0;
   double elapsed_before_ = 0;
-  double busy_[3] = {0, 0, 0};
-  std::size_t completed_[3] = {0, 0, 0};
-  std::size_t settings_done_ = 0;
-  std::size_t last_setting_ = static_cast<std::size_t>(-1);
-  double last_best_ = 0;
-  std::int64_t last_front_ = 0;
+  std::vector<double> busy_;            // per task kind
+  std::vector<std::size_t> completed_;  // per task kind
+  std::size_t items_done_ = 0;
+  std::size_t last_item_ = static_cast<std::size_t>(-1);
+  std::string last_note_;
   Spool spool_;
-  std::vector<Checkpoint::Finished> finished_;  // per setting: where its result lies in the spool
-  std::vector<bool> restored_;                  // per setting: spooled by an earlier run
+  std::vector<SpoolEntry> finished_;  // per item: where its result lies in the spool
+  std::vector<bool> restored_;        // per item: spooled by an earlier run
 };
 
 }  // namespace
 
-SweepOutcome evaluate_distributed(const config::Config& config, const std::vector<config::Setting>& settings,
-                                  const RunContext& context, const DistributeOptions& options) {
+Outcome run_distributed(Job& job, const RunContext& context, const DistributeOptions& options) {
   int provided = MPI_THREAD_SINGLE;
   MPI_Query_thread(&provided);
   if (provided < MPI_THREAD_MULTIPLE) {
     throw InternalError("the hub needs MPI_THREAD_MULTIPLE; MPI was initialised with less");
   }
-  auto owned_plan = std::make_unique<const Plan>(make_plan(config, settings));
-  const Plan& plan = *owned_plan;
+  const Plan& plan = job.plan();
   std::optional<Checkpoint> resumed;
   Spool spool;
   const SpoolHeader header{options.config_hash, options.inputs, plan.fingerprint, plan.tasks.size()};
   if (options.resume) {
     on_root_agreed(context.comm, 0, [&] {
-      // The spool holds every finished setting; a checkpoint, if there is one, adds the tasks done
-      // for the others and the incumbents. Without one (the end phase stopped, or no checkpoint was
-      // due yet) the finished settings are kept and the rest runs again.
-      std::vector<Checkpoint::Finished> spooled;
+      // The spool holds every finished item; a checkpoint, if there is one, adds the tasks done
+      // for the others and the slots' states. Without one (the end phase stopped, or no checkpoint
+      // was due yet) the finished items are kept and the rest runs again.
+      std::vector<SpoolEntry> spooled;
       spool = Spool::recover(options.spool_path, header, spooled);
       std::error_code ec;
       const bool have_checkpoint = std::filesystem::exists(std::filesystem::symlink_status(options.checkpoint_path, ec));
@@ -476,10 +468,10 @@ SweepOutcome evaluate_distributed(const config::Config& config, const std::vecto
       } else {
         resumed = Checkpoint{};
       }
-      std::vector<const Checkpoint::Finished*> by_task(plan.tasks.size(), nullptr);
+      std::vector<const SpoolEntry*> by_task(plan.tasks.size(), nullptr);
       for (const auto& g : spooled) by_task[g.task] = &g;  // recover checked each task is in the plan, once
       for (const auto& f : resumed->finished) {
-        const Checkpoint::Finished* g = by_task[f.task];  // read_checkpoint checked f.task is in the plan
+        const SpoolEntry* g = by_task[f.task];  // read_checkpoint checked f.task is in the plan
         if (g == nullptr || g->offset != f.offset || g->bytes != f.bytes || g->hash != f.hash) {
           throw InputDataError("--resume: checkpoint '" + options.checkpoint_path + "' names task " +
                                std::to_string(f.task) + "'s result, which the spool file '" + options.spool_path +
@@ -492,25 +484,37 @@ SweepOutcome evaluate_distributed(const config::Config& config, const std::vecto
                               std::to_string(task) + ": " + why);
       };
       for (const auto& f : resumed->finished) {
-        if (plan.tasks[f.task].kind != Kind::finish) throw corrupt(f.task, "a finished setting names a search task");
+        if (!plan.tasks[f.task].finishing) throw corrupt(f.task, "a finished item names a task that does not finish one");
       }
       for (const auto& record : resumed->done) {
-        const Kind kind = plan.tasks[record.task].kind;
-        if (kind == Kind::finish) throw corrupt(record.task, "a setting's result outside the spool");
+        if (plan.tasks[record.task].finishing) throw corrupt(record.task, "an item's result outside the spool");
         try {
-          check_task_result(kind == Kind::baselines ? TaskResultKind::baselines : TaskResultKind::piece, record.result);
+          job.check_result(record.task, record.result);
         } catch (const Error& e) {
           throw corrupt(record.task, e.what());
         }
       }
+      if (resumed->slots.size() > plan.slots) {
+        throw InputDataError("--resume: checkpoint '" + options.checkpoint_path + "' holds " +
+                             std::to_string(resumed->slots.size()) + " shared states; the plan has " +
+                             std::to_string(plan.slots));
+      }
+      for (std::size_t i = 0; i < resumed->slots.size(); ++i) {
+        try {
+          if (!resumed->slots[i].empty()) job.check_slot(resumed->slots[i]);
+        } catch (const Error& e) {
+          throw InputDataError("--resume: checkpoint '" + options.checkpoint_path + "' holds a corrupt shared state " +
+                               std::to_string(i) + ": " + e.what());
+        }
+      }
       // Say what was restored: a resume that silently did little is indistinguishable from a fresh start.
       std::cerr << "wavel-dse: resumed from '" << (have_checkpoint ? options.checkpoint_path : options.spool_path)
-                << "': " << resumed->finished.size() << " of " << settings.size() << " settings finished";
+                << "': " << resumed->finished.size() << " of " << plan.items << ' ' << plan.item_noun << " finished";
       if (have_checkpoint) {
         std::cerr << ", " << resumed->done.size() << " more tasks done; " << resumed->nodes
                   << " partial schedules explored and " << resumed->elapsed_s << " s spent before\n";
       } else {
-        std::cerr << " (no checkpoint: the unfinished settings start afresh)\n";
+        std::cerr << " (no checkpoint: the unfinished " << plan.item_noun << " start afresh)\n";
       }
     });
   } else {
@@ -522,7 +526,7 @@ SweepOutcome evaluate_distributed(const config::Config& config, const std::vecto
   std::thread hub_thread;
   std::string hub_failure;
   if (context.rank == 0) {
-    hub = std::make_unique<Hub>(plan, settings, comm, context.ranks, options, std::move(resumed), std::move(spool));
+    hub = std::make_unique<Hub>(job, comm, context.ranks, options, std::move(resumed), std::move(spool));
     hub_thread = std::thread([&] {
       try {
         hub->serve();
@@ -531,12 +535,10 @@ SweepOutcome evaluate_distributed(const config::Config& config, const std::vecto
       }
     });
   }
-  auto worker = std::make_unique<Worker>(config, plan, settings, &checkpoint_signal);
-  const RankStats mine = work(*worker, comm, context.rank);
-  worker.reset();  // its search memo is not needed any more
+  const RankStats mine = work(job, comm, context.rank, &checkpoint_signal);
   int code = 0;
   std::string message;
-  std::optional<Hub::Finished> finished;
+  Outcome out;
   if (context.rank == 0) {
     hub_thread.join();
     if (!hub_failure.empty()) {
@@ -552,26 +554,15 @@ SweepOutcome evaluate_distributed(const config::Config& config, const std::vecto
                                                  : "; checkpoint written to '" + options.checkpoint_path +
                                                        "': rerun with --resume to continue");
     } else {
-      finished = hub->take_finished();
+      out.finished = hub->take_finished();  // only rank 0 writes the results: the others never hold them
     }
   }
-  hub.reset();  // the task states and the plan are not needed to read the results back
-  owned_plan.reset();
+  hub.reset();  // the task states are not needed to read the results back
 #ifdef __GLIBC__
   // Millions of small task records were freed above; hand the pages back before the results are
   // read and tabulated (glibc keeps freed heap otherwise: 1.4 GB on a 100 000-setting sweep).
   ::malloc_trim(0);
 #endif
-  SweepOutcome out;
-  if (finished) {  // only rank 0 writes the results: the others never hold them
-    try {
-      out.results = read_back(finished->spool, finished->entries, finished->restored, settings);
-      out.texts = spool_texts(std::make_shared<const Spool>(std::move(finished->spool)), std::move(finished->entries));
-    } catch (const Error& e) {
-      code = static_cast<int>(e.code());
-      message = e.what();
-    }
-  }
   MPI_Comm_free(&comm);
   MPI_Bcast(&code, 1, MPI_INT, 0, context.comm);
   if (code != 0) {
@@ -583,4 +574,4 @@ SweepOutcome evaluate_distributed(const config::Config& config, const std::vecto
   return out;
 }
 
-}  // namespace wavel::driver
+}  // namespace wavel::engine

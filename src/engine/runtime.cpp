@@ -24,7 +24,7 @@
 #include "wavel/common/pack.hpp"
 #include "wavel/common/output_file.hpp"
 
-namespace wavel::driver {
+namespace wavel::engine {
 
 RunContext make_run_context(MPI_Comm comm) {
   RunContext c;
@@ -197,4 +197,4 @@ config::Config parse_config_on_ranks(const std::string& text, const std::string&
   return config::parse_config(text, file, overrides, &texts);
 }
 
-}  // namespace wavel::driver
+}  // namespace wavel::engine

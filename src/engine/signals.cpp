@@ -6,7 +6,7 @@
 #include "wavel/engine/detail/signals.hpp"
 #include "wavel/engine/distribute.hpp"
 
-namespace wavel::driver {
+namespace wavel::engine {
 
 namespace detail {
 std::atomic<int> checkpoint_signal{0};  // constant-initialized: the handler needs no guard
@@ -20,7 +20,7 @@ void stop_if_signalled(const std::string& phase) {
   const int sig = detail::checkpoint_signal.load();
   if (sig == 0) return;
   throw Error(ExitCode::checkpointed, std::string("stopped by ") + (sig == SIGTERM ? "SIGTERM" : "SIGUSR1") + " while " +
-                                          phase + "; every setting is finished and kept in the spool: rerun with "
+                                          phase + "; every item is finished and kept in the spool: rerun with "
                                           "--resume to write the results without searching again");
 }
 
@@ -33,4 +33,4 @@ void install_checkpoint_signals() {
   sigaction(SIGTERM, &action, nullptr);
 }
 
-}  // namespace wavel::driver
+}  // namespace wavel::engine

@@ -1,5 +1,5 @@
-// The hub's spool of finished settings; see detail/spool.hpp.
-#include "wavel/engine/detail/spool.hpp"
+// The hub's spool of finished items; see spool.hpp.
+#include "wavel/engine/spool.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -13,11 +13,8 @@
 #include "wavel/common/error.hpp"
 #include "wavel/common/hash.hpp"
 #include "wavel/common/output_file.hpp"
-#include "wavel/engine/distribute.hpp"
-#include "wavel/common/fields.hpp"
-#include "wavel/sweep/setting_tasks.hpp"
 
-namespace wavel::driver::detail {
+namespace wavel::engine {
 
 namespace {
 
@@ -138,7 +135,7 @@ void Spool::check(const std::string& path, const std::string& config_hash, const
   ::close(fd);
 }
 
-Spool Spool::recover(const std::string& path, const SpoolHeader& expected, std::vector<Checkpoint::Finished>& records) {
+Spool Spool::recover(const std::string& path, const SpoolHeader& expected, std::vector<SpoolEntry>& records) {
   Spool s;
   s.path_ = path;
   s.fd_ = open_for_resume(path, O_RDWR);
@@ -156,7 +153,7 @@ Spool Spool::recover(const std::string& path, const SpoolHeader& expected, std::
   std::uint64_t at = body_at;
   while (at + kRecordHeaderBytes <= file_bytes) {
     const std::string head = read_some(s.fd_, path, kRecordHeaderBytes, at);
-    Checkpoint::Finished f;
+    SpoolEntry f;
     std::memcpy(&f.task, head.data(), sizeof f.task);
     std::memcpy(&f.bytes, head.data() + 8, sizeof f.bytes);
     std::memcpy(&f.hash, head.data() + 16, sizeof f.hash);
@@ -202,8 +199,8 @@ Spool::~Spool() {
   if (fd_ >= 0) ::close(fd_);
 }
 
-Checkpoint::Finished Spool::append(std::uint64_t task, const std::string& bytes) {
-  const Checkpoint::Finished entry{task, end_ + kRecordHeaderBytes, bytes.size(), fnv1a64(bytes)};
+SpoolEntry Spool::append(std::uint64_t task, const std::string& bytes) {
+  const SpoolEntry entry{task, end_ + kRecordHeaderBytes, bytes.size(), fnv1a64(bytes)};
   Packer record;
   record.put(entry.task);
   record.put(entry.bytes);
@@ -224,7 +221,7 @@ void Spool::sync() {
   }
 }
 
-std::string Spool::read(const Checkpoint::Finished& entry) const {
+std::string Spool::read(const SpoolEntry& entry) const {
   std::string bytes;
   const auto bad = [&](const std::string& why) {
     return InputDataError("spool file '" + path_ + "': the result of task " + std::to_string(entry.task) + " " + why);
@@ -247,75 +244,4 @@ std::string Spool::read(const Checkpoint::Finished& entry) const {
   return bytes;
 }
 
-namespace {
-
-/// The texts of a setting's result in slot order: its schedules, then its front points.
-template <class F>
-void for_each_text(SettingResult& r, F&& f) {
-  std::int32_t slot = 0;
-  for (auto& s : r.schedules) f(s.meshir, s.meshir_ref, slot++);
-  for (auto& p : r.front) f(p.meshir, p.meshir_ref, slot++);
-}
-
-}  // namespace
-
-std::vector<SettingResult> read_back(const Spool& spool, const std::vector<Checkpoint::Finished>& entries,
-                                     const std::vector<bool>& restored, const std::vector<config::Setting>& settings) {
-  std::vector<SettingResult> results;
-  results.reserve(settings.size());
-  for (std::size_t s = 0; s < settings.size(); ++s) {
-    stop_if_signalled("reading the results back");
-    const std::string bytes = spool.read(entries.at(s));
-    if (restored.at(s)) {
-      try {
-        check_task_result(TaskResultKind::finish, bytes);
-      } catch (const Error& e) {
-        throw InputDataError("--resume: spool file '" + spool.path() + "' holds a corrupt result for setting " +
-                             std::to_string(settings[s].id) + ": " + e.what());
-      }
-    }
-    Unpacker u(bytes);
-    results.push_back(unpack_setting(u));
-    for_each_text(results.back(), [&](std::string& text, TextRef& ref, std::int32_t slot) {
-      if (text.empty()) return;
-      ref = TextRef{static_cast<std::int64_t>(s), slot, text.size()};
-      std::string().swap(text);
-    });
-  }
-  return results;
-}
-
-TextFetch spool_texts(std::shared_ptr<const Spool> spool, std::vector<Checkpoint::Finished> entries) {
-  struct State {
-    std::shared_ptr<const Spool> spool;
-    std::vector<Checkpoint::Finished> entries;
-    std::int64_t cached = -1;
-    std::vector<std::string> texts;
-  };
-  auto state = std::make_shared<State>(State{std::move(spool), std::move(entries), -1, {}});
-  return [state](const TextRef& ref) {
-    if (ref.setting_index < 0) return std::string();
-    if (ref.setting_index != state->cached) {
-      stop_if_signalled("writing the schedules");
-      const auto index = static_cast<std::size_t>(ref.setting_index);
-      if (index >= state->entries.size()) {
-        throw InternalError("a MeshIR text names setting index " + std::to_string(index) + " beyond the spool");
-      }
-      const std::string bytes = state->spool->read(state->entries[index]);
-      Unpacker u(bytes);
-      SettingResult r = unpack_setting(u);
-      state->texts.clear();
-      for_each_text(r, [&](std::string& text, TextRef&, std::int32_t) { state->texts.push_back(std::move(text)); });
-      state->cached = ref.setting_index;
-    }
-    const auto slot = static_cast<std::size_t>(ref.slot);
-    if (slot >= state->texts.size() || state->texts[slot].size() != ref.bytes) {
-      throw InputDataError("spool file '" + state->spool->path() + "' changed under the run: MeshIR text " +
-                           std::to_string(slot) + " of setting index " + std::to_string(ref.setting_index) +
-                           " differs from when it was read");
-    }
-    return state->texts[slot];
-  };
-}
-
-}  // namespace wavel::driver::detail
+}  // namespace wavel::engine

@@ -5,7 +5,6 @@
 #include <iomanip>
 #include <sstream>
 
-#include "wavel/engine/distribute.hpp"
 #include "wavel/common/format.hpp"
 #include "wavel/report/tables.hpp"
 #include "wavel/report/whatif.hpp"

@@ -227,9 +227,9 @@ io::Table search_stats_table(const std::vector<SettingResult>& results) {
   return table;
 }
 
-io::Table rank_stats_table(const std::vector<RankStats>& ranks) {
+io::Table rank_stats_table(const std::vector<engine::RankStats>& ranks) {
   io::Table table{"rank_stats", {}};
-  add_field_columns<RankStats>(table.columns, [](const char*, fields::Column) { return true; },
+  add_field_columns<engine::RankStats>(table.columns, [](const char*, fields::Column) { return true; },
                                [&](const auto& row) { for (const auto& r : ranks) row(r); });
   return table;
 }

@@ -295,7 +295,7 @@ std::string run_piece(const config::Config& config, const config::Setting& setti
                       search::SearchWorkspace& workspace, TaskCounters& counters, const std::atomic<int>* stop_flag) {
   search::SearchOptions options = config.search.options();
   options.stop_flag = stop_flag;
-  // A pipeline part's incumbents are of its own micro-batch count (task_plan.cpp), and its finish
+  // A pipeline part's incumbents are of its own micro-batch count (sweep_job.cpp), and its finish
   // picks lexicographically, so whatever order they arrive in they prune no pick.
   // One key per part of a pipeline (their layer names say which part it is).
   const auto result = workspace.run(std::to_string(setting.id) + "." + w.layers.front().name, w, config.wafer,

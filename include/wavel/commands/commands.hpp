@@ -18,18 +18,18 @@ namespace wavel::driver {
 /// `validate REFERENCE.yaml`: predicts every reference point with WaferLLM's schedule and writes
 /// validation.csv and results.h5 (group `validation`) under `output_dir`. Prints MAPE.
 void validate_command(const std::string& reference_path, const std::string& params_path,
-                      const std::string& output_dir, const RunContext& context, std::ostream& out);
+                      const std::string& output_dir, const engine::RunContext& context, std::ostream& out);
 
 /// `calibrate REFERENCE.yaml`: fits `fit_names` (shared by all points) by least squares in log space
 /// on the training split; writes params.yaml, calibration.csv, validation.csv and results.h5.
 void calibrate_command(const std::string& reference_path, const std::string& params_path,
                        const std::vector<std::string>& fit_names, const std::string& output_dir,
-                       const RunContext& context, std::ostream& out);
+                       const engine::RunContext& context, std::ostream& out);
 
 /// `show results.h5 --setting N --schedule NAME`: prints a stored schedule's MeshIR
 /// (without --schedule: lists the stored schedules).
 void show_command(const std::string& results_path, std::int64_t setting, const std::string& schedule,
-                  const RunContext& context, std::ostream& out);
+                  const engine::RunContext& context, std::ostream& out);
 
 /// A parsed, verified schedule with the wafer and parameters to score it, and its phase.
 struct CheckedSchedule {
@@ -48,25 +48,25 @@ std::string existing_calibrated_params(const std::string& preset);
 /// else wse3) supplies clock, SIMD and links,
 /// the file its grid, SRAM, colours and defects. Verification failures throw DataError (exit 65).
 CheckedSchedule load_checked_schedule(const std::string& meshir_path, const std::string& wafer_preset,
-                                      const std::string& params_path, const RunContext& context);
+                                      const std::string& params_path, const engine::RunContext& context);
 
 /// `check FILE.meshir`: verifies a schedule against `wafer_preset` (grid, SRAM and colours from the
 /// file) and prints its cost with a per-op breakdown. Verification failures throw DataError.
 void check_command(const std::string& meshir_path, const std::string& wafer_preset, const std::string& params_path,
-                   const RunContext& context, std::ostream& out);
+                   const engine::RunContext& context, std::ostream& out);
 
 /// `simulate FILE.meshir`: verifies like `check`, simulates the schedule (sampled, see
 /// sim::SimOptions), prints simulated against analytic cycles per op and for the schedule, and
 /// writes a Chrome/Perfetto trace to `trace_path` (atomically) when it is not empty.
 void simulate_command(const std::string& meshir_path, const std::string& wafer_preset, const std::string& params_path,
-                      const std::string& trace_path, const RunContext& context, std::ostream& out);
+                      const std::string& trace_path, const engine::RunContext& context, std::ostream& out);
 
 /// Defaults for `wafer`, overridden by the params file at `params_path` if it is not empty.
 cost::CostParams params_for(const wafer::WaferParams& wafer, const std::string& params_path);
 
 /// Root attributes every validate/calibrate results.h5 carries (format, tool, git hash, input, ranks, job).
 std::vector<io::Attribute> command_provenance(const std::string& command, const std::string& input,
-                                              const std::string& params_path, const RunContext& context);
+                                              const std::string& params_path, const engine::RunContext& context);
 
 /// results/runs/<command>-<input stem>.
 std::string default_dir(const std::string& command, const std::string& input);
@@ -80,7 +80,7 @@ std::string percent(double value);
 /// and results.h5.
 void calibrate_kernels_command(const std::vector<std::string>& kernel_paths, const std::string& wafer_preset,
                                const std::string& params_path, const std::vector<std::string>& fit_names,
-                               const std::string& output_dir, const RunContext& context, std::ostream& out);
+                               const std::string& output_dir, const engine::RunContext& context, std::ostream& out);
 
 /// Prints each fitted parameter: start value -> fitted value, units.
 void print_fitted_parameters(std::ostream& out, const calibrate::CalibrationResult& result);
@@ -95,7 +95,7 @@ std::vector<std::string> default_fit_names();
 /// held-out ops before and after, and writes params.yaml, sim_pairs.csv, calibration.csv, results.h5.
 void calibrate_against_sim_command(const std::string& config_path, const std::string& params_path,
                                    const std::vector<std::string>& fit_names, const std::string& output_dir,
-                                   const RunContext& context, std::ostream& out);
+                                   const engine::RunContext& context, std::ostream& out);
 
 /// Default fitted parameters of `calibrate CONFIG.yaml`.
 std::vector<std::string> default_sim_fit_names();

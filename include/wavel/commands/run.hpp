@@ -21,7 +21,7 @@ struct SweepSlice {
 std::vector<config::Setting> selected_settings(const config::Config& config, const SweepSlice& slice);
 
 /// Validates and prints the resolved config and the settings; writes nothing.
-void dry_run(const config::Config& config, const RunContext& context, std::ostream& out, const SweepSlice& slice = {});
+void dry_run(const config::Config& config, const engine::RunContext& context, std::ostream& out, const SweepSlice& slice = {});
 
 struct RunOptions {
   bool resume = false;  ///< continue from <output dir>/checkpoint.wckp
@@ -30,7 +30,7 @@ struct RunOptions {
 /// Runs the sweep (or its slice) and writes results.h5 and summary.csv under config.output.dir.
 /// SIGUSR1/SIGTERM (or search.checkpoint_interval_s) write <output dir>/checkpoint.wckp; after a
 /// signal every rank throws wavel::Error with exit code 75.
-void run(const config::Config& config, const RunContext& context, std::ostream& out, const SweepSlice& slice = {},
+void run(const config::Config& config, const engine::RunContext& context, std::ostream& out, const SweepSlice& slice = {},
          const RunOptions& options = {});
 
 }  // namespace wavel::driver

@@ -99,4 +99,10 @@ class InternalError : public Error {
   explicit InternalError(const std::string& what) : Error(ExitCode::internal, what) {}
 };
 
+/// Work given up because a stop was requested (a search piece, a task of the engine): not an
+/// error, so not a wavel::Error; the work stays open and runs again on --resume.
+struct Cancelled : std::exception {
+  [[nodiscard]] const char* what() const noexcept override { return "cancelled by a stop request"; }
+};
+
 }  // namespace wavel

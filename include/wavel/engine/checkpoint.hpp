@@ -1,6 +1,6 @@
-// Checkpoints of a distributed sweep: where the finished settings' results lie in the spool file,
-// the done tasks of the other settings with their results, the settings' incumbent fronts and the
-// totals, bound to the config and the task plan by hashes. Tasks named nowhere are open.
+// Checkpoints of a distributed run: where the finished items' results lie in the spool file, the
+// done tasks of the other items with their results, the slots' shared states and the totals, bound
+// to the config, the inputs and the task plan by hashes. Tasks named nowhere are open.
 #pragma once
 
 #include <cstdint>
@@ -8,13 +8,8 @@
 #include <vector>
 
 #include "wavel/common/pack.hpp"
-#include "wavel/search/pareto.hpp"
 
-namespace wavel::config {
-struct Config;
-}
-
-namespace wavel::driver {
+namespace wavel::engine {
 
 /// One thing the results depend on beyond the resolved config's text: an input file's content or the build.
 struct InputFingerprint {
@@ -22,32 +17,29 @@ struct InputFingerprint {
   std::string digest;  ///< FNV-1a of the content as hex (the build: version, git hash, executable's digest)
 };
 
-/// The fingerprints of every file `config` read and of this build, in a fixed order (InputMissingError
-/// if a file cannot be read any more).
-std::vector<InputFingerprint> input_fingerprints(const config::Config& config);
-
 /// Nothing if `recorded` (from a checkpoint or spool) equals `now`; else what differs, for a message
 /// ("the model file '...' changed since", "another build ...").
 std::string fingerprint_mismatch(const std::vector<InputFingerprint>& recorded, const std::vector<InputFingerprint>& now);
+
+/// A finished item: its finishing task and its packed result's place in the spool file.
+struct SpoolEntry {
+  std::uint64_t task = 0;
+  std::uint64_t offset = 0, bytes = 0;
+  std::uint64_t hash = 0;  ///< FNV-1a of the result's bytes
+};
 
 struct Checkpoint {
   std::string config_hash;             ///< of the config's results identity (output section excluded)
   std::vector<InputFingerprint> inputs;  ///< the inputs' contents and the build
   std::uint64_t plan_fingerprint = 0;  ///< of the task list
   std::uint64_t tasks = 0;
-  /// A finished setting: its finishing task and its packed result's place in the spool file.
-  struct Finished {
-    std::uint64_t task = 0;
-    std::uint64_t offset = 0, bytes = 0;
-    std::uint64_t hash = 0;            ///< FNV-1a of the result's bytes
-  };
-  std::vector<Finished> finished;
+  std::vector<SpoolEntry> finished;
   struct Record {
     std::uint64_t task = 0;
     std::string result;
   };
-  std::vector<Record> done;            ///< done tasks of settings not finished yet
-  std::vector<std::vector<search::Objectives>> incumbents;  ///< per setting: the best schedules so far (empty once finished)
+  std::vector<Record> done;            ///< done tasks of items not finished yet
+  std::vector<std::string> slots;      ///< per slot: its shared state (empty once its item finished)
   std::int64_t nodes = 0, pruned = 0, evaluations = 0;
   double elapsed_s = 0;                ///< run time before this checkpoint, over all attempts
 };
@@ -76,4 +68,4 @@ void pack_binding(const std::string& config_hash, const std::vector<InputFingerp
 void pack_fingerprints(const std::vector<InputFingerprint>& inputs, wavel::Packer& p);
 std::vector<InputFingerprint> unpack_fingerprints(wavel::Unpacker& u);
 
-}  // namespace wavel::driver
+}  // namespace wavel::engine

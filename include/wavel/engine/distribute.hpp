@@ -1,24 +1,24 @@
-// Distributed evaluation of a sweep: every setting splits into tasks (baselines, search pieces,
-// finishing) fixed by the config alone; a hub thread on rank 0 hands them out on request, with
-// affinity to the (setting, micro-batch) a rank last worked on and stealing from the fullest group,
-// shares each setting's best schedules as incumbents, writes checkpoints, and prints progress.
+// Distributed evaluation of a job's plan (job.hpp): a hub thread on rank 0 hands tasks out on
+// request, with affinity to the group a rank last worked on and stealing from the fullest group,
+// folds what tasks find into their slots' shared state, spools finished items' results, writes
+// checkpoints and prints progress. It moves bytes only; the job gives them their meaning.
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
-#include "wavel/config/config.hpp"
-#include "wavel/config/sweep.hpp"
 #include "wavel/engine/checkpoint.hpp"
-#include "wavel/sweep/records.hpp"
+#include "wavel/engine/job.hpp"
 #include "wavel/engine/runtime.hpp"
+#include "wavel/engine/spool.hpp"
 
-namespace wavel::driver {
+namespace wavel::engine {
 
 struct DistributeOptions {
   std::string checkpoint_path;        ///< where checkpoints go ("" = never)
-  std::string spool_path;             ///< where finished settings' results go until the end ("" = memory)
+  std::string spool_path;             ///< where finished items' results go until the end ("" = memory)
   bool resume = false;                ///< continue from checkpoint_path
   double checkpoint_interval_s = 0;   ///< also checkpoint this often (0 = only on signals)
   bool progress = false;              ///< progress line on stderr (rank 0)
@@ -49,22 +49,27 @@ struct RankStats {
   }
 };
 
-struct SweepOutcome {
-  std::vector<SettingResult> results;  ///< in setting order, on rank 0 only (empty elsewhere)
-  TextFetch texts;                     ///< reads their MeshIR texts, left on disk (rank 0)
-  std::vector<RankStats> ranks;        ///< one per rank
+/// The finished items' results, on rank 0: each item's bytes lie in the spool.
+struct Finished {
+  std::shared_ptr<const Spool> spool;
+  std::vector<SpoolEntry> entries;  ///< per item, in item order
+  std::vector<bool> restored;       ///< per item: spooled by an earlier run (check before use)
+};
+
+struct Outcome {
+  Finished finished;             ///< rank 0 only (empty elsewhere)
+  std::vector<RankStats> ranks;  ///< one per rank
 };
 
 /// Installs SIGUSR1/SIGTERM handlers that request a checkpoint (idempotent).
 void install_checkpoint_signals();
 
-/// After the sweep's last setting (the results read back, tabulated and written): a SIGTERM or SIGUSR1
-/// received so far stops the run here with exit 75, the finished settings kept in the spool for --resume.
+/// After the run's last item (its results read back and written): a SIGTERM or SIGUSR1 received so
+/// far stops the run here with exit 75, the finished items kept in the spool for --resume.
 void stop_if_signalled(const std::string& phase);
 
-/// Evaluates the settings across the ranks of `context`. A signal makes every rank stop, rank 0
-/// write the checkpoint, and every rank throw wavel::Error with exit code 75.
-SweepOutcome evaluate_distributed(const config::Config& config, const std::vector<config::Setting>& settings,
-                                  const RunContext& context, const DistributeOptions& options);
+/// Runs `job`'s plan across the ranks of `context` (each rank passes its own job). A signal makes
+/// every rank stop, rank 0 write the checkpoint, and every rank throw wavel::Error with exit code 75.
+Outcome run_distributed(Job& job, const RunContext& context, const DistributeOptions& options);
 
-}  // namespace wavel::driver
+}  // namespace wavel::engine

@@ -9,7 +9,7 @@
 
 #include "wavel/config/config.hpp"
 
-namespace wavel::driver {
+namespace wavel::engine {
 
 /// Facts about the parallel environment, recorded as provenance.
 struct RunContext {
@@ -61,4 +61,4 @@ class OutputDirLock {
 /// every rank throws an error with the same exit code and message.
 void on_root_agreed(MPI_Comm comm, int root, const std::function<void()>& action);
 
-}  // namespace wavel::driver
+}  // namespace wavel::engine

@@ -68,7 +68,7 @@ io::Table sim_op_pairs_table(const std::vector<SettingResult>& results);
 io::Table search_stats_table(const std::vector<SettingResult>& results);
 
 /// The `rank_stats` table: tasks, nodes, evaluations, busy and idle time per rank.
-io::Table rank_stats_table(const std::vector<RankStats>& ranks);
+io::Table rank_stats_table(const std::vector<engine::RankStats>& ranks);
 
 /// The `schedules` table: setting_id, schedule name, MeshIR text (texts left on disk are read
 /// back through `texts` one slab at a time as the table is written).

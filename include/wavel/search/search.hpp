@@ -27,9 +27,7 @@
 namespace wavel::search {
 
 /// Thrown out of a search whose stop_flag was raised; the piece produced nothing.
-struct Cancelled : std::exception {
-  [[nodiscard]] const char* what() const noexcept override { return "search piece cancelled by a stop request"; }
-};
+using Cancelled = wavel::Cancelled;
 
 /// What the search did, counted per pruning rule (docs/search.md defines each).
 struct SearchStats {

@@ -4,9 +4,9 @@
 
 #include <atomic>
 
-namespace wavel::driver::detail {
+namespace wavel::engine::detail {
 
 /// The signal that asked for a checkpoint, 0 if none.
 extern std::atomic<int> checkpoint_signal;
 
-}  // namespace wavel::driver::detail
+}  // namespace wavel::engine::detail
