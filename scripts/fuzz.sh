@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Builds the libFuzzer targets in fuzz/ with clang (ASan+UBSan) in build-fuzz and runs each one for
+# Builds the libFuzzer targets in fuzz/ with clang (ASan+UBSan) in build-fuzz (scripts/sanitized_build.sh,
+# which installs clang when it is missing) and runs each one for
 # SECONDS (default 60) from its seed corpus; prints the executions per target and fails on a crash.
 # results.h5 goes through the sandboxed reader that show uses, so libhdf5's own crashes on forged
 # files are contained there and any crash left is a finding.
@@ -19,31 +20,14 @@ set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
 seconds=${1:-60}
-jobs=${WAVEL_JOBS:-$(nproc)}
 targets=${WAVEL_FUZZ_TARGETS:-config set meshir hf_config reference kernels checkpoint lock results_h5 results_h5_reader}
 run_dir=${WAVEL_FUZZ_DIR:-$root/build-fuzz/run}
 
-# Kokkos' OpenMP headers include omp.h, which Debian's clang finds only with libomp-dev.
-if ! command -v clang++ >/dev/null || ! echo '#include <omp.h>' | clang++ -fopenmp -x c++ -fsyntax-only - 2>/dev/null; then
-  echo "[fuzz] installing clang and its OpenMP headers (Debian) for libFuzzer" >&2
-  as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
-  as_root apt-get update -q && DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -q --no-install-recommends \
-    clang libclang-rt-dev libomp-dev
-fi
-
-# The Kokkos the main build uses (scripts/setup.sh: .deps/kokkos or KOKKOS_ROOT).
-kokkos_dir=$(sed -n 's/^Kokkos_DIR:PATH=//p' build/CMakeCache.txt 2>/dev/null || true)
-[ -n "$kokkos_dir" ] || kokkos_dir=${KOKKOS_ROOT:-$root/.deps/kokkos}
-flags="-gline-tables-only -O1 -fno-omit-frame-pointer -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined"
-cmake -S "$root" -B build-fuzz -DCMAKE_BUILD_TYPE=None -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
-      -DCMAKE_C_FLAGS="$flags" -DCMAKE_CXX_FLAGS="$flags" -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=address,undefined" \
-      -DWAVEL_BUILD_FUZZ=ON -DWAVEL_BUILD_TESTS=OFF -DWAVEL_BUILD_BENCH=OFF \
-      -DKokkos_DIR="$kokkos_dir" -DKokkos_ROOT="$kokkos_dir" >/dev/null
-# shellcheck disable=SC2046
 build_targets=$targets
 # The reader target's crashes are replayed through the sandboxed one.
 case " $targets " in *" results_h5_reader "*) build_targets="$targets results_h5" ;; esac
-cmake --build build-fuzz -j "$jobs" --target $(for t in $build_targets; do printf 'fuzz_%s ' "$t"; done)
+# shellcheck disable=SC2046
+bash "$root/scripts/sanitized_build.sh" $(for t in $build_targets; do printf 'fuzz_%s ' "$t"; done)
 
 export ASAN_OPTIONS=detect_leaks=0
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1

@@ -125,7 +125,9 @@ TEST_CASE("parameter_count: presets within 0.5 % of published totals") {
       {"llama3-8b", 8.03e9},     {"llama2-13b", 13.02e9},   {"codellama-34b", 33.74e9},
       {"llama3-70b", 70.55e9},   {"qwen2-72b", 72.71e9},    {"mixtral-8x7b", 46.70e9},
       {"qwen3-30b-a3b", 30.53e9}, {"deepseek-v2-lite", 15.71e9}};
-  for (const auto& [name, total] : published) {
+  for (const auto& entry : published) {
+    const std::string& name = entry.first;  // a structured binding cannot be captured (INFO) before C++20
+    const double total = entry.second;
     const double count = static_cast<double>(parameter_count(preset(name)));
     INFO(name << ": " << count);
     CHECK(std::abs(count - total) / total < 0.005);

@@ -46,7 +46,9 @@ TEST_CASE("WaferLLM's run configurations are derived as its scripts set them") {
   const std::map<std::int64_t, std::array<std::int64_t, 4>> published{
       {420, {4200, 14700, 4200, 20}}, {540, {4320, 14580, 4320, 20}}, {660, {4620, 14520, 4620, 22}},
       {360, {4320, 14400, 4320, 18}}, {600, {4200, 14400, 4200, 24}}, {720, {4320, 14400, 4320, 24}}};
-  for (const auto& [grid, want] : published) {
+  for (const auto& entry : published) {
+    const std::int64_t grid = entry.first;  // a structured binding cannot be captured (CAPTURE) before C++20
+    const auto& want = entry.second;
     CAPTURE(grid);
     const auto run = calibrate::waferllm_run(point("llama3-8b", workload::Phase::decode, grid), llama8b);
     CHECK(run.dim == want[0]);

@@ -190,12 +190,12 @@ void read_cases(Validator& v, const Node& node, WorkloadAxes& axes, const std::s
     auto model = read_model(v, child_or_null(item, "model"), p + ".model", file);
     auto phase = v.choice(child_or_null(item, "phase"), p + ".phase", {"prefill", "decode"});
     WorkloadCase c;
-    c.shape.concurrent_requests = 1;
-    c.shape.input_tokens = 2048;
-    c.shape.output_tokens = 128;
-    read_int(v, item, p, "concurrent_requests", c.shape.concurrent_requests, 1, 1 << 20);
-    read_int(v, item, p, "input_tokens", c.shape.input_tokens, 1, 1 << 24);
-    read_int(v, item, p, "output_tokens", c.shape.output_tokens, 1, 1 << 24);
+    for (const auto& [a, target] : {std::pair<const IntAxis&, std::int64_t&>{kRequestsAxis, c.shape.concurrent_requests},
+                                    {kInputTokensAxis, c.shape.input_tokens},
+                                    {kOutputTokensAxis, c.shape.output_tokens}}) {
+      target = a.fallback;
+      read_int(v, item, p, a.key, target, 1, a.max());
+    }
     read_int(v, item, p, "wafers", c.wafers, 1, wafer::kMaxWafers);
     if (!model || !phase) continue;
     c.shape.phase = *phase == "prefill" ? workload::Phase::prefill : workload::Phase::decode;
@@ -242,21 +242,15 @@ void read_workloads(Validator& v, const Node& root, const Node& node, WorkloadAx
   } else {
     axes.phases = {workload::Phase::prefill, workload::Phase::decode};
   }
-  const struct {
-    const char* key;
-    std::vector<std::int64_t>& values;
-    std::int64_t default_value;
-    std::int64_t max;
-  } int_axes[] = {{"concurrent_requests", axes.concurrent_requests, 1, 1 << 20},
-                  {"input_tokens", axes.input_tokens, 2048, 1 << 24},
-                  {"output_tokens", axes.output_tokens, 128, 1 << 24}};
-  for (const auto& a : int_axes) {
+  for (const auto& [a, values] : {std::pair<const IntAxis&, std::vector<std::int64_t>&>{kRequestsAxis, axes.concurrent_requests},
+                                  {kInputTokensAxis, axes.input_tokens},
+                                  {kOutputTokensAxis, axes.output_tokens}}) {
     if (!present(node, a.key)) {
-      a.values = {a.default_value};
+      values = {a.fallback};
       continue;
     }
-    a.values = v.axis(child_or_null(node, a.key), join_key(path, a.key),
-                      [&](const Node& n, const std::string& p) { return v.integer(n, p, 1, a.max); });
+    values = v.axis(child_or_null(node, a.key), join_key(path, a.key),
+                    [&, &a = a](const Node& n, const std::string& p) { return v.integer(n, p, 1, a.max()); });
   }
   if (present(node, "lengths")) {
     const Node& n = child_or_null(node, "lengths");
@@ -269,8 +263,8 @@ void read_workloads(Validator& v, const Node& root, const Node& node, WorkloadAx
                               v.error(item.where, p, "expected a pair [input_tokens, output_tokens]");
                               return std::nullopt;
                             }
-                            const auto in = v.integer(item.items[0], p + "[0]", 1, 1 << 24);
-                            const auto out = v.integer(item.items[1], p + "[1]", 1, 1 << 24);
+                            const auto in = v.integer(item.items[0], p + "[0]", 1, kInputTokensAxis.max());
+                            const auto out = v.integer(item.items[1], p + "[1]", 1, kOutputTokensAxis.max());
                             if (!in || !out) return std::nullopt;
                             return std::make_pair(*in, *out);
                           });
@@ -314,7 +308,7 @@ void read_cost(Validator& v, const Node& node, const wafer::WaferParams& wafer, 
   allowed.insert(allowed.end(), names.begin(), names.end());
   v.check_map(node, path, allowed);
   c.params = cost::default_params(wafer);
-  read_int(v, node, path, "draws", c.draws, 0, 100000);
+  read_int(v, node, path, "draws", c.draws, 0, kMaxDraws);
   const bool empty_list = present(node, "pinned") && child_or_null(node, "pinned").kind == Node::Kind::sequence &&
                           child_or_null(node, "pinned").items.empty();
   if (present(node, "pinned") && !empty_list) {

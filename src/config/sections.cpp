@@ -80,6 +80,11 @@ void emit_numbers(YAML::Emitter& out, const std::vector<double>& values) {
   out << YAML::EndSeq;
 }
 
+namespace {
+std::string axis_default(const IntAxis& a) { return "`[" + std::to_string(a.fallback) + "]`"; }
+std::string axis_range(const IntAxis& a) { return "each 1 … 2^" + std::to_string(a.max_log2); }
+}  // namespace
+
 const std::vector<KeyDoc>& workload_axis_keys() {
   static const std::vector<KeyDoc> t{
       {"models", "", "required",
@@ -91,11 +96,12 @@ const std::vector<KeyDoc>& workload_axis_keys() {
              "directory for `--set`)"},
       {"phases", "", "`[prefill, decode]`",
        "`prefill` models the whole prompt as one step; `decode` one generated token per request"},
-      {"concurrent_requests", "requests", "`[1]`", "requests in flight; each 1 … 2^20"},
-      {"input_tokens", "tokens", "`[2048]`", "prompt length per request; each 1 … 2^24"},
-      {"output_tokens", "tokens", "`[128]`",
+      {kRequestsAxis.key, "requests", axis_default(kRequestsAxis), "requests in flight; " + axis_range(kRequestsAxis)},
+      {kInputTokensAxis.key, "tokens", axis_default(kInputTokensAxis),
+       "prompt length per request; " + axis_range(kInputTokensAxis)},
+      {kOutputTokensAxis.key, "tokens", axis_default(kOutputTokensAxis),
        "generated tokens per request; decode attends to the mean context input + output/2 and keeps KV capacity "
-       "for input + output; each 1 … 2^24"},
+       "for input + output; " + axis_range(kOutputTokensAxis)},
       {"lengths", "tokens", "none",
        "`[[input, output], ...]` pairs swept instead of the product of `input_tokens` and `output_tokens` (give one "
        "or the other)"},
@@ -130,7 +136,8 @@ const std::vector<KeyDoc>& cost_other_keys() {
        "directory (`configs/` of the source tree, or `$WAVEL_DATA_DIR`); absent: `params/wse3.yaml` for wse3, "
        "`params/wse2-waferllm.yaml` for wse2, from the data directory; `builtin`: the uncalibrated built-in values. "
        "Its `uncertainty` section (below) drives the intervals"},
-      {"draws", "draws", "`64`", "parameter draws per setting for the 90 % intervals; 0 (none) … 100000"},
+      {"draws", "draws", "`64`",
+       "parameter draws per setting for the 90 % intervals; 0 (none) … " + std::to_string(kMaxDraws)},
       {"pinned", "", "`[]`",
        "parameters held at their value in the draws (their uncertainty conditioned out); a parameter given in this "
        "section is pinned too"},

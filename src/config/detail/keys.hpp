@@ -165,10 +165,25 @@ std::vector<KeyDoc> docs_of(const KeyTable<S>& table, const S& defaults) {
   return rows;
 }
 
+/// An integer axis of the workloads section: each value 1 … 2^max_log2, `fallback` when absent (the
+/// axis, a case's key, a `lengths` pair's element).
+struct IntAxis {
+  const char* key;
+  std::int64_t fallback;
+  int max_log2;
+  [[nodiscard]] constexpr std::int64_t max() const { return std::int64_t{1} << max_log2; }
+};
+constexpr IntAxis kRequestsAxis{"concurrent_requests", 1, 20};
+constexpr IntAxis kInputTokensAxis{"input_tokens", 2048, 24};
+constexpr IntAxis kOutputTokensAxis{"output_tokens", 128, 24};
+
 /// The workloads section's sweep axes and cases (read in config.cpp): name and docs.
 const std::vector<KeyDoc>& workload_axis_keys();
 /// Its other keys.
 const KeyTable<WorkloadAxes>& workload_keys();
+
+/// cost.draws: parameter draws per setting, at most this many.
+constexpr std::int64_t kMaxDraws = 100000;
 
 /// The cost section's keys besides the parameters of cost::param_registry (read in config.cpp).
 const std::vector<KeyDoc>& cost_other_keys();
