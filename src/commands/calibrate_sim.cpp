@@ -26,6 +26,7 @@
 #include "wavel/meshir/schedule.hpp"
 #include "wavel/search/search.hpp"
 #include "wavel/sim/simulate.hpp"
+#include "wavel/sweep/setting_tasks.hpp"
 #include "wavel/version_info.hpp"
 
 namespace wavel::driver {
@@ -38,7 +39,7 @@ namespace {
 struct Entry {
   meshir::Schedule schedule;
   std::int64_t setting = 0;
-  std::string label;  // "front.0", "fullchip", "waferllm"
+  std::string label;  // "front.0", "fullchip", "waferllm"; over several wafers "part1.front.0"
   std::string phase;
   bool decode = true;
   std::int64_t prompt_tokens = 0;
@@ -218,22 +219,28 @@ void calibrate_against_sim_command(const std::string& config_path, const std::st
   const auto& start = config.cost.params;
 
   // Schedules of every setting: the search front and the placed baselines (every rank builds the
-  // same ones; the search is deterministic).
+  // same ones; the search is deterministic), on the workloads the run searches: its layer subset
+  // (scaled), its MoE capacity factor, and over several wafers each distinct part on its own wafer.
   std::vector<Entry> entries;
   for (const auto& setting : config::expand_sweep(config)) {
-    const auto w = workload::build_workload(config.workloads.models.at(setting.model_index).spec, setting.shape);
-    const bool decode = setting.shape.phase == workload::Phase::decode;
-    std::vector<std::pair<std::string, meshir::Schedule>> seeds{{"fullchip", baselines::build_fullchip(w, config.wafer)}};
-    if (auto s = baselines::build_waferllm_tuned(w, config.wafer, start)) seeds.emplace_back("waferllm", *s);
-    const auto found = search::search_setting(w, config.wafer, start, config.search.options(), seeds);
-    auto add = [&](const std::string& label, const meshir::Schedule& schedule) {
-      entries.push_back(Entry{schedule, setting.id, label, std::string(workload::to_string(setting.shape.phase)), decode,
-                              setting.shape.input_tokens});
-    };
-    for (std::size_t i = 0; i < found.front.size(); ++i) add("front." + std::to_string(i), found.front[i].schedule);
-    for (const auto& [name, schedule] : seeds) {
-      if (cost::evaluate(schedule, config.wafer, start, decode, setting.shape.input_tokens).sram_headroom < 0) continue;
-      add(name, schedule);
+    const config::Config& at = config;  // the config's wafer throughout (hardware sweep axes are not applied)
+    const auto parts = setting_parts(at, setting);
+    for (std::size_t part = 0; part < parts.size(); ++part) {
+      const auto& w = parts[part];
+      const bool decode = setting.shape.phase == workload::Phase::decode;
+      std::vector<std::pair<std::string, meshir::Schedule>> seeds{{"fullchip", baselines::build_fullchip(w, at.wafer)}};
+      if (auto s = baselines::build_waferllm_tuned(w, at.wafer, start)) seeds.emplace_back("waferllm", *s);
+      const auto found = search::search_setting(w, at.wafer, start, at.search.options(), seeds);
+      const std::string prefix = parts.size() > 1 ? "part" + std::to_string(part) + "." : "";
+      auto add = [&](const std::string& label, const meshir::Schedule& schedule) {
+        entries.push_back(Entry{schedule, setting.id, prefix + label, std::string(workload::to_string(setting.shape.phase)),
+                                decode, setting.shape.input_tokens});
+      };
+      for (std::size_t i = 0; i < found.front.size(); ++i) add("front." + std::to_string(i), found.front[i].schedule);
+      for (const auto& [name, schedule] : seeds) {
+        if (cost::evaluate(schedule, at.wafer, start, decode, setting.shape.input_tokens).sram_headroom < 0) continue;
+        add(name, schedule);
+      }
     }
   }
   if (entries.empty()) throw DataError({Diagnostic{config_path, 0, 0, "workloads", "no schedule to simulate"}});

@@ -130,6 +130,16 @@ for col, key in (("model_cycles_before", "mape_pct_before_fit"), ("model_cycles_
 printed = [l for l in open(sys.argv[2]) if l.startswith("sampled ops, held out")][0].split()
 assert abs(float(printed[5]) - float(row["mape_pct_before_fit"])) < 0.006, printed
 PY
+# calibrate searches what the run searches: on a 12 x 12 grid the tiny model runs as a 2-layer subset
+# (its whole model fits nowhere, so a whole-model search had no schedule and calibrate exited 65).
+cat >"$tmp/tiny12.yaml" <<EOF
+wafer: {preset: wse3, grid_w_pes: 12, grid_h_pes: 12}
+workloads: {models: [$src/configs/models/tiny-llama/config.json], phases: [decode], concurrent_requests: [2], input_tokens: [128], output_tokens: [32]}
+cost: {params_file: $src/configs/params/wse3.yaml}
+search: {max_cut_depth: 1}
+EOF
+expect 0 "Spearman" -- calibrate "$tmp/tiny12.yaml" --output "$tmp/cal12"
+grep -q "^0,front.0,decode," "$tmp/cal12/sim_schedules.csv" || { echo "FAIL: calibrate did not search the layer subset the run places"; fail=1; }
 expect 0 "results: $tmp/tuned/results.h5" -- "$src/configs/tiny.yaml" --params "$tmp/cal/params.yaml" --output "$tmp/tuned"
 # A rerun into the same directory says what happens to the previous results; --wide prints every column.
 expect 0 "holds a previous run's results (results.h5, summary.csv); they are set aside as *.stale" -- "$src/configs/tiny.yaml" --output "$tmp/tuned" --wide

@@ -101,6 +101,9 @@ struct WorkloadShape {
   std::int64_t output_tokens = 0;
 };
 
+/// workloads.moe_capacity_factor when the config gives none.
+inline constexpr double kDefaultMoeCapacityFactor = 1.25;
+
 /// All layers of one setting plus totals.
 struct Workload {
   ModelSpec model;
@@ -112,7 +115,7 @@ struct Workload {
   std::int64_t flops = 0;              ///< one step: one decode token for every request, or the whole prompt
   std::int64_t param_bytes = 0;
   std::int64_t kv_cache_bytes = 0;
-  double moe_capacity_factor = 1.25;   ///< an expert group serves at most this x its mean share of routed rows
+  double moe_capacity_factor = kDefaultMoeCapacityFactor;  ///< an expert group serves at most this x its mean share of routed rows
   std::int64_t layer_scale = 1;        ///< >1: a layer subset (model.num_layers layers) stands for this x as many
   /// The part of a model one wafer of a pipeline holds (see stage_workload); none: the whole model.
   struct Stage {
