@@ -461,7 +461,7 @@ void execute(const Options& o, std::ostream& out, MPI_Comm comm) {
   const std::string text = engine::read_file_on_root(o.config_path, comm);
   std::vector<std::string> overrides = o.overrides;
   if (!o.params_path.empty()) overrides.push_back("cost.params_file=" + o.params_path);
-  config::Config config = engine::parse_config_on_ranks(text, o.config_path, overrides, comm);
+  config::Config config = driver::parse_config_on_ranks(text, o.config_path, overrides, comm);
   if (!o.output_dir.empty()) config.output.dir = o.output_dir;
   if (o.slice.index >= 0) config.output.dir += "/sweep-" + std::to_string(o.slice.index);
   if (o.dry_run) {

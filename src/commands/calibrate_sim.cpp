@@ -215,7 +215,7 @@ void calibrate_against_sim_command(const std::string& config_path, const std::st
   const std::string text = engine::read_file_on_root(config_path, context.comm);
   std::vector<std::string> overrides;
   if (!params_path.empty()) overrides.push_back("cost.params_file=" + params_path);
-  const config::Config config = engine::parse_config_on_ranks(text, config_path, overrides, context.comm);
+  const config::Config config = parse_config_on_ranks(text, config_path, overrides, context.comm);
   const auto& start = config.cost.params;
 
   // Schedules of every setting: the search front and the placed baselines (every rank builds the

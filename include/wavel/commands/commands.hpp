@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "wavel/calibrate/fit.hpp"
+#include "wavel/config/config.hpp"
 #include "wavel/cost/params.hpp"
 #include "wavel/engine/runtime.hpp"
 #include "wavel/io/results.hpp"
@@ -14,6 +15,11 @@
 #include "wavel/wafer/wafer.hpp"
 
 namespace wavel::driver {
+
+/// config::parse_config on every rank, the model files read once: rank 0 parses first and sends the
+/// texts it read to the others. A failure on rank 0 is thrown on every rank (rank 0 has the message).
+config::Config parse_config_on_ranks(const std::string& text, const std::string& file,
+                                     const std::vector<std::string>& overrides, MPI_Comm comm);
 
 /// `validate REFERENCE.yaml`: predicts every reference point with WaferLLM's schedule and writes
 /// validation.csv and results.h5 (group `validation`) under `output_dir`. Prints MAPE.

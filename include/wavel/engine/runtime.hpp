@@ -7,7 +7,6 @@
 #include <string>
 #include <vector>
 
-#include "wavel/config/config.hpp"
 
 namespace wavel::engine {
 
@@ -28,11 +27,6 @@ RunContext make_run_context(MPI_Comm comm);
 /// Throws wavel::InputMissingError on every rank if it cannot be read, naming the file as `what`.
 std::string read_file_on_root(const std::string& path, MPI_Comm comm, const std::string& what = "config file",
                               int root = 0);
-
-/// config::parse_config on every rank, the model files read once: rank 0 parses first and sends the
-/// texts it read to the others. A failure on rank 0 is thrown on every rank (rank 0 has the message).
-config::Config parse_config_on_ranks(const std::string& text, const std::string& file,
-                                     const std::vector<std::string>& overrides, MPI_Comm comm);
 
 /// Broadcasts `text` from `root` (any size) into `text` on every rank.
 void broadcast_string(std::string& text, MPI_Comm comm, int root = 0);
