@@ -54,7 +54,8 @@ PredictionIntervals prediction_intervals(const config::Config& config, const wor
                                          const meshir::Schedule* best, const std::vector<ScheduleResult>& schedules,
                                          const TextFetch& texts = {});
 
-/// What a task did, for the progress line, per-rank statistics and shared incumbents.
+/// What a task did, for the progress line, per-rank statistics and shared incumbents (the engine's
+/// counters carry it as engine::TaskCounters: SweepJob::run converts).
 struct TaskCounters {
   std::int64_t nodes = 0;                  ///< search-tree nodes generated
   std::int64_t pruned = 0;                 ///< options and points pruned, every rule
@@ -62,16 +63,6 @@ struct TaskCounters {
   std::vector<search::Objectives> found;   ///< schedules found (baselines: the seeds)
   double best_tokens_per_s = 0;            ///< finishing: the setting's best
   std::int64_t front_size = 0;             ///< finishing: its front size
-
-  template <class Self, class Visit>
-  static void fields(Self& r, Visit&& v) {
-    v("nodes", "1", r.nodes);
-    v("pruned", "1", r.pruned);
-    v("evaluations", "1", r.evaluations);
-    v("found", "", r.found);
-    v("best_tokens_per_s", "tokens/s", r.best_tokens_per_s);
-    v("front_size", "1", r.front_size);
-  }
 };
 
 /// Builds and scores the baselines of part `part` of the setting (workload `w`); the bytes hold
