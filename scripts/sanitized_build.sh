@@ -5,10 +5,13 @@
 # omp.h Kokkos' OpenMP headers include) when it is missing, unless WAVEL_SKIP_APT=1.
 #
 #   scripts/sanitized_build.sh TARGET...     (WAVEL_JOBS=N build jobs, default nproc)
+#   scripts/sanitized_build.sh --check       exit 0 if clang and omp.h are usable, else 1
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
-if ! command -v clang++ >/dev/null || ! echo '#include <omp.h>' | clang++ -fopenmp -x c++ -fsyntax-only - 2>/dev/null; then
+have_clang() { command -v clang++ >/dev/null && echo '#include <omp.h>' | clang++ -fopenmp -x c++ -fsyntax-only - 2>/dev/null; }
+if [ "${1:-}" = --check ]; then have_clang; exit; fi
+if ! have_clang; then
   if [ "${WAVEL_SKIP_APT:-0}" = 1 ]; then
     echo "[sanitized build] clang++ with omp.h is missing and WAVEL_SKIP_APT=1 forbids installing it" >&2; exit 1
   fi

@@ -22,9 +22,8 @@ stage "ctest" bash -c 'ctest --test-dir build --output-on-failure --timeout 600 
 ctest_counts=$(grep -Eo "[0-9]+ tests failed out of [0-9]+" "$ctest_log" | tail -1)
 rm -f "$ctest_log"
 
-have_clang() { command -v clang++ >/dev/null && echo '#include <omp.h>' | clang++ -fopenmp -x c++ -fsyntax-only - 2>/dev/null; }
 san_dir=build-fuzz
-if [ "${WAVEL_SKIP_APT:-0}" = 1 ] && ! have_clang; then san_dir=build-asan; fi
+if [ "${WAVEL_SKIP_APT:-0}" = 1 ] && ! bash scripts/sanitized_build.sh --check; then san_dir=build-asan; fi
 sanitized_script() {  # sanitized_script NAME: tests/cli/test_NAME.sh under $san_dir/wavel-dse, clean of reports
   local t=$1 log="$san_dir/cli-$1.log"
   echo "[test] sanitizer pass: tests/cli/test_$t.sh with $san_dir/wavel-dse"

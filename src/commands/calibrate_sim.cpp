@@ -223,14 +223,14 @@ void calibrate_against_sim_command(const std::string& config_path, const std::st
   // (scaled), its MoE capacity factor, and over several wafers each distinct part on its own wafer.
   std::vector<Entry> entries;
   for (const auto& setting : config::expand_sweep(config)) {
-    const config::Config& at = config;  // the config's wafer throughout (hardware sweep axes are not applied)
-    const auto parts = setting_parts(at, setting);
+    // The config's wafer throughout: hardware sweep axes are not applied.
+    const auto parts = setting_parts(config, setting);
     for (std::size_t part = 0; part < parts.size(); ++part) {
       const auto& w = parts[part];
       const bool decode = setting.shape.phase == workload::Phase::decode;
-      std::vector<std::pair<std::string, meshir::Schedule>> seeds{{"fullchip", baselines::build_fullchip(w, at.wafer)}};
-      if (auto s = baselines::build_waferllm_tuned(w, at.wafer, start)) seeds.emplace_back("waferllm", *s);
-      const auto found = search::search_setting(w, at.wafer, start, at.search.options(), seeds);
+      std::vector<std::pair<std::string, meshir::Schedule>> seeds{{"fullchip", baselines::build_fullchip(w, config.wafer)}};
+      if (auto s = baselines::build_waferllm_tuned(w, config.wafer, start)) seeds.emplace_back("waferllm", *s);
+      const auto found = search::search_setting(w, config.wafer, start, config.search.options(), seeds);
       const std::string prefix = parts.size() > 1 ? "part" + std::to_string(part) + "." : "";
       auto add = [&](const std::string& label, const meshir::Schedule& schedule) {
         entries.push_back(Entry{schedule, setting.id, prefix + label, std::string(workload::to_string(setting.shape.phase)),
@@ -238,7 +238,7 @@ void calibrate_against_sim_command(const std::string& config_path, const std::st
       };
       for (std::size_t i = 0; i < found.front.size(); ++i) add("front." + std::to_string(i), found.front[i].schedule);
       for (const auto& [name, schedule] : seeds) {
-        if (cost::evaluate(schedule, at.wafer, start, decode, setting.shape.input_tokens).sram_headroom < 0) continue;
+        if (cost::evaluate(schedule, config.wafer, start, decode, setting.shape.input_tokens).sram_headroom < 0) continue;
         add(name, schedule);
       }
     }

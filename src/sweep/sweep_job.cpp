@@ -40,9 +40,10 @@ engine::TaskCounters engine_counters(const TaskCounters& c, bool finishing) {
   out.nodes = c.nodes;
   out.pruned = c.pruned;
   out.evaluations = c.evaluations;
-  if (!finishing) out.found = bytes_of(c.found);
   if (finishing) {
     out.note = "best " + human(c.best_tokens_per_s, "tok/s") + " (predicted), front " + std::to_string(c.front_size);
+  } else {
+    out.found = bytes_of(c.found);
   }
   return out;
 }
@@ -181,11 +182,7 @@ void SweepJob::merge(std::string& slot, const std::string& found) const {
 }
 
 void SweepJob::check_result(std::size_t t, const std::string& bytes) const {
-  switch (tasks_.at(t).kind) {
-    case Kind::baselines: check_task_result(TaskResultKind::baselines, bytes); break;
-    case Kind::piece: check_task_result(TaskResultKind::piece, bytes); break;
-    case Kind::finish: check_task_result(TaskResultKind::finish, bytes); break;
-  }
+  check_task_result(tasks_.at(t).kind, bytes);
 }
 
 void SweepJob::check_slot(const std::string& bytes) const { (void)objectives_of(bytes); }

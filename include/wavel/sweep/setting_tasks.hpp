@@ -3,6 +3,7 @@
 #pragma once
 
 #include <atomic>
+#include <cstdint>
 #include <optional>
 
 #include <string>
@@ -106,11 +107,12 @@ void unpack_candidates(Unpacker& u, std::vector<search::SearchCandidate>& out);
 search::SearchStats unpack_stats(Unpacker& u);
 }  // namespace detail
 
-/// What a task's bytes hold: run_baselines', run_piece's or run_finish's result.
 /// The work counters of a search's statistics (timing left out).
 SearchCounts search_counts(const search::SearchStats& stats);
 
-enum class TaskResultKind { baselines, piece, finish };
+/// A setting's kinds of task, and so what a task's bytes hold: run_baselines', run_piece's or
+/// run_finish's result (also the engine's kind index of a sweep task: SweepJob).
+enum class TaskResultKind : std::uint8_t { baselines, piece, finish };
 
 /// Decodes bytes of that kind read from outside (a checkpoint) without using them; malformed ones
 /// throw wavel::Error with exit code 65 (never a bad_alloc or a library exception).

@@ -13,13 +13,14 @@
 #include "wavel/engine/job.hpp"
 #include "wavel/search/search.hpp"
 #include "wavel/sweep/records.hpp"
+#include "wavel/sweep/setting_tasks.hpp"
 #include "wavel/workload/workload.hpp"
 
 namespace wavel::driver {
 
 /// The sweep's own facts about a task (engine::Task holds the engine's).
 struct SweepTask {
-  enum class Kind : std::uint8_t { baselines, piece, finish };  ///< also engine::Task::kind
+  using Kind = TaskResultKind;
   Kind kind = Kind::baselines;
   std::size_t setting = 0;    ///< index into the settings (engine::Task::item)
   std::size_t part = 0;       ///< which of setting_parts (a pipeline's distinct wafer parts; else 0)
@@ -29,7 +30,7 @@ struct SweepTask {
 class SweepJob final : public engine::Job {
  public:
   /// Per setting and part: its baselines, its search pieces (grouped by micro-batches); then the
-  /// setting's finishing task. `stop`, when set, makes a running search piece give up.
+  /// setting's finishing task.
   SweepJob(const config::Config& config, const std::vector<config::Setting>& settings);
 
   [[nodiscard]] const engine::Plan& plan() const override { return plan_; }
