@@ -165,12 +165,8 @@ CalibrationResult calibrate(const LogFitProblem& problem, const PointSource& sou
   if (!unpredictable.empty()) throw DataError(std::move(unpredictable));
 
   const LeastSquaresOutcome fit = fit_log_least_squares(problem, start, chosen, options.solver);
+  static_cast<SolveStats&>(result) = fit;
   result.fitted = fit.fitted;
-  result.objective_start = fit.objective_start;
-  result.objective_final = fit.objective_final;
-  result.iterations = fit.iterations;
-  result.evaluations = fit.evaluations;
-  result.converged = fit.converged;
   result.after = validate(problem, result.fitted);
   return result;
 }

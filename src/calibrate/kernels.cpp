@@ -139,21 +139,19 @@ bool looks_like_kernel_file(const std::string& text) {
 }
 
 KernelSet load_kernel_set(const std::string& path) {
-  return parse_kernel_set(read_input_file(path, std::size_t{16} << 20, "kernel measurement file"), path);
+  return parse_kernel_set(read_input_file(path, yaml::kMaxTextBytes, "kernel measurement file"), path);
 }
 
 KernelSet parse_kernel_set(const std::string& text, const std::string& file_label) {
-  const Node root = yaml::parse_data_map(text, file_label, "source, kernel and points");
   Validator v;
+  const Node root = yaml::parse_data_map(text, file_label, v, {"kernel", "points"},
+                                         {"source", "hardware", "simulator_counterpart", "units", "meaning", "grid",
+                                          "split", "simulator_points"});
   KernelSet set;
   set.file = file_label;
-  v.check_map(root, "", {"source", "kernel", "hardware", "simulator_counterpart", "units", "meaning", "grid", "split",
-                         "points", "simulator_points"});
   const Node* kernel = root.find("kernel");
   const Node* points = root.find("points");
   if (const Node* s = root.find("source")) set.source = v.string(*s, "source").value_or("");
-  if (kernel == nullptr) v.error(root.where, "kernel", "missing required key");
-  if (points == nullptr) v.error(root.where, "points", "missing required key");
   std::optional<std::string> name;
   std::vector<std::string> kinds;
   for (const auto& [k, n] : kKernelKinds) kinds.emplace_back(n);

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <sstream>
 #include <limits>
+#include <ostream>
 
 #include <Eigen/Core>
 #include <unsupported/Eigen/NonLinearOptimization>
@@ -121,6 +122,11 @@ double log_objective(const LogFitProblem& problem, const cost::CostParams& param
                           [&](std::size_t i) { return problem.predict(i, params); });
 }
 
+std::ostream& operator<<(std::ostream& out, const SolveStats& stats) {
+  return out << "objective " << stats.objective_start << " -> " << stats.objective_final << " after "
+             << stats.iterations << " iterations" << (stats.converged ? "" : " (evaluation cap reached)");
+}
+
 VectorFitOutcome fit_log_least_squares(const std::vector<double>& measured, const std::vector<bool>& held_out,
                                        const VectorPredictor& predict, const std::vector<ParamBounds>& bounds,
                                        const std::vector<double>& start, const LeastSquaresOptions& options) {
@@ -185,12 +191,8 @@ LeastSquaresOutcome fit_log_least_squares(const LogFitProblem& problem, const co
   };
   const VectorFitOutcome fit = fit_log_least_squares(problem.measured, problem.held_out, predict, bounds, values, options);
   LeastSquaresOutcome out;
+  static_cast<SolveStats&>(out) = fit;
   out.fitted = fit.fitted == values ? start : params_of(fit.fitted);
-  out.objective_start = fit.objective_start;
-  out.objective_final = fit.objective_final;
-  out.iterations = fit.iterations;
-  out.evaluations = fit.evaluations;
-  out.converged = fit.converged;
   return out;
 }
 

@@ -96,8 +96,8 @@ std::optional<ReferencePoint> read_point(Validator& v, const Node& node, const s
   }
   std::optional<workload::Phase> phase;
   if (const Node* n = required("phase")) {
-    if (auto p = v.choice(*n, yaml::join_key(path, "phase"), {"prefill", "decode"})) {
-      phase = *p == "prefill" ? workload::Phase::prefill : workload::Phase::decode;
+    if (auto p = v.choice_of(*n, yaml::join_key(path, "phase"), workload::kPhaseNames)) {
+      phase = *p;
       point.phase = *phase;
     } else {
       ok = false;
@@ -132,7 +132,7 @@ std::optional<ReferencePoint> read_point(Validator& v, const Node& node, const s
     const char* other = decode ? "input_tokens" : "context_tokens";
     if ((decode ? input : context) != nullptr) {
       v.error(key_where(node, other), yaml::join_key(path, other),
-              std::string("not allowed for a ") + (decode ? "decode" : "prefill") + " point; give " + wanted);
+              "not allowed for a " + std::string(workload::to_string(*phase)) + " point; give " + wanted);
       ok = false;
     } else if (const Node* n = required(wanted)) {
       if (auto tokens = read_tokens(*n, wanted)) (decode ? point.context_tokens : point.input_tokens) = *tokens;
@@ -193,31 +193,24 @@ std::optional<ReferencePoint> read_point(Validator& v, const Node& node, const s
 }  // namespace
 
 ReferenceSet load_reference(const std::string& path) {
-  return parse_reference(read_input_file(path, std::size_t{16} << 20, "reference file"), path);
+  return parse_reference(read_input_file(path, yaml::kMaxTextBytes, "reference file"), path);
 }
 
 ReferenceSet parse_reference(const std::string& text, const std::string& file_label) {
-  const Node root = yaml::parse_data_map(text, file_label, "source, wafer and points");
   Validator v;
+  const Node root = yaml::parse_data_map(text, file_label, v, {"source", "wafer", "points"}, {"kernels"});
   ReferenceSet set;
   set.file = file_label;
-  v.check_map(root, "", {"source", "wafer", "points", "kernels"});
-  auto required = [&](const char* key) -> const Node* {
-    const Node* found = root.find(key);
-    if (found == nullptr) v.error(root.where, key, "missing required key");
-    return found;
-  };
-
-  if (const Node* n = required("source")) {
+  if (const Node* n = root.find("source")) {
     if (auto s = v.string(*n, "source")) set.source = *s;
   }
   std::optional<std::string> wafer_name;
-  if (const Node* n = required("wafer")) {
+  if (const Node* n = root.find("wafer")) {
     wafer_name = v.choice(*n, "wafer", wafer::wafer_preset_names());
     if (wafer_name) set.wafer = *wafer_name;
   }
   const std::int64_t max_side = max_square_side_pes(wafer_name);
-  if (const Node* n = required("points")) {
+  if (const Node* n = root.find("points")) {
     if (n->kind != Node::Kind::sequence || n->items.empty()) {
       v.error(n->where, "points", "expected a non-empty list of measurements");
     } else {

@@ -264,13 +264,10 @@ void calibrate_kernels_command(const std::vector<std::string>& kernel_paths, con
   }
   out << '\n';
   print_fitted_parameters(out, result);
-  out << "objective " << result.objective_start << " -> " << result.objective_final << " after " << result.iterations
-      << " iterations" << (result.converged ? "" : " (evaluation cap reached)") << '\n';
+  out << static_cast<const calibrate::SolveStats&>(result) << '\n';
   out << "\nsimulator PE timing (sim_timing):\n";
   print_sim_timing_fit(out, sim_fit);
-  out << "objective " << sim_fit.outcome.objective_start << " -> " << sim_fit.outcome.objective_final << " after "
-      << sim_fit.outcome.iterations << " iterations" << (sim_fit.outcome.converged ? "" : " (evaluation cap reached)")
-      << '\n';
+  out << static_cast<const calibrate::SolveStats&>(sim_fit.outcome) << '\n';
   std::cerr << "written: " << dir << "/params.yaml (use with --params), kernel_validation.csv, calibration.csv, results.h5\n";
 }
 

@@ -260,8 +260,7 @@ void calibrate_command(const std::string& reference_path, const std::string& par
   print_validation(out, set, result.after, "After fitting:");
   out << '\n';
   print_fitted_parameters(out, result);
-  out << "objective " << result.objective_start << " -> " << result.objective_final << " after "
-      << result.iterations << " iterations" << (result.converged ? "" : " (iteration cap reached)") << '\n';
+  out << static_cast<const calibrate::SolveStats&>(result) << '\n';
   out << '\n' << cv.text;
   std::cerr << warnings << cv.warnings;
   if (!pairing.empty()) std::cerr << "warning: " << pairing << '\n';

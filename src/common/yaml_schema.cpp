@@ -199,7 +199,8 @@ std::optional<std::string> Validator::choice(const Node& node, const std::string
   return std::nullopt;
 }
 
-Node parse_data_map(const std::string& text, const std::string& file_label, const std::string& expected) {
+Node parse_data_map(const std::string& text, const std::string& file_label, Validator& v,
+                    const std::vector<std::string>& required, const std::vector<std::string>& optional) {
   Node root;
   try {
     root = parse_yaml(text, file_label);
@@ -207,9 +208,15 @@ Node parse_data_map(const std::string& text, const std::string& file_label, cons
     throw_data_error_in_file_order(e.diagnostics());
   }
   if (root.kind != Node::Kind::map) {
-    Validator v;
-    v.error(root.where, "", "expected a map with keys " + expected);
-    throw_data_error_in_file_order(v.diagnostics());
+    Validator top;
+    top.error(root.where, "", "expected a map with keys " + list_options(required));
+    throw_data_error_in_file_order(top.diagnostics());
+  }
+  std::vector<std::string> allowed = required;
+  allowed.insert(allowed.end(), optional.begin(), optional.end());
+  v.check_map(root, "", allowed);
+  for (const auto& key : required) {
+    if (root.find(key) == nullptr) v.error(root.where, key, "missing required key");
   }
   return root;
 }

@@ -30,7 +30,6 @@ Source source_of(const YAML::Mark& mark, const std::string& file, int line_offse
 // repeated level after level (an "alias bomb" that expands exponentially). Both are refused.
 constexpr int kMaxDepth = 64;
 constexpr std::size_t kMaxNodes = 200000;  // after alias expansion; real configs have a few hundred
-constexpr std::size_t kMaxTextBytes = std::size_t{16} << 20;
 
 struct Budget {
   std::string file;

@@ -188,7 +188,7 @@ void read_cases(Validator& v, const Node& node, WorkloadAxes& axes, const std::s
       continue;
     }
     auto model = read_model(v, child_or_null(item, "model"), p + ".model", file);
-    auto phase = v.choice(child_or_null(item, "phase"), p + ".phase", {"prefill", "decode"});
+    auto phase = v.choice_of(child_or_null(item, "phase"), p + ".phase", workload::kPhaseNames);
     WorkloadCase c;
     for (const auto& [a, target] : {std::pair<const IntAxis&, std::int64_t&>{kRequestsAxis, c.shape.concurrent_requests},
                                     {kInputTokensAxis, c.shape.input_tokens},
@@ -198,7 +198,7 @@ void read_cases(Validator& v, const Node& node, WorkloadAxes& axes, const std::s
     }
     read_int(v, item, p, "wafers", c.wafers, 1, wafer::kMaxWafers);
     if (!model || !phase) continue;
-    c.shape.phase = *phase == "prefill" ? workload::Phase::prefill : workload::Phase::decode;
+    c.shape.phase = *phase;
     if (c.shape.phase == workload::Phase::prefill) c.shape.output_tokens = 0;  // prefill never reads it
     if (c.wafers > model->spec.num_layers) {
       v.error(item.where, p + ".wafers",
@@ -234,11 +234,7 @@ void read_workloads(Validator& v, const Node& root, const Node& node, WorkloadAx
   }
   if (present(node, "phases")) {
     axes.phases = v.axis(child_or_null(node, "phases"), "workloads.phases",
-                         [&](const Node& n, const std::string& p) -> std::optional<workload::Phase> {
-                           auto s = v.choice(n, p, {"prefill", "decode"});
-                           if (!s) return std::nullopt;
-                           return *s == "prefill" ? workload::Phase::prefill : workload::Phase::decode;
-                         });
+                         [&](const Node& n, const std::string& p) { return v.choice_of(n, p, workload::kPhaseNames); });
   } else {
     axes.phases = {workload::Phase::prefill, workload::Phase::decode};
   }

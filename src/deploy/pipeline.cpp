@@ -105,14 +105,7 @@ meshir::Schedule join_stages(const PipelinePlan& plan, const std::vector<const m
     throw InternalError("join_stages: one schedule and one workload per part needed");
   }
   const meshir::Schedule& head = *per_part.front();
-  meshir::Schedule out;
-  out.name = name;
-  out.grid_w_pes = head.grid_w_pes;
-  out.grid_h_pes = head.grid_h_pes;
-  out.sram_per_pe_bytes = head.sram_per_pe_bytes;
-  out.sram_reserved_per_pe_bytes = head.sram_reserved_per_pe_bytes;
-  out.colours = head.colours;
-  out.defective_pes = head.defective_pes;
+  meshir::Schedule out = meshir::empty_like(name, head);
   out.concurrent_requests = head.concurrent_requests;
   out.microbatches = head.microbatches;
   out.layers_total = layers_total;

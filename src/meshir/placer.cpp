@@ -78,22 +78,7 @@ std::int64_t tree_group(std::int64_t pes, double scale) {
 
 OpWork work_of(const workload::Op& op) {
   OpWork w;
-  w.batch = op.batch;
-  w.m = op.m;
-  w.k = op.k;
-  w.n = op.n;
-  w.flops = op.flops;
-  w.weight_bytes = op.weight_bytes;
-  w.input_bytes = op.input_bytes;
-  w.output_bytes = op.output_bytes;
-  w.kv_cache_bytes = op.kv_cache_bytes;
-  w.heads = op.heads;
-  w.kv_heads = op.kv_heads;
-  w.fused = op.fused;
-  w.scalar_elements = op.scalar_elements;
-  w.scalar_instructions = op.scalar_instructions;
-  w.scalar_divisions = op.scalar_divisions;
-  w.vector = op.vector;
+  static_cast<workload::OpFigures&>(w) = op;
   return w;
 }
 

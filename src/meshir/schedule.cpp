@@ -1,10 +1,12 @@
 // Names of MeshIR kernels, dimensions and axes, as printed in the text form and in results.
 #include "wavel/meshir/schedule.hpp"
 
+#include "wavel/common/names.hpp"
 #include "wavel/meshir/kernels.hpp"
 
 #include <algorithm>
 #include <array>
+#include <tuple>
 #include <utility>
 
 namespace wavel::meshir {
@@ -12,46 +14,30 @@ namespace wavel::meshir {
 namespace {
 
 // One table per enum keeps to_string and parse_* from drifting apart (kernels: kernels.cpp).
-constexpr std::array<std::pair<Dim, std::string_view>, 3> dim_names{{
+constexpr NameTable<Dim, 3> dim_names{{
     {Dim::none, "none"},
     {Dim::tokens, "tokens"},
     {Dim::features, "features"},
 }};
 
-constexpr std::array<std::pair<Axis, std::string_view>, 2> axis_names{{
+constexpr NameTable<Axis, 2> axis_names{{
     {Axis::x, "x"},
     {Axis::y, "y"},
 }};
 
-constexpr std::array<std::pair<AttentionRole, std::string_view>, 4> attention_names{{
+constexpr NameTable<AttentionRole, 4> attention_names{{
     {AttentionRole::none, "none"},
     {AttentionRole::scores, "scores"},
     {AttentionRole::softmax, "softmax"},
     {AttentionRole::values, "values"},
 }};
 
-const std::array<std::pair<Edge, std::string_view>, 4> edge_names{{
+constexpr NameTable<Edge, 4> edge_names{{
     {Edge::west, "west"},
     {Edge::east, "east"},
     {Edge::north, "north"},
     {Edge::south, "south"},
 }};
-
-template <class Enum, std::size_t N>
-std::string_view name_of(const std::array<std::pair<Enum, std::string_view>, N>& table, Enum value) {
-  for (const auto& [v, name] : table) {
-    if (v == value) return name;
-  }
-  return "?";
-}
-
-template <class Enum, std::size_t N>
-std::optional<Enum> value_of(const std::array<std::pair<Enum, std::string_view>, N>& table, std::string_view text) {
-  for (const auto& [v, name] : table) {
-    if (name == text) return v;
-  }
-  return std::nullopt;
-}
 
 }  // namespace
 
@@ -133,6 +119,18 @@ Schedule empty_on(const std::string& name, const wafer::WaferParams& wafer) {
   s.sram_reserved_per_pe_bytes = wafer.sram_reserved_per_pe_bytes;
   s.colours = wafer.routable_colours;
   for (const auto& pe : wafer.defective_pes) s.defective_pes.emplace_back(pe.x, pe.y);
+  return s;
+}
+
+Schedule empty_like(const std::string& name, const Schedule& frame) {
+  // The wafer a schedule lies on, the fields empty_on fills.
+  const auto wafer_fields = [](auto& x) {
+    return std::tie(x.grid_w_pes, x.grid_h_pes, x.sram_per_pe_bytes, x.sram_reserved_per_pe_bytes, x.colours,
+                    x.defective_pes);
+  };
+  Schedule s;
+  s.name = name;
+  wafer_fields(s) = wafer_fields(frame);
   return s;
 }
 

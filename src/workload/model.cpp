@@ -15,6 +15,7 @@
 #include "wavel/common/input_file.hpp"
 #include "wavel/common/text.hpp"
 #include "wavel/common/yaml_budget.hpp"
+#include "wavel/common/yaml_tree.hpp"
 
 namespace wavel::workload {
 
@@ -407,7 +408,7 @@ std::optional<ModelSpec> find_model_preset(std::string_view name) {
 
 std::string read_hf_config_text(const std::string& path) {
   if (std::filesystem::is_directory(path)) throw InputMissingError("cannot read HF config '" + path + "'");
-  return read_input_file(path, std::size_t{16} << 20, "HF config");
+  return read_input_file(path, yaml::kMaxTextBytes, "HF config");
 }
 
 ModelSpec load_hf_config(const std::string& path) { return parse_hf_config(read_hf_config_text(path), path); }

@@ -323,50 +323,28 @@ void check_buildable(const ModelSpec& model, const WorkloadShape& shape) {
 
 }  // namespace
 
-std::string_view to_string(Phase phase) {
-  switch (phase) {
-    case Phase::prefill:
-      return "prefill";
-    case Phase::decode:
-      return "decode";
-  }
-  return "unknown";
-}
+std::string_view to_string(Phase phase) { return name_of(kPhaseNames, phase); }
 
 std::string_view to_string(OpKind kind) {
-  switch (kind) {
-    case OpKind::embedding:
-      return "embedding";
-    case OpKind::norm:
-      return "norm";
-    case OpKind::matmul:
-      return "matmul";
-    case OpKind::rope:
-      return "rope";
-    case OpKind::attn_scores:
-      return "attn_scores";
-    case OpKind::softmax:
-      return "softmax";
-    case OpKind::attn_values:
-      return "attn_values";
-    case OpKind::kv_append:
-      return "kv_append";
-    case OpKind::activation:
-      return "activation";
-    case OpKind::residual:
-      return "residual";
-    case OpKind::router:
-      return "router";
-    case OpKind::moe_dispatch:
-      return "moe_dispatch";
-    case OpKind::expert_matmul:
-      return "expert_matmul";
-    case OpKind::moe_combine:
-      return "moe_combine";
-    case OpKind::lm_head:
-      return "lm_head";
-  }
-  return "unknown";
+  constexpr NameTable<OpKind, 15> kOpKindNames{{
+      {OpKind::embedding, "embedding"},
+      {OpKind::norm, "norm"},
+      {OpKind::matmul, "matmul"},
+      {OpKind::rope, "rope"},
+      {OpKind::attn_scores, "attn_scores"},
+      {OpKind::softmax, "softmax"},
+      {OpKind::attn_values, "attn_values"},
+      {OpKind::kv_append, "kv_append"},
+      {OpKind::activation, "activation"},
+      {OpKind::residual, "residual"},
+      {OpKind::router, "router"},
+      {OpKind::moe_dispatch, "moe_dispatch"},
+      {OpKind::expert_matmul, "expert_matmul"},
+      {OpKind::moe_combine, "moe_combine"},
+      {OpKind::lm_head, "lm_head"},
+  }};
+  static_assert(static_cast<std::size_t>(OpKind::lm_head) + 1 == kOpKindNames.size(), "an op kind without a name");
+  return name_of(kOpKindNames, kind);
 }
 
 wafer::VectorMix vector_mix(OpKind kind, Phase phase) {

@@ -59,17 +59,12 @@ struct PointSource {
 };
 
 /// Outcome of a fit: the parameters, the objective and the errors before and after.
-struct CalibrationResult {
+struct CalibrationResult : SolveStats {
   cost::CostParams start;
   cost::CostParams fitted;          ///< equals `start` except in the fitted fields
   std::vector<std::string> fit_names;  ///< the fitted parameters, in param_registry() order
   ValidationReport before;          ///< at `start`
   ValidationReport after;           ///< at `fitted`
-  double objective_start = 0;       ///< sum over training points of (ln predicted - ln measured)^2
-  double objective_final = 0;
-  int iterations = 0;               ///< Levenberg-Marquardt iterations
-  int evaluations = 0;              ///< residual evaluations (each predicts every training point)
-  bool converged = false;           ///< false if the evaluation cap stopped the solver
 };
 
 /// Sum over the training points (held_out_mask false) of (ln predicted - ln measured)^2; +inf if any

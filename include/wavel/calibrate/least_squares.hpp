@@ -3,6 +3,7 @@
 
 #include <cstddef>
 #include <functional>
+#include <iosfwd>
 #include <string>
 #include <vector>
 
@@ -27,14 +28,21 @@ struct LeastSquaresOptions {
   double f_tolerance = 1e-14;               ///< relative reduction of the objective below which it stops
 };
 
-/// Outcome of a solve.
-struct LeastSquaresOutcome {
-  cost::CostParams fitted;      ///< `start` with the chosen fields replaced by the minimiser
+/// How a solve went, whatever it fitted.
+struct SolveStats {
   double objective_start = 0;   ///< sum of squared ln residuals over the training points
   double objective_final = 0;
   int iterations = 0;           ///< Levenberg-Marquardt iterations
   int evaluations = 0;          ///< residual vector evaluations (each predicts every training point)
   bool converged = false;       ///< false: the evaluation cap stopped it
+};
+
+/// "objective A -> B after N iterations", and " (evaluation cap reached)" when it stopped the solver.
+std::ostream& operator<<(std::ostream& out, const SolveStats& stats);
+
+/// Outcome of a solve.
+struct LeastSquaresOutcome : SolveStats {
+  cost::CostParams fitted;      ///< `start` with the chosen fields replaced by the minimiser
 };
 
 /// The range a fitted value stays in.
@@ -55,13 +63,8 @@ std::string bound_warning(const std::string& name, double value, const ParamBoun
 using VectorPredictor = std::function<double(std::size_t, const std::vector<double>&)>;
 
 /// Outcome of a solve over plain values.
-struct VectorFitOutcome {
+struct VectorFitOutcome : SolveStats {
   std::vector<double> fitted;   ///< the start unless the solver really lowered the objective
-  double objective_start = 0;
-  double objective_final = 0;
-  int iterations = 0;
-  int evaluations = 0;
-  bool converged = false;
 };
 
 /// The solver below over plain values with their bounds: what the simulator's timing fit uses.

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "wavel/common/error.hpp"
+#include "wavel/common/names.hpp"
 #include "wavel/common/yaml_tree.hpp"
 
 namespace wavel::yaml {
@@ -20,11 +21,6 @@ std::string join_key(const std::string& parent, const std::string& key);
 
 /// Typed reads of located nodes. Each failed read records a Diagnostic and returns std::nullopt,
 /// so one pass reports every problem.
-/// A data file's root map (a measurement or reference file: its problems exit 65, not 78):
-/// `text` parsed, a syntax error or a root that is no map thrown as wavel::DataError naming
-/// `file_label` and `expected` (e.g. "source, kernel and points").
-Node parse_data_map(const std::string& text, const std::string& file_label, const std::string& expected);
-
 class Validator {
  public:
   void error(const Source& where, const std::string& key_path, const std::string& message);
@@ -47,6 +43,12 @@ class Validator {
   /// One of `options`, with a "did you mean" otherwise.
   std::optional<std::string> choice(const Node& node, const std::string& path,
                                     const std::vector<std::string>& options);
+  /// One of the names of an enum's table, as its value.
+  template <class Enum, std::size_t N>
+  std::optional<Enum> choice_of(const Node& node, const std::string& path, const NameTable<Enum, N>& names) {
+    const auto s = choice(node, path, names_in(names));
+    return s ? value_of(names, *s) : std::nullopt;
+  }
 
   /// A scalar or a sequence of scalars, each read by `read(node, path)`; a sweep axis.
   /// Reports an empty list. Items that fail are dropped.
@@ -69,5 +71,11 @@ class Validator {
   bool expect_scalar(const Node& node, const std::string& path, const char* what);
   std::vector<Diagnostic> diagnostics_;
 };
+
+/// A data file's root map (a measurement or reference file: its problems exit 65, not 78): `text`
+/// parsed, a syntax error or a root that is no map thrown as wavel::DataError naming `file_label`;
+/// a missing `required` key or a key in neither list recorded in `v`.
+Node parse_data_map(const std::string& text, const std::string& file_label, Validator& v,
+                    const std::vector<std::string>& required, const std::vector<std::string>& optional);
 
 }  // namespace wavel::yaml

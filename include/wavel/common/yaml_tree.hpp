@@ -1,6 +1,7 @@
 // A YAML document as a tree that remembers where every key and value came from.
 #pragma once
 
+#include <cstddef>
 #include <string>
 #include <utility>
 #include <vector>
@@ -34,6 +35,9 @@ struct Node {
 
 /// The entry `key` of a map node, or a null node (absent key, or `map` not a map).
 const Node& child_or_null(const Node& map, const std::string& key);
+
+/// The largest YAML text read (configs, model and data files): a mistaken path is refused, not parsed.
+inline constexpr std::size_t kMaxTextBytes = std::size_t{16} << 20;
 
 /// Parses YAML text. Syntax errors throw wavel::ConfigError with the position.
 Node parse_yaml(const std::string& text, const std::string& file_label);

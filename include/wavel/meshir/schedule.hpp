@@ -11,6 +11,7 @@
 #include "wavel/wafer/cluster.hpp"
 #include "wavel/wafer/simd.hpp"
 #include "wavel/wafer/wafer.hpp"
+#include "wavel/workload/figures.hpp"
 
 namespace wavel::meshir {
 
@@ -85,28 +86,11 @@ struct Layout {
   }
 };
 
-/// Workload figures an op carries from the op graph (see workload::Op).
-struct OpWork {
-  std::int64_t batch = 1, m = 0, k = 0, n = 0;
-  std::int64_t flops = 0;
-  std::int64_t weight_bytes = 0;
-  std::int64_t input_bytes = 0;
-  std::int64_t output_bytes = 0;
-  std::int64_t kv_cache_bytes = 0;
-  std::int64_t heads = 0;     ///< attention ops: query heads in `batch` (0: not attention)
-  std::int64_t kv_heads = 0;  ///< attention ops: KV heads; heads / kv_heads query heads share one (GQA)
-  std::int64_t fused = 1;     ///< meshgemv: independent GEMVs (outputs side by side along n) sharing one allreduce
+/// Workload figures an op carries from the op graph (workload::Op), and how MeshIR runs them.
+struct OpWork : workload::OpFigures {
   /// meshgemm: products run one after another on the region, each with its own weights (a grouped
   /// GEMM over experts: every PE holds a slice of each); the m rows are split evenly over them.
   std::int64_t products = 1;
-  // A scalar loop (exp, SiLU's division, a norm's sqrt): elements per token row (split over the
-  // PEs that share a row), each `scalar_instructions` scalar instructions and `scalar_divisions` divisions.
-  std::int64_t scalar_elements = 0;
-  std::int64_t scalar_instructions = 0;
-  std::int64_t scalar_divisions = 0;
-  // Vector instructions per element of the op's rows x n, by form (all zero: `flops` per element at
-  // the two-operand fp16 rate, as files written before the mix read).
-  wafer::VectorMix vector{};
 };
 
 /// One op placed in a region with its layout and kernel.
@@ -218,5 +202,8 @@ std::optional<Exchange> exchange_of(const Schedule& schedule, const PlacedOp& op
 /// A schedule named `name` with no region or op yet, on `wafer`: its grid, SRAM per PE and
 /// reserved SRAM, routable colours and defective PEs.
 Schedule empty_on(const std::string& name, const wafer::WaferParams& wafer);
+
+/// A schedule named `name` with no region or op yet, on the wafer `frame` lies on.
+Schedule empty_like(const std::string& name, const Schedule& frame);
 
 }  // namespace wavel::meshir

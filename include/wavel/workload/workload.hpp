@@ -7,13 +7,18 @@
 #include <string_view>
 #include <vector>
 
+#include "wavel/common/names.hpp"
 #include "wavel/wafer/simd.hpp"
+#include "wavel/workload/figures.hpp"
 #include "wavel/workload/model.hpp"
 
 namespace wavel::workload {
 
 /// Inference phase of a setting.
 enum class Phase { prefill, decode };
+
+/// The phases' names, as configs, reference files and results write them.
+inline constexpr NameTable<Phase, 2> kPhaseNames{{{Phase::prefill, "prefill"}, {Phase::decode, "decode"}}};
 
 /// "prefill" or "decode".
 std::string_view to_string(Phase phase);
@@ -58,28 +63,13 @@ inline constexpr ScalarLoop kRsqrtLoop{2, 3};
 /// phase (Decode/WSE-2/src/decode.csl, Prefill/WSE-2/src/prefill.csl); all zero for other kinds.
 wafer::VectorMix vector_mix(OpKind kind, Phase phase);
 
-/// One operator. Matmul-like ops fill m/k/n (output m x n, reduction k, `batch` independent products).
-/// Elementwise ops fold requests into m; `batch` is used only by attention-shaped ops (incl. softmax).
-struct Op {
+/// One operator of the op graph: its costed figures and where it sits in the graph.
+struct Op : OpFigures {
   std::string name;                    ///< e.g. "q_proj", "attn_scores"
   OpKind kind = OpKind::residual;
-  std::int64_t batch = 1;              ///< independent products (heads x requests for attention)
-  std::int64_t m = 0, k = 0, n = 0;    ///< matmul dims; elementwise ops use m x n
-  std::int64_t flops = 0;              ///< floating-point operations (an FMA counts 2)
-  std::int64_t weight_bytes = 0;       ///< resident parameters read by this op
-  std::int64_t input_bytes = 0;        ///< activations read (excluding weights and KV cache)
-  std::int64_t output_bytes = 0;       ///< activations written
-  std::int64_t kv_cache_bytes = 0;     ///< resident KV cache this op reads (capacity, all requests)
   std::vector<int> inputs;             ///< indices of producer ops in the same layer (-1: layer input)
   std::int64_t experts = 0;            ///< routed-expert ops (dispatch, expert matmuls, combine): experts in the op
   std::int64_t experts_per_token = 0;  ///< ... and the top-k each token is routed to
-  std::int64_t heads = 0;              ///< attention ops (scores, softmax, values): query heads per request
-  std::int64_t kv_heads = 0;           ///< ... and KV heads (GQA: heads / kv_heads queries share one)
-  std::int64_t fused = 1;              ///< decode matmul: products sharing one reduction (n is their sum)
-  std::int64_t scalar_elements = 0;    ///< elements per token row put through a scalar loop (exp, division, sqrt)
-  std::int64_t scalar_instructions = 0;  ///< ... scalar instructions per element beyond its divisions
-  std::int64_t scalar_divisions = 0;   ///< ... software divisions, sqrts or reciprocals per element
-  wafer::VectorMix vector{};           ///< elementwise ops: vector instructions per element, by form (vector_mix)
 };
 
 /// One layer (embedding, decoder block, or head) with its ops in execution order.
