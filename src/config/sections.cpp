@@ -286,6 +286,10 @@ const KeyTable<SearchConfig>& search_keys() {
       K::flag("fusion", &S::fusion,
               "TUNE may fuse operators that read one input (prefill Q/K/V and gate/up, MLA's down-projections; see "
               "[Search](search.md)); `false`: the space without it"),
+      K::flag("split_epilogues", &S::split_epilogues,
+              "TUNE may run a decode epilogue with a scalar loop (SiLU.mul) split over both axes, each PE on its own "
+              "piece, then allgather it along the axis that held copies (see [Search](search.md)); `false`: the "
+              "space without it"),
       K::integer("cut_step_pes", &S::cut_step_pes, 0, kMaxPes, "PEs",
                  "two-way CUTs also at every multiple of this many PEs along a side, at every depth (absolute "
                  "positions); 0 = none"),

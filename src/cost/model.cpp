@@ -180,6 +180,31 @@ OpCost relayout(const PlacedOp& op, const wafer::WaferParams& wafer, const CostP
   return movement((r.w + r.h) / 2, static_cast<double>(op.work.input_bytes) / 2.0, std::min(r.w, r.h), wafer, p);
 }
 
+// A split epilogue's pieces back to every PE of their line (the axis that held copies): the line's
+// PEs chain their pieces into its centre from both ends (each forwards what arrives, then appends its
+// own: no software stage), the centre turns the gathered slice around (one stage) and multicasts it
+// back over the line. The centre's ramp takes the others' pieces in, then sends the slice out once.
+OpCost allgather(const PlacedOp& op, const wafer::WaferParams& wafer, const CostParams& p) {
+  OpCost c;
+  const std::int64_t along = std::max<std::int64_t>(1, side(op.used, op.reduce_axis));
+  const std::int64_t across = std::max<std::int64_t>(1, side(op.used, other(op.reduce_axis)));
+  if (along > 1) {
+    const double slice_bytes = std::ceil(static_cast<double>(op.work.output_bytes) / static_cast<double>(across));
+    detail::Collective gather;
+    gather.hops = along / 2;
+    gather.stages = 1;
+    gather.wavelets = detail::wavelets_for(slice_bytes * static_cast<double>(along - 1) / static_cast<double>(along), wafer);
+    gather.hop_cycles = p.alpha_cycles_per_hop * static_cast<double>(gather.hops);
+    gather.stage_cycles = p.beta_cycles_per_stage;
+    gather.link_cycles = static_cast<double>(gather.wavelets);
+    add_to(c, gather);
+    add_to(c, detail::multicast(along, slice_bytes, wafer, p));
+    c.overhead_cycles += p.gemv_fixed_cycles;  // a line collective's call, as a MeshGEMV's tree
+  }
+  finish(c);
+  return c;
+}
+
 // Embedding rows are spread over the region; each token's row is gathered and broadcast.
 OpCost lookup(const PlacedOp& op, const wafer::WaferParams& wafer, const CostParams& p) {
   const Rect& r = op.used;
@@ -383,6 +408,7 @@ OpCost op_cost(const meshir::Schedule& schedule, const PlacedOp& op, const wafer
     case Kernel::kv_shift: c = kv_shift(op, params); break;
     case Kernel::lookup: c = lookup(op, wafer, params); break;
     case Kernel::relayout: c = relayout(op, wafer, params); break;
+    case Kernel::allgather: c = allgather(op, wafer, params); break;
     case Kernel::transfer:
     case Kernel::moe_dispatch:
     case Kernel::moe_combine: {

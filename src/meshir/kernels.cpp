@@ -36,6 +36,9 @@ const std::vector<KernelInfo>& table() {
      "multicast tokens to expert regions"},
     {Kernel::moe_combine,  "moe_combine",  true,  false,  false, A::none,     false, false, false, false, 2,
      "gather expert outputs back"},
+    {Kernel::allgather,    "allgather",    false, false,  false, A::none,     false, false, false, false, 3,
+     "gather an activation split over both axes back along one axis (after a split epilogue); chains into "
+     "each line's centre from both ends, then a multicast"},
   };
   // clang-format on
   return kTable;

@@ -62,6 +62,16 @@ Layout prefill_layout(const Rect& r) {
   return l;
 }
 
+// A split epilogue's layout: each row's features over both axes.
+Layout features_on_both(const Rect& r) {
+  Layout l;
+  l.on_x = Dim::features;
+  l.on_y = Dim::features;
+  l.part_x = r.w;
+  l.part_y = r.h;
+  return l;
+}
+
 Axis features_axis(const Layout& l) { return l.on_x == Dim::features ? Axis::x : Axis::y; }
 Axis flip(Axis a) { return a == Axis::x ? Axis::y : Axis::x; }
 
@@ -74,6 +84,10 @@ std::int64_t group_along(Axis axis, const Rect& used, const Tune& tune) {
 std::int64_t tree_group(std::int64_t pes, double scale) {
   const auto g = std::llround(scale * std::sqrt(static_cast<double>(pes)));
   return std::clamp<std::int64_t>(g, 1, std::max<std::int64_t>(1, pes));
+}
+
+bool splits_epilogue(const workload::Op& op, bool decode) {
+  return decode && op.scalar_elements > 0 && kernel_for(op.kind, decode) == Kernel::elementwise;
 }
 
 OpWork work_of(const workload::Op& op) {
@@ -145,6 +159,7 @@ int Placer::place_op(const workload::Op& op, const std::string& name, int region
   }
   // The first input that exists decides the layout; others are re-laid out to match.
   const int primary = inputs.empty() ? -1 : inputs.front();
+  const bool split = tune.split_epilogues && !same_step && splits_epilogue(op, decode_) && used.w > 1 && used.h > 1;
   const Layout incoming = primary >= 0 ? s_.ops[static_cast<std::size_t>(primary)].out_layout
                                        : (decode_ ? features_on(tune.entry_features, used) : prefill_layout(used));
   if (!decode_) {
@@ -161,6 +176,9 @@ int Placer::place_op(const workload::Op& op, const std::string& name, int region
     p.group = group_along(p.reduce_axis, used, tune);
     p.in_layout = features_on(p.reduce_axis, used);
     p.out_layout = features_on(flip(p.reduce_axis), used);
+  } else if (split) {
+    p.in_layout = features_on_both(used);
+    p.out_layout = p.in_layout;
   } else {
     p.in_layout = features_on(features_axis(incoming), used);
     p.out_layout = p.in_layout;
@@ -185,7 +203,7 @@ int Placer::place_op(const workload::Op& op, const std::string& name, int region
     const PlacedOp& producer = s_.ops[static_cast<std::size_t>(r)];
     const bool resident_state = kernel_info(producer.kernel).resident_state;  // the cache keeps its layout
     const bool remaps = moves_between_regions(p.kernel);              // movers re-map as they go
-    if (!resident_state && !remaps && !producer.out_layout.aligned_with(p.in_layout)) {
+    if (!resident_state && !remaps && !producer.out_layout.narrows_to(p.in_layout)) {
       r = relayout(r, p.in_layout, op.name);
     }
     p.inputs.push_back(r);
@@ -208,7 +226,25 @@ int Placer::place_op(const workload::Op& op, const std::string& name, int region
     s_.ops.push_back(std::move(p));
     return static_cast<int>(s_.ops.size()) - 1;
   }
-  return append(std::move(p));
+  if (!split) return append(std::move(p));
+  // The split epilogue's piece goes back to every PE of the line that held the copy it came from.
+  const Axis kept = features_axis(incoming);
+  PlacedOp g;
+  if (named_) g.name = p.name + ".gather";
+  g.kernel = Kernel::allgather;
+  g.region = region;
+  g.used = used;
+  g.stage = stage;
+  g.in_layout = p.out_layout;
+  g.out_layout = features_on(kept, used);
+  g.reduce_axis = flip(kept);
+  g.work.batch = p.work.batch;
+  g.work.m = p.work.m;
+  g.work.n = p.work.n;
+  g.work.input_bytes = p.work.output_bytes;
+  g.work.output_bytes = p.work.output_bytes;
+  g.inputs = {append(std::move(p))};
+  return append(std::move(g));
 }
 
 // The expert CUT: the used rectangle is cut into `groups` strips along its longer side, each holding

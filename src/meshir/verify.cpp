@@ -334,6 +334,19 @@ void Checker::check_op(std::size_t i) {
     op_error(i, "skewed", "only a " + kernels_that([](const KernelInfo& k) { return k.skewable; }) +
                               " skips its alignment shifts, this op is " + std::string(to_string(op.kernel)));
   }
+  if (op.kernel == Kernel::allgather) {
+    // Features split over both axes in, gathered along its axis: out holds them on the other axis only.
+    const Layout& in = op.in_layout;
+    const Layout& out = op.out_layout;
+    const bool kept_x = op.reduce_axis == Axis::y;
+    if (!in.features_on_both() || out.features_on_both() || !out.narrows_to(in) ||
+        (out.on_x == Dim::features) != kept_x) {
+      op_error(i, "out",
+               "an allgather along " + std::string(to_string(op.reduce_axis)) + " takes features split over both axes (" +
+                   placement_text(in) + ") and leaves them on " + (kept_x ? "x" : "y") + " only, not " +
+                   placement_text(out));
+    }
+  }
   // Token rows (batch x m) are multiplied by tile sizes in the cost model and the simulator.
   if (op.work.batch > 0 && op.work.m > 0 && op.work.batch > kMaxWork / op.work.m) {
     op_error(i, "work", "batch x m is more than 2^60 token rows");
@@ -460,7 +473,7 @@ void Checker::check_edges() {
       }
       if (c.kernel == Kernel::relayout || moves_between_regions(c.kernel)) continue;
       if (kernel_info(p.kernel).resident_state) continue;  // the KV cache keeps its own layout
-      if (!p.out_layout.aligned_with(c.in_layout)) {
+      if (!p.out_layout.narrows_to(c.in_layout)) {
         op_error(i, "in",
                  "expects its input in layout " + placement_text(c.in_layout) + " but " + producer +
                      " produces " + placement_text(p.out_layout) + ", with no relayout between them");

@@ -20,7 +20,7 @@ using meshir::Axis;
 using meshir::Rect;
 
 std::vector<meshir::Tune> tune_choices(bool decode, const std::vector<double>& scales, std::int64_t experts,
-                                       const std::vector<std::int64_t>& expert_groups, bool fusion) {
+                                       const std::vector<std::int64_t>& expert_groups, TuneKinds kinds) {
   std::vector<meshir::Tune> tunes;
   if (decode) {
     for (Axis entry : {Axis::x, Axis::y}) {
@@ -41,12 +41,16 @@ std::vector<meshir::Tune> tune_choices(bool decode, const std::vector<double>& s
     }
   }
   if (out.empty()) out = tunes;
-  if (!fusion) return out;
-  const std::size_t unfused = out.size();
-  for (std::size_t i = 0; i < unfused; ++i) {
-    meshir::Tune t = out[i];
-    t.fuse = true;
-    out.push_back(t);
+  // Each kind doubles the choices: the ones before it, again with it on.
+  for (const auto& [on, set] : {std::pair<bool, bool meshir::Tune::*>{kinds.fusion, &meshir::Tune::fuse},
+                                {kinds.split_epilogues && decode, &meshir::Tune::split_epilogues}}) {
+    if (!on) continue;
+    const std::size_t before = out.size();
+    for (std::size_t i = 0; i < before; ++i) {
+      meshir::Tune t = out[i];
+      t.*set = true;
+      out.push_back(t);
+    }
   }
   return out;
 }
@@ -142,7 +146,7 @@ using meshir::Rect;
 
 PlanEvaluator::Impl::Impl(const workload::Workload& w, const wafer::WaferParams& wf, const cost::CostParams& p,
                           std::int64_t mb, const std::vector<double>& group_scales,
-                          const std::vector<std::int64_t>& expert_groups, bool fusion)
+                          const std::vector<std::int64_t>& expert_groups, TuneKinds kinds)
     : wafer(wf), params(p), decode(w.shape.phase == workload::Phase::decode), requests(w.shape.concurrent_requests),
       prompt_tokens(w.shape.input_tokens), microbatches(mb), layers_total(w.model.num_layers * w.layer_scale),
       layer_scale(w.layer_scale), capacity_factor(w.moe_capacity_factor) {
@@ -155,14 +159,21 @@ PlanEvaluator::Impl::Impl(const workload::Workload& w, const wafer::WaferParams&
   for (const auto& b : blocks) block_type.push_back(b.type);
   // Fusion is a TUNE choice only where some block has operators to fuse.
   bool fusable = false;
-  if (fusion) {
+  if (kinds.fusion) {
     for (const auto& b : blocks) {
       fused_blocks.push_back(workload::fuse_shared_inputs(b.ops, w.shape.phase));
       fusable = fusable || fused_blocks.back().ops.size() != b.ops.ops.size();
     }
   }
+  // Split epilogues likewise, only where some block has one.
+  bool splittable = false;
+  if (kinds.split_epilogues) {
+    for (const auto& b : blocks) {
+      for (const auto& op : b.ops.ops) splittable = splittable || meshir::splits_epilogue(op, decode);
+    }
+  }
   tunes = detail::tune_choices(decode, group_scales, w.model.moe ? w.model.moe->num_experts : 0, expert_groups,
-                               fusable);
+                               TuneKinds{fusable, splittable});
   for (std::size_t t = 0; t < representative.size(); ++t) {
     tables.push_back(std::make_shared<detail::CostTable>(static_cast<int>(tunes.size())));
   }
@@ -188,7 +199,7 @@ void PlanEvaluator::Impl::share_tables(detail::BlockCostCache& cache) {
   context << (decode ? " decode " : " prefill ") << layer_scale << ' ' << capacity_factor << " t";
   for (const auto& t : tunes) {
     context << ' ' << t.group_scale_x << ',' << t.group_scale_y << ',' << static_cast<int>(t.entry_features) << ','
-            << t.expert_groups << (t.fuse ? ",f" : "");
+            << t.expert_groups << (t.fuse ? ",f" : "") << (t.split_epilogues ? ",s" : "");
   }
   context << " | ";
   const std::string prefix = context.str();
@@ -335,8 +346,8 @@ meshir::Schedule PlanEvaluator::Impl::build(const std::vector<Leaf>& leaves) con
 PlanEvaluator::PlanEvaluator(const workload::Workload& workload, const wafer::WaferParams& wafer,
                              const cost::CostParams& params, std::int64_t microbatches,
                              const std::vector<double>& group_scales, const std::vector<std::int64_t>& expert_groups,
-                             bool fusion)
-    : impl_(new Impl(workload, wafer, params, microbatches, group_scales, expert_groups, fusion)) {}
+                             TuneKinds kinds)
+    : impl_(new Impl(workload, wafer, params, microbatches, group_scales, expert_groups, kinds)) {}
 PlanEvaluator::~PlanEvaluator() { delete impl_; }
 const std::vector<meshir::Tune>& PlanEvaluator::tunes() const { return impl_->tunes; }
 int PlanEvaluator::blocks() const { return static_cast<int>(impl_->blocks.size()); }

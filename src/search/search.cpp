@@ -109,7 +109,7 @@ std::int64_t top_cut_options(const workload::Workload& workload, const wafer::Wa
     microbatch_counts += i == 0 || pieces[i].microbatches != pieces[i - 1].microbatches ? 1 : 0;
   }
   // The CUT options do not depend on the microbatch count: count them once, for each.
-  PlanEvaluator evaluator(workload, wafer, params, 1, options.group_scales, options.expert_groups, options.fusion);
+  PlanEvaluator evaluator(workload, wafer, params, 1, options.group_scales, options.expert_groups, options.tune_kinds());
   detail::Solver solver(evaluator.impl(), options);
   SearchStats stats;
   solver.begin(&stats, std::chrono::steady_clock::now());
@@ -187,7 +187,7 @@ PieceResult SearchWorkspace::run(const std::string& setting_key, const workload:
     impl_->evaluator.reset();
     impl_->costs.trim();
     impl_->evaluator = std::make_unique<PlanEvaluator>(workload, wafer, params, piece.microbatches, options.group_scales,
-                                                       options.expert_groups, options.fusion);
+                                                       options.expert_groups, options.tune_kinds());
     impl_->evaluator->impl().serial = options.serial;
     impl_->evaluator->impl().share_tables(impl_->costs);
     impl_->solver = std::make_unique<detail::Solver>(impl_->evaluator->impl(), options);
@@ -293,7 +293,7 @@ SearchResult assemble(const workload::Workload& workload, const wafer::WaferPara
       auto& builder = builders[c.microbatches];
       if (!builder) {
         builder = std::make_unique<PlanEvaluator>(workload, wafer, params, c.microbatches, options.group_scales,
-                                                  options.expert_groups, options.fusion);
+                                                  options.expert_groups, options.tune_kinds());
       }
       p.schedule = builder->build(c.leaves);
       p.schedule.name = "wavel";

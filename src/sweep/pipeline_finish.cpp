@@ -133,7 +133,7 @@ SettingResult finish_pipeline(const config::Config& config, const config::Settin
       auto& b = builders[{p, c.microbatches}];
       if (!b) {
         b = std::make_unique<search::PlanEvaluator>(parts[p], config.wafer, config.cost.params, c.microbatches,
-                                                    options.group_scales, options.expert_groups, options.fusion);
+                                                    options.group_scales, options.expert_groups, options.tune_kinds());
       }
       return b->build(c.leaves);
     }

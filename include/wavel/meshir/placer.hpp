@@ -20,15 +20,22 @@ struct Tune {
   std::int64_t expert_groups = 1; ///< MoE: the expert CUT splits the region into this many strips of experts
   bool fuse = false;              ///< the leaf's blocks with operators that share an input fused
                                   ///< (workload::fuse_shared_inputs); the caller hands the Placer those blocks
+  /// Decode: an elementwise op with a scalar loop (SiLU.mul) runs split over both axes, each PE on its
+  /// own piece of the copy it holds, and an allgather along the replicated axis restores the layout.
+  bool split_epilogues = false;
 
   friend bool operator==(const Tune& a, const Tune& b) {
     return a.group_scale_x == b.group_scale_x && a.group_scale_y == b.group_scale_y &&
-           a.entry_features == b.entry_features && a.expert_groups == b.expert_groups && a.fuse == b.fuse;
+           a.entry_features == b.entry_features && a.expert_groups == b.expert_groups && a.fuse == b.fuse &&
+           a.split_epilogues == b.split_epilogues;
   }
 };
 
 /// The K-tree group size for a line of `pes` PEs under `scale`.
 std::int64_t tree_group(std::int64_t pes, double scale);
+
+/// True if Tune::split_epilogues splits `op`: a decode elementwise op with a scalar loop.
+bool splits_epilogue(const workload::Op& op, bool decode);
 
 /// OpWork copied from a workload op.
 OpWork work_of(const workload::Op& op);

@@ -45,6 +45,7 @@ enum class Kernel {
   relayout,
   moe_dispatch,
   moe_combine,
+  allgather,
 };
 
 /// A side of the wafer: where a system's I/O enters the mesh (wafer/cluster.hpp).
@@ -83,6 +84,16 @@ struct Layout {
   /// Same activation placement (ignores the weight tile): what a consumer must match.
   [[nodiscard]] bool aligned_with(const Layout& o) const {
     return on_x == o.on_x && on_y == o.on_y && part_x == o.part_x && part_y == o.part_y;
+  }
+  /// Features split over both axes (a split epilogue: each PE holds its own piece).
+  [[nodiscard]] bool features_on_both() const { return on_x == Dim::features && on_y == Dim::features; }
+  /// A consumer in `o` can read this placement in place: the same, or `o` splits the features this
+  /// holds along one axis over the axis that replicates them (each PE keeps a piece of its own copy).
+  [[nodiscard]] bool narrows_to(const Layout& o) const {
+    if (aligned_with(o)) return true;
+    if (!o.features_on_both()) return false;
+    return (on_x == Dim::features && on_y == Dim::none && part_x == o.part_x) ||
+           (on_y == Dim::features && on_x == Dim::none && part_y == o.part_y);
   }
 };
 

@@ -10,6 +10,12 @@
 
 namespace wavel::search {
 
+/// The kinds of TUNE choice the search offers besides group scales, entry axes and expert CUTs.
+struct TuneKinds {
+  bool fusion = true;
+  bool split_epilogues = true;
+};
+
 /// Search settings.
 struct SearchOptions {
   bool exhaustive = false;                       ///< no bound and no dominance pruning
@@ -23,6 +29,7 @@ struct SearchOptions {
   std::int64_t root_chunks = 4;                  ///< root CUT options split over this many pieces (units of distribution)
   std::vector<std::int64_t> expert_groups{1, 2, 4, 8};  ///< MoE: expert CUTs of a leaf into this many strips
   bool fusion = true;                            ///< TUNE may fuse operators that share an input (fuse_shared_inputs)
+  bool split_epilogues = true;                   ///< TUNE may split decode epilogues over both axes (Tune::split_epilogues)
   std::int64_t cut_step_pes = 0;                 ///< two-way CUTs also at every multiple of this many PEs (0: none)
   std::int64_t sram_cuts = 0;                    ///< root two-way CUTs where the first part just holds n near-equal block runs
   bool sram_boundaries = true;                   ///< root CUTs also split the blocks where each child holds as many as fit
@@ -36,6 +43,8 @@ struct SearchOptions {
   /// Checked between subproblems: nonzero abandons the piece with search::Cancelled (a pending
   /// SIGTERM/SIGUSR1, so a long piece cannot hold a checkpoint back). Not part of the results.
   const std::atomic<int>* stop_flag = nullptr;
+
+  [[nodiscard]] TuneKinds tune_kinds() const { return {fusion, split_epilogues}; }
 };
 
 }  // namespace wavel::search

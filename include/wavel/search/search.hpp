@@ -199,7 +199,7 @@ class PlanEvaluator {
  public:
   PlanEvaluator(const workload::Workload& workload, const wafer::WaferParams& wafer, const cost::CostParams& params,
                 std::int64_t microbatches, const std::vector<double>& group_scales = {1.0, 0.5, 2.0},
-                const std::vector<std::int64_t>& expert_groups = {1, 2, 4, 8}, bool fusion = true);
+                const std::vector<std::int64_t>& expert_groups = {1, 2, 4, 8}, TuneKinds kinds = {});
   ~PlanEvaluator();
   PlanEvaluator(const PlanEvaluator&) = delete;
   PlanEvaluator& operator=(const PlanEvaluator&) = delete;

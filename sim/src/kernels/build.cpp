@@ -265,6 +265,28 @@ KernelBuild build_kernel(Network& net, const KernelPlan& plan) {
         send_lanes(net, line, line.count - half, half, half - 1, -1, work.message_bytes, 1, launch, line_done);
         break;
       }
+      case Shape::gather: {
+        // Each PE but the centre sends its piece there, from the left on colour 0 and from the right on
+        // colour 1 (pieces queue on the links they share); the centre multicasts the slice (colour 2).
+        const Lanes launch = tasks_on(net, line, plan.launch_cycles, SpanKind::launch);
+        const std::int64_t centre = line.count / 2;
+        const ItemId gathered = net.join();
+        if (launch.count > 0) net.after(gathered, launch.sub(centre, 1));
+        for (std::int64_t i = 0; i < line.count; ++i) {
+          if (i == centre) continue;
+          SendSpec spec;
+          spec.src_pe = line.at(i);
+          spec.dst_pe = line.at(centre);
+          spec.bytes = work.message_bytes / line.count + (i < work.message_bytes % line.count ? 1 : 0);
+          spec.colour = i < centre ? 0 : 1;
+          if (spec.bytes <= 0) continue;
+          const ItemId m = net.send(spec);
+          net.after(m, launch.sub(i, 1));
+          net.after(gathered, m);
+        }
+        net.after(line_done, multicast(net, line, work.message_bytes, gathered, 2));
+        break;
+      }
       case Shape::lanes: {
         const ItemId launch = net.task(line.at(0), plan.launch_cycles, SpanKind::launch);
         SendSpec spec;

@@ -180,6 +180,7 @@ class Planner {
   void neighbour();
   void cannon();
   void mirror();
+  void gather();
   void move();
 
   /// The plan, with what was sampled.
@@ -411,6 +412,18 @@ void Planner::mirror() {
             [&](std::int64_t) { return LineWork{0, 0.0, bytes}; });
 }
 
+// Allgather: lines along the axis that held copies before the split; a line's slice (its share of
+// the features, every token row) is what each of its PEs holds after.
+void Planner::gather() {
+  const std::int64_t along = side(r, op.reduce_axis), across = side(r, other(op.reduce_axis));
+  const std::int64_t rows = mul(at_least_1(work.batch), std::max<std::int64_t>(0, work.m));
+  plan.shape = Shape::gather;
+  const std::int64_t n = std::max<std::int64_t>(0, work.n);
+  set_lines(along, across, n % across, op.reduce_axis, true,
+            "lines of " + str(along) + " PEs along " + name(op.reduce_axis) + ", pieces to the centre and back",
+            [&](std::int64_t l) { return LineWork{0, 0.0, mul(mul(rows, share(n, across, l)), kFp16WireBytes)}; });
+}
+
 // Transfers, MoE dispatch and combine (an expert CUT's all-to-all, or lanes between regions) and lookups.
 void Planner::move() {
   if (const auto e = meshir::exchange_of(schedule, op)) {
@@ -484,6 +497,7 @@ KernelPlan plan_kernel(const meshir::Schedule& schedule, const PlacedOp& op, con
     case Kernel::meshgemm:
     case Kernel::gemm_t: p.cannon(); break;
     case Kernel::relayout: p.mirror(); break;
+    case Kernel::allgather: p.gather(); break;
     case Kernel::transfer:
     case Kernel::moe_dispatch:
     case Kernel::moe_combine:

@@ -169,9 +169,11 @@ class BlockCostCache {
 
 /// TUNE choices: K-tree group scales per axis and the feature entry axis (decode), each again with
 /// every expert CUT that splits the experts evenly (MoE), and each of those again with the
-/// operators that share an input fused when `fusion` (the blocks have some).
+/// operators that share an input fused when `kinds.fusion` (the blocks have some), and each of those
+/// again with the epilogues split when `kinds.split_epilogues` (decode blocks that have one).
 std::vector<meshir::Tune> tune_choices(bool decode, const std::vector<double>& scales, std::int64_t experts,
-                                       const std::vector<std::int64_t>& expert_groups, bool fusion = false);
+                                       const std::vector<std::int64_t>& expert_groups,
+                                       TuneKinds kinds = {false, false});
 
 /// Used sizes TUNE may pick inside a side (fractions rounded up), each once.
 std::vector<std::int64_t> used_sides(std::int64_t side, const std::vector<double>& fractions);
@@ -209,7 +211,7 @@ struct PlanEvaluator::Impl {
   bool serial = false;  ///< run the parallel loops on Kokkos::Serial (tests compare the two)
 
   Impl(const workload::Workload& w, const wafer::WaferParams& wf, const cost::CostParams& p, std::int64_t mb,
-       const std::vector<double>& group_scales, const std::vector<std::int64_t>& expert_groups, bool fusion);
+       const std::vector<double>& group_scales, const std::vector<std::int64_t>& expert_groups, TuneKinds kinds);
 
   /// Block i's ops as TUNE t places them.
   [[nodiscard]] const workload::Layer& ops_of(std::size_t i, const meshir::Tune& t) const {

@@ -85,6 +85,7 @@ enum class Shape {
   mirror,      ///< relayout: PE i of each line sends its tile to PE count-1-i
   attention,   ///< decode attention: GQA multicast over a KV group's span, compute, K-trees
   exchange,    ///< an expert CUT's all-to-all: a line's pieces outside a strip send to it (or it to them)
+  gather,      ///< allgather: every PE of a line sends its piece to the centre, which multicasts the line's slice
 };
 
 /// Lines of the simulated mesh and the per-line work (lines may differ where a dimension does not
