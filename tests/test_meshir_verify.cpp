@@ -409,7 +409,7 @@ TEST_CASE("meshir verify: products only on a MeshGEMM") {
 TEST_CASE("meshir kernel table: one row per kernel, in enum order, names round-trip") {
   using namespace wavel::meshir;
   const auto& table = kernel_table();
-  REQUIRE(table.size() == static_cast<std::size_t>(Kernel::moe_combine) + 1);
+  REQUIRE(table.size() == static_cast<std::size_t>(Kernel::allgather) + 1);
   std::set<std::string_view> names;
   for (std::size_t i = 0; i < table.size(); ++i) {
     const KernelInfo& k = table[i];

@@ -18,6 +18,7 @@
 
 #include "wavel/common/error.hpp"
 #include "wavel/common/yaml_schema.hpp"
+#include "wavel/meshir/kernels.hpp"
 #include "wavel/meshir/text.hpp"
 
 namespace wavel::meshir::detail {
@@ -51,10 +52,7 @@ inline const std::vector<std::string> optional_work_keys = [] {
 
 inline std::vector<std::string> kernel_names() {
   std::vector<std::string> names;
-  // Kernel is a plain enumeration from meshgemm to moe_combine; the list only feeds suggestions.
-  for (int k = 0; k <= static_cast<int>(Kernel::moe_combine); ++k) {
-    names.emplace_back(to_string(static_cast<Kernel>(k)));
-  }
+  for (const auto& k : kernel_table()) names.emplace_back(k.name);  // feeds suggestions only
   return names;
 }
 
