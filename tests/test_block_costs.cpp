@@ -196,3 +196,39 @@ TEST_CASE("one model's groups at one micro-batch count form a family over its le
   CHECK(seen.size() == 2);
   for (const std::size_t f : seen) CHECK(plan.families[f].size() == 6);
 }
+
+TEST_CASE("a TUNE the placer ignores for a block is copied from the one it equals, and the copy is the cost") {
+  // DeepSeek-V2-Lite decode: attention blocks have nothing to cut or split, MoE blocks have both.
+  auto model = *workload::find_model_preset("deepseek-v2-lite");
+  model.num_layers = 2;
+  const auto w = workload::build_workload(model, {workload::Phase::decode, 4, 512, 64});
+  const auto wafer = test::wse3();
+  const auto params = cost::default_params(wafer);
+  search::PlanEvaluator ev(w, wafer, params, 1, {1.0}, {1, 2, 4}, search::TuneKinds{true, true});
+  auto& impl = ev.impl();
+  const int tunes = static_cast<int>(ev.tunes().size());
+  std::vector<search::detail::TableKey> keys;
+  std::set<int> types;
+  for (const auto& b : impl.blocks) types.insert(b.type);
+  for (const int type : types) {
+    for (int t = 0; t < tunes; ++t) keys.emplace_back(type, 60, 48, t);
+  }
+  impl.ensure(keys);
+  CHECK(impl.computed < static_cast<std::int64_t>(keys.size()));
+  bool some_copied = false, some_own = false;
+  for (const int type : types) {
+    const auto& same = impl.same_placement[static_cast<std::size_t>(type)];
+    for (int t = 0; t < tunes; ++t) {
+      (same[static_cast<std::size_t>(t)] == t ? some_own : some_copied) = true;
+      const auto& stored = impl.get(type, 60, 48, t);
+      const auto fresh = impl.compute(type, 60, 48, t);
+      CHECK(stored.cycles == fresh.cycles);
+      CHECK(stored.resident == fresh.resident);
+      CHECK(stored.buffers == fresh.buffers);
+      CHECK(stored.first_axis == fresh.first_axis);
+      CHECK(stored.last_axis == fresh.last_axis);
+    }
+  }
+  CHECK(some_copied);
+  CHECK(some_own);
+}

@@ -3,6 +3,8 @@
 // split SiLU against the replicated one, placed, costed and searched.
 #include <doctest/doctest.h>
 
+#include <map>
+#include <set>
 #include <string>
 
 #include "cost_fixtures.hpp"
@@ -11,6 +13,7 @@
 #include "wavel/cost/model.hpp"
 #include "wavel/meshir/placer.hpp"
 #include "wavel/meshir/verify.hpp"
+#include "wavel/workload/model.hpp"
 #include "wavel/search/search.hpp"
 #include "wavel/sim/simulate.hpp"
 
@@ -168,4 +171,44 @@ TEST_CASE("split epilogues are a TUNE choice: the search's best with them is nev
   for (const auto& op : with.front.front().schedule.ops) gathers = gathers || op.kernel == meshir::Kernel::allgather;
   CHECK(gathers);
   for (const auto& op : without.front.front().schedule.ops) CHECK(op.kernel != meshir::Kernel::allgather);
+}
+
+TEST_CASE("under an expert CUT every strip splits its SiLU.mul in the same steps, and gathers in the next") {
+  auto model = *workload::find_model_preset("deepseek-v2-lite");
+  model.num_layers = 2;
+  const auto wl = workload::build_workload(model, {workload::Phase::decode, 4, 512, 64});
+  const workload::Layer* moe = nullptr;
+  for (const auto& l : wl.layers) {
+    if (l.is_moe && moe == nullptr) moe = &l;
+  }
+  REQUIRE(moe != nullptr);
+  auto s = one_region(64, 48);
+  s.sram_per_pe_bytes = std::int64_t{1} << 30;  // the layout, not whether two layers fit on 64 x 48
+  meshir::Tune t;
+  t.expert_groups = 4;
+  t.split_epilogues = true;
+  meshir::Placer placer(s, /*decode=*/true, 1.25);
+  placer.place(*moe, 0, s.regions[0], 0, t);
+  std::map<int, std::vector<const meshir::PlacedOp*>> pieces, gathers;  // by step
+  for (const auto& op : s.ops) {
+    if (op.kernel == meshir::Kernel::allgather) gathers[op.step].push_back(&op);
+    if (op.kernel == meshir::Kernel::elementwise && op.in_layout.features_on_both()) pieces[op.step].push_back(&op);
+  }
+  // The routed experts' act on each of the 4 strips (the shared experts' act on the block's region).
+  std::size_t routed = 0;
+  for (const auto& [step, ops] : pieces) {
+    if (ops.size() < 4) continue;
+    ++routed;
+    CHECK(ops.size() == 4);
+    REQUIRE(gathers.count(step + 1) == 1);
+    CHECK(gathers.at(step + 1).size() == 4);
+    std::set<int> regions;
+    for (const auto* g : gathers.at(step + 1)) regions.insert(g->region);
+    CHECK(regions.size() == 4);
+  }
+  CHECK(routed == 1);
+  const auto colours = [](const meshir::PlacedOp& op) { return cost::colours_needed(op); };
+  const auto d = meshir::verify(s, "strips", {}, colours);
+  for (const auto& x : d) MESSAGE(x.format());
+  CHECK(d.empty());
 }

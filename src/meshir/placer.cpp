@@ -139,7 +139,7 @@ void Placer::move_input_to(int region, const Rect& used, int stage, const Tune& 
 }
 
 int Placer::place_op(const workload::Op& op, const std::string& name, int region, const Rect& used, int stage,
-                     const Tune& tune, const std::vector<int>& inputs, bool same_step) {
+                     const Tune& tune, const std::vector<int>& inputs, bool same_step, bool gather_now) {
   PlacedOp p;
   p.name = name;
   p.kernel = kernel_for(op.kind, decode_);
@@ -159,7 +159,10 @@ int Placer::place_op(const workload::Op& op, const std::string& name, int region
   }
   // The first input that exists decides the layout; others are re-laid out to match.
   const int primary = inputs.empty() ? -1 : inputs.front();
-  const bool split = tune.split_epilogues && !same_step && splits_epilogue(op, decode_) && used.w > 1 && used.h > 1;
+  // A strip placed in a sibling's step splits only if the sibling did (its piece is the last op).
+  const bool split = tune.split_epilogues && splits_epilogue(op, decode_) && used.w > 1 && used.h > 1 &&
+                     (!same_step || (!s_.ops.empty() && s_.ops.back().kernel == Kernel::elementwise &&
+                                     s_.ops.back().in_layout.features_on_both()));
   const Layout incoming = primary >= 0 ? s_.ops[static_cast<std::size_t>(primary)].out_layout
                                        : (decode_ ? features_on(tune.entry_features, used) : prefill_layout(used));
   if (!decode_) {
@@ -226,25 +229,35 @@ int Placer::place_op(const workload::Op& op, const std::string& name, int region
     s_.ops.push_back(std::move(p));
     return static_cast<int>(s_.ops.size()) - 1;
   }
-  if (!split) return append(std::move(p));
-  // The split epilogue's piece goes back to every PE of the line that held the copy it came from.
-  const Axis kept = features_axis(incoming);
+  const int placed = append(std::move(p));
+  return split && gather_now ? gather(placed, tune.entry_features, false) : placed;
+}
+
+// A split epilogue's piece goes back to every PE of the line that held the copy it came from: an
+// allgather along the axis its input replicated (the input's features lie on the other; with no
+// input, on the region's entry axis).
+int Placer::gather(int piece, Axis entry, bool same_step) {
+  const PlacedOp& p = s_.ops[static_cast<std::size_t>(piece)];
+  const Axis kept = p.inputs.empty() ? entry : features_axis(s_.ops[static_cast<std::size_t>(p.inputs.front())].out_layout);
   PlacedOp g;
   if (named_) g.name = p.name + ".gather";
   g.kernel = Kernel::allgather;
-  g.region = region;
-  g.used = used;
-  g.stage = stage;
+  g.region = p.region;
+  g.used = p.used;
+  g.stage = p.stage;
   g.in_layout = p.out_layout;
-  g.out_layout = features_on(kept, used);
+  g.out_layout = features_on(kept, p.used);
   g.reduce_axis = flip(kept);
   g.work.batch = p.work.batch;
   g.work.m = p.work.m;
   g.work.n = p.work.n;
   g.work.input_bytes = p.work.output_bytes;
   g.work.output_bytes = p.work.output_bytes;
-  g.inputs = {append(std::move(p))};
-  return append(std::move(g));
+  g.inputs = {piece};
+  if (!same_step) return append(std::move(g));
+  g.step = next_step_ - 1;
+  s_.ops.push_back(std::move(g));
+  return static_cast<int>(s_.ops.size()) - 1;
 }
 
 // The expert CUT: the used rectangle is cut into `groups` strips along its longer side, each holding
@@ -317,13 +330,20 @@ int Placer::place_experts(const workload::Layer& block, std::size_t dispatch, st
         decode_ ? features_on(tune.entry_features, rects[static_cast<std::size_t>(g)]) : prefill_layout(rects[static_cast<std::size_t>(g)]);
     last[static_cast<std::size_t>(g)] = i;
   }
-  // The experts, one step per op, every strip at once.
+  // The experts, one step per op, every strip at once; split pieces are gathered in the next step.
   for (std::size_t k = dispatch + 1; k < combine; ++k) {
     for (std::int64_t g = 0; g < groups; ++g) {
       last[static_cast<std::size_t>(g)] =
           place_op(share(block.ops[k]), named_ ? block.name + "." + block.ops[k].name + ".g" + std::to_string(g) : std::string(),
                    strips[static_cast<std::size_t>(g)], rects[static_cast<std::size_t>(g)], stage, tune,
-                   {last[static_cast<std::size_t>(g)]}, g > 0);
+                   {last[static_cast<std::size_t>(g)]}, g > 0, /*gather_now=*/false);
+    }
+    bool first = true;
+    for (auto& piece : last) {
+      const PlacedOp& p = s_.ops[static_cast<std::size_t>(piece)];
+      if (p.kernel != Kernel::elementwise || !p.in_layout.features_on_both()) continue;
+      piece = gather(piece, tune.entry_features, !first);
+      first = false;
     }
   }
   // Combine: each strip's outputs gathered back to the block's region (gate weights came along with

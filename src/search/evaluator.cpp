@@ -177,6 +177,30 @@ PlanEvaluator::Impl::Impl(const workload::Workload& w, const wafer::WaferParams&
   for (std::size_t t = 0; t < representative.size(); ++t) {
     tables.push_back(std::make_shared<detail::CostTable>(static_cast<int>(tunes.size())));
   }
+  // A choice the placer ignores for a block's ops gives that block the placement of the TUNE without it.
+  for (const int rep : representative) {
+    const auto i = static_cast<std::size_t>(rep);
+    const bool fuse_changes = !fused_blocks.empty() && block_fingerprint(fused_blocks[i]) != block_fingerprint(blocks[i].ops);
+    const auto any_op = [](const workload::Layer& l, const auto& pred) {
+      return std::any_of(l.ops.begin(), l.ops.end(), pred);
+    };
+    const bool cuts = any_op(blocks[i].ops, [](const workload::Op& op) {
+      return op.kind == workload::OpKind::moe_dispatch && op.experts > 1;
+    });
+    std::vector<int> same(tunes.size());
+    for (std::size_t k = 0; k < tunes.size(); ++k) {
+      meshir::Tune c = tunes[k];
+      if (c.fuse && !fuse_changes) c.fuse = false;
+      if (c.split_epilogues &&
+          !any_op(ops_of(i, c), [&](const workload::Op& op) { return meshir::splits_epilogue(op, decode); })) {
+        c.split_epilogues = false;
+      }
+      if (c.expert_groups > 1 && !cuts) c.expert_groups = 1;
+      const auto at = std::find(tunes.begin(), tunes.end(), c);
+      same[k] = at == tunes.end() ? static_cast<int>(k) : static_cast<int>(at - tunes.begin());
+    }
+    same_placement.push_back(std::move(same));
+  }
 }
 
 void PlanEvaluator::Impl::share_tables(detail::BlockCostCache& cache) {
@@ -245,12 +269,28 @@ BlockCost PlanEvaluator::Impl::compute(int type, std::int64_t w, std::int64_t h,
 }
 
 void PlanEvaluator::Impl::ensure(std::vector<detail::TableKey> wanted) {
-  std::vector<detail::TableKey> missing;
-  for (const auto& k : wanted) {
-    if (!has(std::get<0>(k), std::get<1>(k), std::get<2>(k), std::get<3>(k))) missing.push_back(k);
+  std::vector<detail::TableKey> missing, copies;
+  for (const auto& [type, w, h, tune] : wanted) {
+    if (has(type, w, h, tune)) continue;
+    const int same = same_placement[static_cast<std::size_t>(type)][static_cast<std::size_t>(tune)];
+    if (same != tune) copies.emplace_back(type, w, h, tune);
+    if (!has(type, w, h, same)) missing.emplace_back(type, w, h, same);
   }
-  std::sort(missing.begin(), missing.end());
-  missing.erase(std::unique(missing.begin(), missing.end()), missing.end());
+  const auto sort_unique = [](std::vector<detail::TableKey>& keys) {
+    std::sort(keys.begin(), keys.end());
+    keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
+  };
+  sort_unique(missing);
+  sort_unique(copies);
+  compute_missing(missing);
+  for (const auto& [type, w, h, tune] : copies) {
+    const int same = same_placement[static_cast<std::size_t>(type)][static_cast<std::size_t>(tune)];
+    const BlockCost c = get(type, w, h, same);  // a copy: emplace may grow the table
+    tables[static_cast<std::size_t>(type)]->emplace(w, h, tune, c);
+  }
+}
+
+void PlanEvaluator::Impl::compute_missing(const std::vector<detail::TableKey>& missing) {
   if (missing.empty()) return;
   std::vector<BlockCost> out(missing.size());
   // Each entry places and costs a whole block: worth a thread from two entries on.

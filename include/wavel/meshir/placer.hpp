@@ -57,8 +57,12 @@ class Placer {
 
  private:
   int append(PlacedOp op);
+  /// Places one op; with `same_step` in the step of the op placed last (a sibling strip's). A split
+  /// epilogue's piece is followed by its allgather unless `gather_now` is false (the caller gathers).
   int place_op(const workload::Op& op, const std::string& name, int region, const Rect& used, int stage,
-               const Tune& tune, const std::vector<int>& inputs, bool same_step);
+               const Tune& tune, const std::vector<int>& inputs, bool same_step, bool gather_now = true);
+  /// Appends the allgather of split piece `piece` (in the last op's step with `same_step`).
+  int gather(int piece, Axis entry, bool same_step);
   int place_experts(const workload::Layer& block, std::size_t dispatch, std::size_t combine,
                     const std::function<int(int)>& resolve, int region,
                     Rect used, int stage, const Tune& tune, std::int64_t groups);

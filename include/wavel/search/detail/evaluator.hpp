@@ -207,6 +207,9 @@ struct PlanEvaluator::Impl {
   std::vector<int> block_type;      ///< blocks[i].type, packed: the leaf sums read it per TUNE
   std::vector<meshir::Tune> tunes;
   std::vector<std::shared_ptr<detail::CostTable>> tables;  ///< per block type, private unless shared
+  /// Per block type and TUNE, the first TUNE that places that type the same way (a fused, split or
+  /// expert-CUT choice on a block with nothing to fuse, split or cut): its entry is copied, not costed.
+  std::vector<std::vector<int>> same_placement;
   std::int64_t computed = 0;
   bool serial = false;  ///< run the parallel loops on Kokkos::Serial (tests compare the two)
 
@@ -226,6 +229,8 @@ struct PlanEvaluator::Impl {
   [[nodiscard]] detail::BlockCost compute(int type, std::int64_t w, std::int64_t h, int tune) const;
   /// Computes the missing table entries in parallel; every entry is independent and pure.
   void ensure(std::vector<detail::TableKey> wanted);
+  /// Costs `missing` (sorted, distinct, none in the tables) and stores them.
+  void compute_missing(const std::vector<detail::TableKey>& missing);
   [[nodiscard]] bool has(int type, std::int64_t w, std::int64_t h, int tune) const;
   [[nodiscard]] const detail::BlockCost& get(int type, std::int64_t w, std::int64_t h, int tune) const;
 
