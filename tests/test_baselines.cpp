@@ -240,3 +240,34 @@ TEST_CASE("a grid shorter than WaferLLM's side step tunes over its largest squar
     CHECK(why.find("no square side from " + std::to_string(side) + " to " + std::to_string(side)) != std::string::npos);
   }
 }
+
+TEST_CASE("Full-Chip is the strongest single-region schedule: its TUNEs are never slower than WaferLLM's kernels as they are") {
+  const auto wafer = *wafer::find_wafer_preset("wse3");
+  const auto params = cost::default_params(wafer);
+  for (auto phase : {workload::Phase::decode, workload::Phase::prefill}) {
+    const bool decode = phase == workload::Phase::decode;
+    const auto w = make("llama3-8b", phase, 4, 1024);
+    const auto tunes = baselines::fullchip_tunes(w);
+    // Decode: as is, and with SiLU.mul split; prefill: as is, and with Q/K/V and gate/up fused.
+    REQUIRE(tunes.size() == 2);
+    CHECK(tunes[0] == meshir::Tune{});
+    CHECK(tunes[1].split_epilogues == decode);
+    CHECK(tunes[1].fuse == !decode);
+    const auto tuned = baselines::build_fullchip_tuned(w, wafer, params);
+    REQUIRE(tuned.has_value());
+    check_valid_and_round_trips(*tuned);
+    const double best = cost::evaluate(*tuned, wafer, params, decode, 1024).tokens_per_s;
+    for (std::int64_t mb : workload::request_divisors(4)) {
+      for (const auto& t : tunes) {
+        const auto s = baselines::build_fullchip(w, wafer, mb, t);
+        CHECK(best >= cost::evaluate(s, wafer, params, decode, 1024).tokens_per_s * (1.0 - 1e-12));
+      }
+    }
+    // Here the other TUNE wins: the split loop, or the fused MeshGEMMs.
+    bool other = false;
+    for (const auto& op : tuned->ops) {
+      other = other || (decode ? op.kernel == meshir::Kernel::allgather : op.name.find("qkv_proj") != std::string::npos);
+    }
+    CHECK(other);
+  }
+}

@@ -113,13 +113,35 @@ std::vector<Rect> square_slots(const wafer::WaferParams& wafer, std::int64_t sid
 }
 
 meshir::Schedule build_fullchip(const workload::Workload& w, const wafer::WaferParams& wafer,
-                                std::int64_t microbatches) {
+                                std::int64_t microbatches, const meshir::Tune& tune) {
   Schedule s = empty_schedule("fullchip", w, wafer);
   s.microbatches = microbatches;
   s.regions.push_back(largest_clean_rect(wafer));
   meshir::Placer b(s, is_decode(w));
-  for (const auto& layer : workload::split_requests(w, microbatches).layers) b.place(layer, 0, s.regions[0], 0, {});
+  for (const auto& layer : workload::split_requests(w, microbatches).layers) {
+    b.place(tune.fuse ? workload::fuse_shared_inputs(layer, w.shape.phase) : layer, 0, s.regions[0], 0, tune);
+  }
   return s;
+}
+
+std::vector<meshir::Tune> fullchip_tunes(const workload::Workload& w) {
+  bool fusable = false, splittable = false;
+  for (const auto& layer : w.layers) {
+    fusable = fusable || workload::fuse_shared_inputs(layer, w.shape.phase).ops.size() != layer.ops.size();
+    for (const auto& op : layer.ops) splittable = splittable || meshir::splits_epilogue(op, is_decode(w));
+  }
+  std::vector<meshir::Tune> tunes{meshir::Tune{}};
+  for (const auto& [on, set] : {std::pair<bool, bool meshir::Tune::*>{fusable, &meshir::Tune::fuse},
+                                {splittable, &meshir::Tune::split_epilogues}}) {
+    if (!on) continue;
+    const std::size_t before = tunes.size();
+    for (std::size_t i = 0; i < before; ++i) {
+      meshir::Tune t = tunes[i];
+      t.*set = true;
+      tunes.push_back(t);
+    }
+  }
+  return tunes;
 }
 
 std::optional<meshir::Schedule> build_fullchip_tuned(const workload::Workload& w, const wafer::WaferParams& wafer,
@@ -127,15 +149,18 @@ std::optional<meshir::Schedule> build_fullchip_tuned(const workload::Workload& w
   std::optional<Schedule> best;
   double best_tokens_per_s = -1.0;
   std::int64_t least_per_pe = -1;
+  const auto tunes = fullchip_tunes(w);
   for (std::int64_t mb : workload::request_divisors(w.shape.concurrent_requests)) {
-    Schedule s = build_fullchip(w, wafer, mb);
-    const double tps = fitting_tokens_per_s(s, w, wafer, params);
-    if (tps > best_tokens_per_s) {  // strict: ties keep fewer micro-batches
-      best_tokens_per_s = tps;
-      best = std::move(s);
-    } else if (tps < 0.0) {
-      const std::int64_t need = meshir::resident_bytes_per_pe_max(s);
-      least_per_pe = least_per_pe < 0 ? need : std::min(least_per_pe, need);
+    for (const auto& tune : tunes) {
+      Schedule s = build_fullchip(w, wafer, mb, tune);
+      const double tps = fitting_tokens_per_s(s, w, wafer, params);
+      if (tps > best_tokens_per_s) {  // strict: ties keep fewer micro-batches, then the earlier TUNE
+        best_tokens_per_s = tps;
+        best = std::move(s);
+      } else if (tps < 0.0) {
+        const std::int64_t need = meshir::resident_bytes_per_pe_max(s);
+        least_per_pe = least_per_pe < 0 ? need : std::min(least_per_pe, need);
+      }
     }
   }
   if (!best && na_reason != nullptr) {

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "wavel/cost/params.hpp"
+#include "wavel/meshir/placer.hpp"
 #include "wavel/meshir/schedule.hpp"
 #include "wavel/wafer/wafer.hpp"
 #include "wavel/workload/workload.hpp"
@@ -19,12 +20,18 @@ std::vector<meshir::Rect> square_slots(const wafer::WaferParams& wafer, std::int
 
 /// Full-Chip: all weights resident over the whole usable wafer (with defects: its largest rectangle
 /// free of defective PEs); every layer runs on it, one after another, for `microbatches` equal
-/// micro-batches of the requests in turn (it must divide them).
+/// micro-batches of the requests in turn (it must divide them), placed under `tune` (its fusion and
+/// split epilogues; the region and its K-tree groups are Full-Chip's own).
 meshir::Schedule build_fullchip(const workload::Workload& workload, const wafer::WaferParams& wafer,
-                                std::int64_t microbatches = 1);
+                                std::int64_t microbatches = 1, const meshir::Tune& tune = {});
 
-/// Full-Chip with its best micro-batch count (every divisor of the requests, in both phases) among
-/// those that fit in SRAM under the verifier's SRAM model; ties keep fewer micro-batches. With none,
+/// The single-region TUNEs Full-Chip tries, first the one that runs WaferLLM's kernels as they are:
+/// fusion where some layer has operators to fuse, split epilogues where some decode layer has one.
+std::vector<meshir::Tune> fullchip_tunes(const workload::Workload& workload);
+
+/// Full-Chip as the strongest single-region schedule: its best micro-batch count (every divisor of
+/// the requests, in both phases) and TUNE (fullchip_tunes) among those that fit in SRAM under the
+/// verifier's SRAM model; ties keep fewer micro-batches, then the earlier TUNE. With none,
 /// std::nullopt and `na_reason` (if given) says why.
 std::optional<meshir::Schedule> build_fullchip_tuned(const workload::Workload& workload,
                                                      const wafer::WaferParams& wafer, const cost::CostParams& params,
