@@ -95,6 +95,11 @@ std::string physics_that_differ(const std::string& kernel) {
     return "relayout: the simulator sends every PE's tile to its mirror in the row, so half the data crosses the "
            "middle links; the model moves half the bytes over min(w, h) lanes";
   }
+  if (kernel == "allgather") {
+    return "allgather: both chain each line's pieces into its centre and multicast the slice back; the model "
+           "adds one stage and a collective's call (gemv_fixed_cycles) and carries two FP16 elements per "
+           "wavelet, the simulator launches the kernel and queues one wavelet per element on the centre's ramp";
+  }
   if (kernel == "lookup") return "lookup: per-lane messages over half the region's perimeter, not the full perimeter";
   if (kernel == "moe_dispatch" || kernel == "moe_combine") {
     return "movers: under an expert CUT both run an all-to-all along the rectangle's lines; the simulator streams "
