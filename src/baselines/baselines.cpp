@@ -130,18 +130,7 @@ std::vector<meshir::Tune> fullchip_tunes(const workload::Workload& w) {
     fusable = fusable || workload::fuse_shared_inputs(layer, w.shape.phase).ops.size() != layer.ops.size();
     for (const auto& op : layer.ops) splittable = splittable || meshir::splits_epilogue(op, is_decode(w));
   }
-  std::vector<meshir::Tune> tunes{meshir::Tune{}};
-  for (const auto& [on, set] : {std::pair<bool, bool meshir::Tune::*>{fusable, &meshir::Tune::fuse},
-                                {splittable, &meshir::Tune::split_epilogues}}) {
-    if (!on) continue;
-    const std::size_t before = tunes.size();
-    for (std::size_t i = 0; i < before; ++i) {
-      meshir::Tune t = tunes[i];
-      t.*set = true;
-      tunes.push_back(t);
-    }
-  }
-  return tunes;
+  return meshir::with_kinds({meshir::Tune{}}, fusable, splittable);
 }
 
 std::optional<meshir::Schedule> build_fullchip_tuned(const workload::Workload& w, const wafer::WaferParams& wafer,

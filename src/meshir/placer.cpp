@@ -52,25 +52,21 @@ Layout features_on(Axis axis, const Rect& r) {
   return l;
 }
 
-// Prefill activations: sequence on Y, embedding on X, both partitioned.
-Layout prefill_layout(const Rect& r) {
+// Features on X and `on_y` on Y, both partitioned over the rectangle.
+Layout spread_over(const Rect& r, Dim on_y) {
   Layout l;
   l.on_x = Dim::features;
-  l.on_y = Dim::tokens;
+  l.on_y = on_y;
   l.part_x = r.w;
   l.part_y = r.h;
   return l;
 }
 
+// Prefill activations: sequence on Y, embedding on X.
+Layout prefill_layout(const Rect& r) { return spread_over(r, Dim::tokens); }
+
 // A split epilogue's layout: each row's features over both axes.
-Layout features_on_both(const Rect& r) {
-  Layout l;
-  l.on_x = Dim::features;
-  l.on_y = Dim::features;
-  l.part_x = r.w;
-  l.part_y = r.h;
-  return l;
-}
+Layout features_on_both(const Rect& r) { return spread_over(r, Dim::features); }
 
 Axis features_axis(const Layout& l) { return l.on_x == Dim::features ? Axis::x : Axis::y; }
 Axis flip(Axis a) { return a == Axis::x ? Axis::y : Axis::x; }
@@ -84,6 +80,19 @@ std::int64_t group_along(Axis axis, const Rect& used, const Tune& tune) {
 std::int64_t tree_group(std::int64_t pes, double scale) {
   const auto g = std::llround(scale * std::sqrt(static_cast<double>(pes)));
   return std::clamp<std::int64_t>(g, 1, std::max<std::int64_t>(1, pes));
+}
+
+std::vector<Tune> with_kinds(std::vector<Tune> tunes, bool fuse, bool split) {
+  for (const auto& [on, set] : {std::pair<bool, bool Tune::*>{fuse, &Tune::fuse}, {split, &Tune::split_epilogues}}) {
+    if (!on) continue;
+    const std::size_t before = tunes.size();
+    for (std::size_t i = 0; i < before; ++i) {
+      Tune t = tunes[i];
+      t.*set = true;
+      tunes.push_back(t);
+    }
+  }
+  return tunes;
 }
 
 bool splits_epilogue(const workload::Op& op, bool decode) {

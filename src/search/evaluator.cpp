@@ -41,18 +41,7 @@ std::vector<meshir::Tune> tune_choices(bool decode, const std::vector<double>& s
     }
   }
   if (out.empty()) out = tunes;
-  // Each kind doubles the choices: the ones before it, again with it on.
-  for (const auto& [on, set] : {std::pair<bool, bool meshir::Tune::*>{kinds.fusion, &meshir::Tune::fuse},
-                                {kinds.split_epilogues && decode, &meshir::Tune::split_epilogues}}) {
-    if (!on) continue;
-    const std::size_t before = out.size();
-    for (std::size_t i = 0; i < before; ++i) {
-      meshir::Tune t = out[i];
-      t.*set = true;
-      out.push_back(t);
-    }
-  }
-  return out;
+  return meshir::with_kinds(std::move(out), kinds.fusion, kinds.split_epilogues && decode);
 }
 
 std::vector<std::int64_t> used_sides(std::int64_t side, const std::vector<double>& fractions) {

@@ -34,6 +34,10 @@ struct Tune {
 /// The K-tree group size for a line of `pes` PEs under `scale`.
 std::int64_t tree_group(std::int64_t pes, double scale);
 
+/// `tunes`, then each again with fusion on (if `fuse`), then all of those again with split epilogues
+/// on (if `split`): each kind doubles the choices before it, the plain ones first.
+std::vector<Tune> with_kinds(std::vector<Tune> tunes, bool fuse, bool split);
+
 /// True if Tune::split_epilogues splits `op`: a decode elementwise op with a scalar loop.
 bool splits_epilogue(const workload::Op& op, bool decode);
 
