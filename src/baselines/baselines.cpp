@@ -128,7 +128,7 @@ std::vector<meshir::Tune> fullchip_tunes(const workload::Workload& w) {
   bool fusable = false, splittable = false;
   for (const auto& layer : w.layers) {
     fusable = fusable || workload::fuse_shared_inputs(layer, w.shape.phase).ops.size() != layer.ops.size();
-    for (const auto& op : layer.ops) splittable = splittable || meshir::splits_epilogue(op, is_decode(w));
+    splittable = splittable || meshir::has_split_epilogue(layer, is_decode(w));
   }
   return meshir::with_kinds({meshir::Tune{}}, fusable, splittable);
 }

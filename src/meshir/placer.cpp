@@ -69,6 +69,9 @@ Layout prefill_layout(const Rect& r) { return spread_over(r, Dim::tokens); }
 Layout features_on_both(const Rect& r) { return spread_over(r, Dim::features); }
 
 Axis features_axis(const Layout& l) { return l.on_x == Dim::features ? Axis::x : Axis::y; }
+
+// A split epilogue's piece, not yet gathered.
+bool is_split_piece(const PlacedOp& op) { return op.kernel == Kernel::elementwise && op.in_layout.features_on_both(); }
 Axis flip(Axis a) { return a == Axis::x ? Axis::y : Axis::x; }
 
 std::int64_t group_along(Axis axis, const Rect& used, const Tune& tune) {
@@ -97,6 +100,11 @@ std::vector<Tune> with_kinds(std::vector<Tune> tunes, bool fuse, bool split) {
 
 bool splits_epilogue(const workload::Op& op, bool decode) {
   return decode && op.scalar_elements > 0 && kernel_for(op.kind, decode) == Kernel::elementwise;
+}
+
+bool has_split_epilogue(const workload::Layer& block, bool decode) {
+  return std::any_of(block.ops.begin(), block.ops.end(),
+                     [decode](const workload::Op& op) { return splits_epilogue(op, decode); });
 }
 
 OpWork work_of(const workload::Op& op) {
@@ -170,8 +178,7 @@ int Placer::place_op(const workload::Op& op, const std::string& name, int region
   const int primary = inputs.empty() ? -1 : inputs.front();
   // A strip placed in a sibling's step splits only if the sibling did (its piece is the last op).
   const bool split = tune.split_epilogues && splits_epilogue(op, decode_) && used.w > 1 && used.h > 1 &&
-                     (!same_step || (!s_.ops.empty() && s_.ops.back().kernel == Kernel::elementwise &&
-                                     s_.ops.back().in_layout.features_on_both()));
+                     (!same_step || (!s_.ops.empty() && is_split_piece(s_.ops.back())));
   const Layout incoming = primary >= 0 ? s_.ops[static_cast<std::size_t>(primary)].out_layout
                                        : (decode_ ? features_on(tune.entry_features, used) : prefill_layout(used));
   if (!decode_) {
@@ -349,8 +356,7 @@ int Placer::place_experts(const workload::Layer& block, std::size_t dispatch, st
     }
     bool first = true;
     for (auto& piece : last) {
-      const PlacedOp& p = s_.ops[static_cast<std::size_t>(piece)];
-      if (p.kernel != Kernel::elementwise || !p.in_layout.features_on_both()) continue;
+      if (!is_split_piece(s_.ops[static_cast<std::size_t>(piece)])) continue;
       piece = gather(piece, tune.entry_features, !first);
       first = false;
     }

@@ -157,9 +157,7 @@ PlanEvaluator::Impl::Impl(const workload::Workload& w, const wafer::WaferParams&
   // Split epilogues likewise, only where some block has one.
   bool splittable = false;
   if (kinds.split_epilogues) {
-    for (const auto& b : blocks) {
-      for (const auto& op : b.ops.ops) splittable = splittable || meshir::splits_epilogue(op, decode);
-    }
+    for (const auto& b : blocks) splittable = splittable || meshir::has_split_epilogue(b.ops, decode);
   }
   tunes = detail::tune_choices(decode, group_scales, w.model.moe ? w.model.moe->num_experts : 0, expert_groups,
                                TuneKinds{fusable, splittable});
@@ -170,20 +168,15 @@ PlanEvaluator::Impl::Impl(const workload::Workload& w, const wafer::WaferParams&
   for (const int rep : representative) {
     const auto i = static_cast<std::size_t>(rep);
     const bool fuse_changes = !fused_blocks.empty() && block_fingerprint(fused_blocks[i]) != block_fingerprint(blocks[i].ops);
-    const auto any_op = [](const workload::Layer& l, const auto& pred) {
-      return std::any_of(l.ops.begin(), l.ops.end(), pred);
-    };
-    const bool cuts = any_op(blocks[i].ops, [](const workload::Op& op) {
+    const auto& ops = blocks[i].ops.ops;
+    const bool cuts = std::any_of(ops.begin(), ops.end(), [](const workload::Op& op) {
       return op.kind == workload::OpKind::moe_dispatch && op.experts > 1;
     });
     std::vector<int> same(tunes.size());
     for (std::size_t k = 0; k < tunes.size(); ++k) {
       meshir::Tune c = tunes[k];
       if (c.fuse && !fuse_changes) c.fuse = false;
-      if (c.split_epilogues &&
-          !any_op(ops_of(i, c), [&](const workload::Op& op) { return meshir::splits_epilogue(op, decode); })) {
-        c.split_epilogues = false;
-      }
+      if (c.split_epilogues && !meshir::has_split_epilogue(ops_of(i, c), decode)) c.split_epilogues = false;
       if (c.expert_groups > 1 && !cuts) c.expert_groups = 1;
       const auto at = std::find(tunes.begin(), tunes.end(), c);
       same[k] = at == tunes.end() ? static_cast<int>(k) : static_cast<int>(at - tunes.begin());

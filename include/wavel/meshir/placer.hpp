@@ -40,6 +40,8 @@ std::vector<Tune> with_kinds(std::vector<Tune> tunes, bool fuse, bool split);
 
 /// True if Tune::split_epilogues splits `op`: a decode elementwise op with a scalar loop.
 bool splits_epilogue(const workload::Op& op, bool decode);
+/// True if some op of `block` is one splits_epilogue splits.
+bool has_split_epilogue(const workload::Layer& block, bool decode);
 
 /// OpWork copied from a workload op.
 OpWork work_of(const workload::Op& op);

@@ -277,7 +277,7 @@ KernelBuild build_kernel(Network& net, const KernelPlan& plan) {
           SendSpec spec;
           spec.src_pe = line.at(i);
           spec.dst_pe = line.at(centre);
-          spec.bytes = work.message_bytes / line.count + (i < work.message_bytes % line.count ? 1 : 0);
+          spec.bytes = share(work.message_bytes, line.count, i);
           spec.colour = i < centre ? 0 : 1;
           if (spec.bytes <= 0) continue;
           const ItemId m = net.send(spec);

@@ -35,11 +35,6 @@ const char* name(Axis axis) { return axis == Axis::x ? "x" : "y"; }
 std::string str(std::int64_t v) { return std::to_string(v); }
 std::int64_t mul(std::int64_t a, std::int64_t b) { return checked_mul(a, b, "op size"); }
 
-// Share of `total` on line l of `parts`: the first total mod parts lines take one more.
-std::int64_t share(std::int64_t total, std::int64_t parts, std::int64_t l) {
-  return total / parts + (l < total % parts ? 1 : 0);
-}
-
 // Token rows a PE holds: the tokens split over the axes that carry them.
 std::int64_t rows_per_pe(const PlacedOp& op) {
   const meshir::Layout& l = op.in_layout;

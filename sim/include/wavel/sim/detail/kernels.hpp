@@ -20,6 +20,11 @@ struct Line {
   [[nodiscard]] std::int64_t at(std::int64_t i) const { return first + i * stride; }
 };
 
+/// Share of `total` on part l of `parts`: the first total mod parts parts take one more.
+inline std::int64_t share(std::int64_t total, std::int64_t parts, std::int64_t l) {
+  return total / parts + (l < total % parts ? 1 : 0);
+}
+
 /// Ring successor of position `pos` on an interleaved ring over a line of `n` PEs: even positions
 /// step two to the right, odd ones two to the left, and the ends turn around, so every ring edge is
 /// at most 2 hops and each directed link carries one ring edge.
