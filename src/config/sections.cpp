@@ -290,6 +290,10 @@ const KeyTable<SearchConfig>& search_keys() {
               "TUNE may run a decode epilogue with a scalar loop (SiLU.mul) split over both axes, each PE on its own "
               "piece, then allgather it along the axis that held copies (see [Search](search.md)); `false`: the "
               "space without it"),
+      K::flag("concurrent_branches", &S::concurrent_branches,
+              "TUNE may run an MoE block's shared experts on a strip of their own beside the routed experts' "
+              "strips, in the same steps, every token dispatched to them (see [Search](search.md)); `false`: the "
+              "space without it"),
       K::integer("cut_step_pes", &S::cut_step_pes, 0, kMaxPes, "PEs",
                  "two-way CUTs also at every multiple of this many PEs along a side, at every depth (absolute "
                  "positions); 0 = none"),

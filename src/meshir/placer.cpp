@@ -85,14 +85,23 @@ std::int64_t tree_group(std::int64_t pes, double scale) {
   return std::clamp<std::int64_t>(g, 1, std::max<std::int64_t>(1, pes));
 }
 
-std::vector<Tune> with_kinds(std::vector<Tune> tunes, bool fuse, bool split) {
-  for (const auto& [on, set] : {std::pair<bool, bool Tune::*>{fuse, &Tune::fuse}, {split, &Tune::split_epilogues}}) {
+std::vector<Tune> with_kinds(std::vector<Tune> tunes, bool fuse, bool split, bool branches) {
+  for (const auto& [on, set] : {std::pair<bool, bool Tune::*>{fuse, &Tune::fuse},
+                                {split, &Tune::split_epilogues},
+                                {branches, &Tune::concurrent_branches}}) {
     if (!on) continue;
     const std::size_t before = tunes.size();
     for (std::size_t i = 0; i < before; ++i) {
       Tune t = tunes[i];
       t.*set = true;
-      tunes.push_back(t);
+      if (set != &Tune::concurrent_branches) {
+        tunes.push_back(t);
+        continue;
+      }
+      for (const std::int64_t n : kBranchNarrowings) {
+        t.branch_narrowing = n;
+        tunes.push_back(t);
+      }
     }
   }
   return tunes;
@@ -105,6 +114,58 @@ bool splits_epilogue(const workload::Op& op, bool decode) {
 bool has_split_epilogue(const workload::Layer& block, bool decode) {
   return std::any_of(block.ops.begin(), block.ops.end(),
                      [decode](const workload::Op& op) { return splits_epilogue(op, decode); });
+}
+
+std::vector<std::size_t> beside_routed(const workload::Layer& block, std::size_t dispatch, std::size_t combine) {
+  const std::size_t n = block.ops.size();
+  if (dispatch > combine || combine >= n) return {};
+  // Ops that read the section, directly or through another such op.
+  std::vector<char> after_section(n, 0);
+  for (std::size_t k = dispatch; k <= combine; ++k) after_section[k] = 1;
+  std::vector<std::size_t> branch;
+  std::vector<char> in_branch(n, 0);
+  for (std::size_t j = combine + 1; j < n; ++j) {
+    for (const int in : block.ops[j].inputs) {
+      if (in >= 0 && static_cast<std::size_t>(in) < n && after_section[static_cast<std::size_t>(in)]) after_section[j] = 1;
+    }
+    if (after_section[j] == 0) {
+      branch.push_back(j);
+      in_branch[j] = 1;
+    }
+  }
+  if (branch.empty()) return {};
+  // One value enters (from before the section: every op after it is in the branch or reads it).
+  int entering = 0;
+  bool one_value = true;
+  for (const std::size_t j : branch) {
+    for (const int in : block.ops[j].inputs) {
+      if (in >= 0 && static_cast<std::size_t>(in) < n && in_branch[static_cast<std::size_t>(in)] != 0) continue;
+      if (entering == 0 || entering == in + 2) {
+        entering = in + 2;  // 0: none yet; the layer input (-1) is 1
+      } else {
+        one_value = false;
+      }
+    }
+  }
+  // Only the last op's output leaves.
+  for (std::size_t j = 0; j < n && one_value; ++j) {
+    if (in_branch[j] != 0) continue;
+    for (const int in : block.ops[j].inputs) {
+      if (in >= 0 && in_branch[static_cast<std::size_t>(in)] != 0 && static_cast<std::size_t>(in) != branch.back()) one_value = false;
+    }
+  }
+  if (!one_value || entering == 0) return {};
+  return branch;
+}
+
+bool has_concurrent_branch(const workload::Layer& block) {
+  for (std::size_t i = 0; i < block.ops.size(); ++i) {
+    if (block.ops[i].kind != OpKind::moe_dispatch || block.ops[i].experts < 2) continue;
+    for (std::size_t c = i + 1; c < block.ops.size(); ++c) {
+      if (block.ops[c].kind == OpKind::moe_combine) return !beside_routed(block, i, c).empty();
+    }
+  }
+  return false;
 }
 
 OpWork work_of(const workload::Op& op) {
@@ -176,9 +237,7 @@ int Placer::place_op(const workload::Op& op, const std::string& name, int region
   }
   // The first input that exists decides the layout; others are re-laid out to match.
   const int primary = inputs.empty() ? -1 : inputs.front();
-  // A strip placed in a sibling's step splits only if the sibling did (its piece is the last op).
-  const bool split = tune.split_epilogues && splits_epilogue(op, decode_) && used.w > 1 && used.h > 1 &&
-                     (!same_step || (!s_.ops.empty() && is_split_piece(s_.ops.back())));
+  const bool split = tune.split_epilogues && splits_epilogue(op, decode_) && used.w > 1 && used.h > 1;
   const Layout incoming = primary >= 0 ? s_.ops[static_cast<std::size_t>(primary)].out_layout
                                        : (decode_ ? features_on(tune.entry_features, used) : prefill_layout(used));
   if (!decode_) {
@@ -280,10 +339,14 @@ int Placer::gather(int piece, Axis entry, bool same_step) {
 // experts / groups experts. Dispatch multicasts each group's tokens to its strip, the strips run their
 // experts in the same steps, and combine gathers the outputs back. A group serves at most
 // capacity_factor x its mean share of the routed rows (the slowest group sets the pace), and never
-// more than every token routed to each of its experts.
+// more than every token routed to each of its experts. A branch beside the section (the shared
+// experts) gets a strip of its own, in the middle, as wide as its share of the FLOPs or narrower: every token is
+// dispatched to it with the routed ones, its ops run in the experts' steps, and its output comes back
+// with theirs.
 int Placer::place_experts(const workload::Layer& block, std::size_t dispatch, std::size_t combine,
-                          const std::function<int(int)>& resolve, int region,
-                          const Rect used, int stage, const Tune& tune, std::int64_t groups) {
+                          const std::vector<std::size_t>& branch, const std::function<int(int)>& resolve,
+                          std::vector<int>& placed, int region, const Rect used, int stage, const Tune& tune,
+                          std::int64_t groups) {
   // `used` by value: the strips below grow s_.regions, which a caller's reference may point into.
   const workload::Op& d = block.ops[dispatch];
   const std::int64_t experts = d.experts, top_k = std::max<std::int64_t>(1, d.experts_per_token);
@@ -307,17 +370,6 @@ int Placer::place_experts(const workload::Layer& block, std::size_t dispatch, st
     return static_cast<std::int64_t>(std::ceil(static_cast<double>(bytes) * static_cast<double>(distinct) /
                                                 static_cast<double>(routed)));
   };
-  const bool along_x = used.w >= used.h;
-  const std::int64_t side = along_x ? used.w : used.h;
-  std::vector<int> strips;
-  std::vector<Rect> rects;
-  for (std::int64_t g = 0; g < groups; ++g) {
-    const std::int64_t lo = side * g / groups, hi = side * (g + 1) / groups;
-    const Rect r = along_x ? Rect{used.x + lo, used.y, hi - lo, used.h} : Rect{used.x, used.y + lo, used.w, hi - lo};
-    rects.push_back(r);
-    s_.regions.push_back(r);
-    strips.push_back(static_cast<int>(s_.regions.size()) - 1);
-  }
   // Work of one group's share of an op over `rows` routed rows and experts / groups experts.
   const auto share = [&](const workload::Op& op) {
     workload::Op o = op;
@@ -332,32 +384,115 @@ int Placer::place_experts(const workload::Layer& block, std::size_t dispatch, st
     if (op.experts > 0) o.experts = std::max<std::int64_t>(1, op.experts / groups);  // the strip's experts
     return o;
   };
-  std::vector<int> last(static_cast<std::size_t>(groups), -1);
+  const bool along_x = used.w >= used.h;
+  const std::int64_t side = along_x ? used.w : used.h;
+  // Strip widths: the branch's share of the side is its share of the FLOPs (one group's against the
+  // branch's) over tune.branch_narrowing, at least one PE, leaving one per group.
+  std::int64_t beside = 0;
+  if (!branch.empty()) {
+    double group_flops = 0, branch_flops = 0;
+    for (std::size_t k = dispatch + 1; k < combine; ++k) group_flops += static_cast<double>(share(block.ops[k]).flops);
+    for (const std::size_t j : branch) branch_flops += static_cast<double>(block.ops[j].flops);
+    const double all = branch_flops + static_cast<double>(groups) * group_flops;
+    const double balanced = all > 0 ? static_cast<double>(side) * branch_flops / all : 1.0;
+    beside = std::clamp<std::int64_t>(std::llround(balanced / static_cast<double>(std::max<std::int64_t>(1, tune.branch_narrowing))),
+                                      1, side - groups);
+  }
+  const std::int64_t lanes = groups + (branch.empty() ? 0 : 1);
+  const std::int64_t branch_lane = branch.empty() ? -1 : groups / 2;
+  std::vector<int> strips;
+  std::vector<Rect> rects;
+  for (std::int64_t lane = 0, lo = 0; lane < lanes; ++lane) {
+    const std::int64_t g = lane - (branch_lane >= 0 && lane > branch_lane ? 1 : 0);  // routed group
+    const std::int64_t hi = lane == branch_lane ? lo + beside
+                            : branch_lane >= 0 && lane < branch_lane
+                                ? (side - beside) * (g + 1) / groups
+                                : beside + (side - beside) * (g + 1) / groups;
+    const Rect r = along_x ? Rect{used.x + lo, used.y, hi - lo, used.h} : Rect{used.x, used.y + lo, used.w, hi - lo};
+    rects.push_back(r);
+    s_.regions.push_back(r);
+    strips.push_back(static_cast<int>(s_.regions.size()) - 1);
+    lo = hi;
+  }
+  const auto entry_layout = [&](const Rect& r) { return decode_ ? features_on(tune.entry_features, r) : prefill_layout(r); };
+  const auto lane_name = [&](const workload::Op& op, std::int64_t lane) {
+    if (!named_) return std::string();
+    if (lane == branch_lane) return block.name + "." + op.name + ".beside";
+    return block.name + "." + op.name + ".g" + std::to_string(lane - (branch_lane >= 0 && lane > branch_lane ? 1 : 0));
+  };
+  // The branch's work per step: its ops in order (their inputs mapped to the branch's own), the value
+  // entering it dispatched whole, and its output combined back without a weighted sum.
+  std::vector<int> in_branch_at(block.ops.size(), -1);
+  for (std::size_t b = 0; b < branch.size(); ++b) in_branch_at[branch[b]] = static_cast<int>(b);
+  int entering = kBlockInput, branch_entry = -1;
+  for (const std::size_t j : branch) {
+    for (const int in : block.ops[j].inputs) {
+      if (in < 0 || in_branch_at[static_cast<std::size_t>(in)] < 0) entering = in;
+    }
+  }
+  const auto whole = [&](const workload::Op& like, std::int64_t bytes) {
+    workload::Op o = like;
+    o.m = tokens;
+    o.flops = 0;
+    o.input_bytes = o.output_bytes = bytes;
+    o.weight_bytes = 0;
+    o.experts = o.experts_per_token = 0;
+    o.inputs.clear();
+    return o;
+  };
+
+  std::vector<int> last(static_cast<std::size_t>(lanes), -1);
   // Dispatch: from the block's region (where norm and router ran) to each strip, one step.
   std::vector<int> sources;
   for (int in : d.inputs) sources.push_back(resolve(in));
-  for (std::int64_t g = 0; g < groups; ++g) {
+  for (std::int64_t lane = 0; lane < lanes; ++lane) {
+    const bool is_branch = lane == branch_lane;
     workload::Op o = share(d);
     o.input_bytes = o.output_bytes = token_bytes(d.input_bytes);
-    const int i = place_op(o, named_ ? block.name + "." + d.name + ".g" + std::to_string(g) : std::string(), region, used, stage, tune, sources,
-                           g > 0);
-    s_.ops[static_cast<std::size_t>(i)].to_region = strips[static_cast<std::size_t>(g)];
-    s_.ops[static_cast<std::size_t>(i)].out_layout =
-        decode_ ? features_on(tune.entry_features, rects[static_cast<std::size_t>(g)]) : prefill_layout(rects[static_cast<std::size_t>(g)]);
-    last[static_cast<std::size_t>(g)] = i;
+    std::vector<int> from = sources;
+    if (is_branch) {
+      from = {resolve(entering)};
+      o = whole(d, from.front() >= 0 ? s_.ops[static_cast<std::size_t>(from.front())].work.output_bytes : 0);
+    }
+    const int i = place_op(o, lane_name(d, lane), region, used, stage, tune, from, lane > 0);
+    s_.ops[static_cast<std::size_t>(i)].to_region = strips[static_cast<std::size_t>(lane)];
+    s_.ops[static_cast<std::size_t>(i)].out_layout = entry_layout(rects[static_cast<std::size_t>(lane)]);
+    last[static_cast<std::size_t>(lane)] = i;
+    if (is_branch) branch_entry = i;
   }
-  // The experts, one step per op, every strip at once; split pieces are gathered in the next step.
-  for (std::size_t k = dispatch + 1; k < combine; ++k) {
-    for (std::int64_t g = 0; g < groups; ++g) {
-      last[static_cast<std::size_t>(g)] =
-          place_op(share(block.ops[k]), named_ ? block.name + "." + block.ops[k].name + ".g" + std::to_string(g) : std::string(),
-                   strips[static_cast<std::size_t>(g)], rects[static_cast<std::size_t>(g)], stage, tune,
-                   {last[static_cast<std::size_t>(g)]}, g > 0, /*gather_now=*/false);
+  // The experts and the branch, one step per op, every strip at once; split pieces are gathered in
+  // the next step.
+  const std::size_t section_ops = combine - dispatch - 1;
+  for (std::size_t k = 0; k < std::max(section_ops, branch.size()); ++k) {
+    bool opened = false;
+    for (std::int64_t lane = 0; lane < lanes; ++lane) {
+      const bool is_branch = lane == branch_lane;
+      if (is_branch ? k >= branch.size() : k >= section_ops) continue;
+      const auto l = static_cast<std::size_t>(lane);
+      int at = 0;
+      if (is_branch) {
+        const workload::Op& op = block.ops[branch[k]];
+        std::vector<int> inputs;
+        for (const int in : op.inputs) {
+          const int b = in >= 0 ? in_branch_at[static_cast<std::size_t>(in)] : -1;
+          inputs.push_back(b >= 0 ? placed[branch[static_cast<std::size_t>(b)]] : branch_entry);
+        }
+        at = place_op(op, lane_name(op, lane), strips[l], rects[l], stage, tune, inputs, opened, /*gather_now=*/false);
+      } else {
+        const workload::Op& op = block.ops[dispatch + 1 + k];
+        at = place_op(share(op), lane_name(op, lane), strips[l], rects[l], stage, tune, {last[l]}, opened,
+                      /*gather_now=*/false);
+      }
+      opened = true;
+      last[l] = at;
+      if (is_branch) placed[branch[k]] = at;
     }
     bool first = true;
-    for (auto& piece : last) {
+    for (std::int64_t lane = 0; lane < lanes; ++lane) {
+      int& piece = last[static_cast<std::size_t>(lane)];
       if (!is_split_piece(s_.ops[static_cast<std::size_t>(piece)])) continue;
       piece = gather(piece, tune.entry_features, !first);
+      if (lane == branch_lane) placed[branch[k]] = piece;
       first = false;
     }
   }
@@ -367,14 +502,19 @@ int Placer::place_experts(const workload::Layer& block, std::size_t dispatch, st
   int out = -1;
   workload::Op combined = share(c);
   combined.input_bytes = token_bytes(c.input_bytes);
-  for (std::int64_t g = 0; g < groups; ++g) {
-    const int i = place_op(combined, named_ ? block.name + "." + c.name + ".g" + std::to_string(g) : std::string(),
-                           strips[static_cast<std::size_t>(g)], rects[static_cast<std::size_t>(g)], stage, tune,
-                           {last[static_cast<std::size_t>(g)]}, g > 0);
+  for (std::int64_t lane = 0; lane < lanes; ++lane) {
+    const auto l = static_cast<std::size_t>(lane);
+    const bool is_branch = lane == branch_lane;
+    const workload::Op o = is_branch ? whole(c, s_.ops[static_cast<std::size_t>(last[l])].work.output_bytes) : combined;
+    const int i = place_op(o, lane_name(c, lane), strips[l], rects[l], stage, tune, {last[l]}, lane > 0);
     PlacedOp& op = s_.ops[static_cast<std::size_t>(i)];
     op.to_region = region;
-    op.out_layout = decode_ ? features_on(tune.entry_features, used) : prefill_layout(used);
-    out = i;
+    op.out_layout = entry_layout(used);
+    if (is_branch) {
+      placed[branch.back()] = i;
+    } else {
+      out = i;
+    }
   }
   return out;
 }
@@ -390,13 +530,16 @@ void Placer::place(const workload::Layer& block, int region, const Rect used,  /
   };
   for (std::size_t i = 0; i < block.ops.size(); ++i) {
     const workload::Op& op = block.ops[i];
-    if (op.kind == OpKind::moe_dispatch && tune.expert_groups > 1 && op.experts > 1) {
+    if (placed[i] >= 0) continue;  // ran beside the routed experts
+    if (op.kind == OpKind::moe_dispatch && (tune.expert_groups > 1 || tune.concurrent_branches) && op.experts > 1) {
       std::size_t combine = i + 1;
       while (combine < block.ops.size() && block.ops[combine].kind != OpKind::moe_combine) ++combine;
       const std::int64_t side = std::max(used.w, used.h);
-      const std::int64_t groups = std::min({tune.expert_groups, op.experts, side});
-      if (combine < block.ops.size() && groups > 1) {
-        const int out = place_experts(block, i, combine, resolve, region, used, stage, tune, groups);
+      const std::int64_t groups = std::max<std::int64_t>(1, std::min({tune.expert_groups, op.experts, side}));
+      std::vector<std::size_t> branch;
+      if (tune.concurrent_branches && combine < block.ops.size() && side > groups) branch = beside_routed(block, i, combine);
+      if (combine < block.ops.size() && (groups > 1 || !branch.empty())) {
+        const int out = place_experts(block, i, combine, branch, resolve, placed, region, used, stage, tune, groups);
         for (std::size_t k = i; k <= combine; ++k) placed[k] = out;
         i = combine;
         continue;

@@ -41,7 +41,7 @@ std::vector<meshir::Tune> tune_choices(bool decode, const std::vector<double>& s
     }
   }
   if (out.empty()) out = tunes;
-  return meshir::with_kinds(std::move(out), kinds.fusion, kinds.split_epilogues && decode);
+  return meshir::with_kinds(std::move(out), kinds.fusion, kinds.split_epilogues && decode, kinds.concurrent_branches);
 }
 
 std::vector<std::int64_t> used_sides(std::int64_t side, const std::vector<double>& fractions) {
@@ -159,8 +159,13 @@ PlanEvaluator::Impl::Impl(const workload::Workload& w, const wafer::WaferParams&
   if (kinds.split_epilogues) {
     for (const auto& b : blocks) splittable = splittable || meshir::has_split_epilogue(b.ops, decode);
   }
+  // Concurrent branches likewise, only where an MoE block has ops beside its routed experts.
+  bool branchable = false;
+  if (kinds.concurrent_branches) {
+    for (const auto& b : blocks) branchable = branchable || meshir::has_concurrent_branch(b.ops);
+  }
   tunes = detail::tune_choices(decode, group_scales, w.model.moe ? w.model.moe->num_experts : 0, expert_groups,
-                               TuneKinds{fusable, splittable});
+                               TuneKinds{fusable, splittable, branchable});
   for (std::size_t t = 0; t < representative.size(); ++t) {
     tables.push_back(std::make_shared<detail::CostTable>(static_cast<int>(tunes.size())));
   }
@@ -178,6 +183,10 @@ PlanEvaluator::Impl::Impl(const workload::Workload& w, const wafer::WaferParams&
       if (c.fuse && !fuse_changes) c.fuse = false;
       if (c.split_epilogues && !meshir::has_split_epilogue(ops_of(i, c), decode)) c.split_epilogues = false;
       if (c.expert_groups > 1 && !cuts) c.expert_groups = 1;
+      if (c.concurrent_branches && !meshir::has_concurrent_branch(ops_of(i, c))) {
+        c.concurrent_branches = false;
+        c.branch_narrowing = 1;
+      }
       const auto at = std::find(tunes.begin(), tunes.end(), c);
       same[k] = at == tunes.end() ? static_cast<int>(k) : static_cast<int>(at - tunes.begin());
     }
@@ -205,7 +214,7 @@ void PlanEvaluator::Impl::share_tables(detail::BlockCostCache& cache) {
   context << (decode ? " decode " : " prefill ") << layer_scale << ' ' << capacity_factor << " t";
   for (const auto& t : tunes) {
     context << ' ' << t.group_scale_x << ',' << t.group_scale_y << ',' << static_cast<int>(t.entry_features) << ','
-            << t.expert_groups << (t.fuse ? ",f" : "") << (t.split_epilogues ? ",s" : "");
+            << t.expert_groups << (t.fuse ? ",f" : "") << (t.split_epilogues ? ",s" : "") << (t.concurrent_branches ? ",b" + std::to_string(t.branch_narrowing) : std::string());
   }
   context << " | ";
   const std::string prefix = context.str();

@@ -4,7 +4,9 @@
 # used rectangles at every free corner and sized by SRAM need); 1 and 2 threads give identical files; on the quickstart the search alone
 # (search.seed_baselines: false) is at least as fast as both baselines in every setting, and bound and
 # incumbent pruning both fire; the space with fusion holds the space without (search.fusion: false):
-# every setting's best at least as fast, on tiny and the quickstart.
+# every setting's best at least as fast, on tiny and the quickstart; on a tiny MoE with a shared expert
+# (one CUT level), pruned equals exhaustive and the space with concurrent branches holds the space
+# without (search.concurrent_branches: false).
 set -u
 exe=$1; src=$2; tmp=$3
 rm -rf "$tmp"; mkdir -p "$tmp"
@@ -28,6 +30,11 @@ run threads2 2 "$src/configs/tiny.yaml"
 run quick 2 "$src/configs/quickstart.yaml" --set search.seed_baselines=false
 run pruned_nofusion 1 "$src/configs/tiny.yaml" --set search.fusion=false
 run quick_nofusion 2 "$src/configs/quickstart.yaml" --set search.seed_baselines=false --set search.fusion=false
+moe=(--set "workloads.models=[$src/configs/models/tiny-shared-moe/config.json]" --set 'search.expert_groups=[1, 2]'
+     --set search.max_cut_depth=1 --set sim.samples=0)
+run moe_pruned 1 "$src/configs/tiny.yaml" "${moe[@]}"
+run moe_exhaustive 1 "$src/configs/tiny.yaml" "${moe[@]}" --set search.exhaustive=true
+run moe_nobranches 1 "$src/configs/tiny.yaml" "${moe[@]}" --set search.concurrent_branches=false
 
 /usr/bin/python3 - "$tmp" <<'PY' || fail=1
 import csv, math, sys
@@ -41,7 +48,8 @@ def front(name):
     with h5py.File(f"{tmp}/{name}/results.h5", "r") as f:
         g = f["front"]
         return sorted(zip(g["setting_id"][:], g["tokens_per_s"][:], g["latency_s"][:], g["pes_used"][:]))
-for p, e in (("pruned", "exhaustive"), ("pruned4", "exhaustive4"), ("pruned_anchors", "exhaustive_anchors")):
+for p, e in (("pruned", "exhaustive"), ("pruned4", "exhaustive4"), ("pruned_anchors", "exhaustive_anchors"),
+             ("moe_pruned", "moe_exhaustive")):
     if front(p) != front(e):
         print(f"FAIL: {p} and {e} fronts differ"); ok = False
 def total(name, column):
@@ -70,18 +78,21 @@ for name in ("pruned", "quick"):
             v = float(r[col])
             if not math.isnan(v) and v < 1.0:
                 print(f"FAIL: {name} setting {r['setting_id']} {col} = {v}"); ok = False
-# 4. The old space (no fusion) is a subset: never a faster best there; fusion wins somewhere.
-gained = 0
-for new, old in (("pruned", "pruned_nofusion"), ("quick", "quick_nofusion")):
-    best_old = {r["setting_id"]: float(r["wavel_tokens_per_s"]) for r in rows(old)}
-    for r in rows(new):
-        n, o = float(r["wavel_tokens_per_s"]), best_old[r["setting_id"]]
-        if n < o * (1 - 1e-12):
-            print(f"FAIL: {new} setting {r['setting_id']}: {n} tok/s with fusion, {o} without"); ok = False
-        gained += n > o * (1 + 1e-9)
-print(f"fusion: {gained} settings faster than the space without it")
-if gained == 0:
-    print("FAIL: fusion never gave a faster best schedule"); ok = False
+# 4. The old space (no fusion; no concurrent branches) is a subset: never a faster best there; the new
+# kind wins somewhere.
+for kind, pairs in (("fusion", (("pruned", "pruned_nofusion"), ("quick", "quick_nofusion"))),
+                    ("concurrent branches", (("moe_pruned", "moe_nobranches"),))):
+    gained = 0
+    for new, old in pairs:
+        best_old = {r["setting_id"]: float(r["wavel_tokens_per_s"]) for r in rows(old)}
+        for r in rows(new):
+            n, o = float(r["wavel_tokens_per_s"]), best_old[r["setting_id"]]
+            if n < o * (1 - 1e-12):
+                print(f"FAIL: {new} setting {r['setting_id']}: {n} tok/s with {kind}, {o} without"); ok = False
+            gained += n > o * (1 + 1e-9)
+    print(f"{kind}: {gained} settings faster than the space without it")
+    if gained == 0:
+        print(f"FAIL: {kind} never gave a faster best schedule"); ok = False
 sys.exit(0 if ok else 1)
 PY
 # 4. Thread count changes nothing but provenance and timing.

@@ -23,25 +23,43 @@ struct Tune {
   /// Decode: an elementwise op with a scalar loop (SiLU.mul) runs split over both axes, each PE on its
   /// own piece of the copy it holds, and an allgather along the replicated axis restores the layout.
   bool split_epilogues = false;
+  /// MoE: the ops of a block that depend on no routed expert (the shared experts) run on a strip of
+  /// their own beside the expert strips, in the routed experts' steps (concurrent branches).
+  bool concurrent_branches = false;
+  /// The branch's strip: its FLOPs-balanced width divided by this (a grouped GEMM's per-expert loops
+  /// make a routed FLOP slower than a shared one, so the balance by FLOPs is an upper end).
+  std::int64_t branch_narrowing = 1;
 
   friend bool operator==(const Tune& a, const Tune& b) {
     return a.group_scale_x == b.group_scale_x && a.group_scale_y == b.group_scale_y &&
            a.entry_features == b.entry_features && a.expert_groups == b.expert_groups && a.fuse == b.fuse &&
-           a.split_epilogues == b.split_epilogues;
+           a.split_epilogues == b.split_epilogues && a.concurrent_branches == b.concurrent_branches &&
+           a.branch_narrowing == b.branch_narrowing;
   }
 };
+
+/// The branch strip's widths a TUNE may take: the FLOPs-balanced width divided by these.
+inline constexpr std::int64_t kBranchNarrowings[] = {1, 2, 4};
 
 /// The K-tree group size for a line of `pes` PEs under `scale`.
 std::int64_t tree_group(std::int64_t pes, double scale);
 
 /// `tunes`, then each again with fusion on (if `fuse`), then all of those again with split epilogues
-/// on (if `split`): each kind doubles the choices before it, the plain ones first.
-std::vector<Tune> with_kinds(std::vector<Tune> tunes, bool fuse, bool split);
+/// on (if `split`), then all again with concurrent branches (if `branches`) at each of
+/// kBranchNarrowings: each kind multiplies the choices before it, the plain ones first.
+std::vector<Tune> with_kinds(std::vector<Tune> tunes, bool fuse, bool split, bool branches = false);
 
 /// True if Tune::split_epilogues splits `op`: a decode elementwise op with a scalar loop.
 bool splits_epilogue(const workload::Op& op, bool decode);
 /// True if some op of `block` is one splits_epilogue splits.
 bool has_split_epilogue(const workload::Layer& block, bool decode);
+
+/// The ops of `block` after its MoE section [dispatch, combine] that depend on none of it (the shared
+/// experts), in op order, if they form one branch: one value enters it from before the section and
+/// only its last op is read after it. Empty otherwise.
+std::vector<std::size_t> beside_routed(const workload::Layer& block, std::size_t dispatch, std::size_t combine);
+/// True if `block` has an MoE section of several experts with ops beside it (Tune::concurrent_branches).
+bool has_concurrent_branch(const workload::Layer& block);
 
 /// OpWork copied from a workload op.
 OpWork work_of(const workload::Op& op);
@@ -69,9 +87,12 @@ class Placer {
                const Tune& tune, const std::vector<int>& inputs, bool same_step, bool gather_now = true);
   /// Appends the allgather of split piece `piece` (in the last op's step with `same_step`).
   int gather(int piece, Axis entry, bool same_step);
+  /// The expert CUT of section [dispatch, combine] into `groups` strips, and the ops of `branch`
+  /// (beside_routed) on a strip of their own in the same steps; returns the routed combine and sets
+  /// `placed` for the branch's ops (its last one: the combine bringing its output back).
   int place_experts(const workload::Layer& block, std::size_t dispatch, std::size_t combine,
-                    const std::function<int(int)>& resolve, int region,
-                    Rect used, int stage, const Tune& tune, std::int64_t groups);
+                    const std::vector<std::size_t>& branch, const std::function<int(int)>& resolve,
+                    std::vector<int>& placed, int region, Rect used, int stage, const Tune& tune, std::int64_t groups);
   int relayout(int producer, const Layout& target, const std::string& consumer);
   void move_input_to(int region, const Rect& used, int stage, const Tune& tune);
 

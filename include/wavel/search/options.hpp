@@ -14,6 +14,7 @@ namespace wavel::search {
 struct TuneKinds {
   bool fusion = true;
   bool split_epilogues = true;
+  bool concurrent_branches = true;
 };
 
 /// Search settings.
@@ -30,6 +31,7 @@ struct SearchOptions {
   std::vector<std::int64_t> expert_groups{1, 2, 4, 8};  ///< MoE: expert CUTs of a leaf into this many strips
   bool fusion = true;                            ///< TUNE may fuse operators that share an input (fuse_shared_inputs)
   bool split_epilogues = true;                   ///< TUNE may split decode epilogues over both axes (Tune::split_epilogues)
+  bool concurrent_branches = true;               ///< TUNE may run the shared experts beside the routed ones (Tune::concurrent_branches)
   std::int64_t cut_step_pes = 0;                 ///< two-way CUTs also at every multiple of this many PEs (0: none)
   std::int64_t sram_cuts = 0;                    ///< root two-way CUTs where the first part just holds n near-equal block runs
   bool sram_boundaries = true;                   ///< root CUTs also split the blocks where each child holds as many as fit
@@ -44,7 +46,7 @@ struct SearchOptions {
   /// SIGTERM/SIGUSR1, so a long piece cannot hold a checkpoint back). Not part of the results.
   const std::atomic<int>* stop_flag = nullptr;
 
-  [[nodiscard]] TuneKinds tune_kinds() const { return {fusion, split_epilogues}; }
+  [[nodiscard]] TuneKinds tune_kinds() const { return {fusion, split_epilogues, concurrent_branches}; }
 };
 
 }  // namespace wavel::search

@@ -170,10 +170,12 @@ class BlockCostCache {
 /// TUNE choices: K-tree group scales per axis and the feature entry axis (decode), each again with
 /// every expert CUT that splits the experts evenly (MoE), and each of those again with the
 /// operators that share an input fused when `kinds.fusion` (the blocks have some), and each of those
-/// again with the epilogues split when `kinds.split_epilogues` (decode blocks that have one).
+/// again with the epilogues split when `kinds.split_epilogues` (decode blocks that have one), and
+/// each of those again with concurrent branches when `kinds.concurrent_branches` (MoE blocks with
+/// shared experts).
 std::vector<meshir::Tune> tune_choices(bool decode, const std::vector<double>& scales, std::int64_t experts,
                                        const std::vector<std::int64_t>& expert_groups,
-                                       TuneKinds kinds = {false, false});
+                                       TuneKinds kinds = {false, false, false});
 
 /// Used sizes TUNE may pick inside a side (fractions rounded up), each once.
 std::vector<std::int64_t> used_sides(std::int64_t side, const std::vector<double>& fractions);
