@@ -127,7 +127,7 @@ meshir::Schedule build_fullchip(const workload::Workload& w, const wafer::WaferP
 std::vector<meshir::Tune> fullchip_tunes(const workload::Workload& w) {
   bool fusable = false, splittable = false;
   for (const auto& layer : w.layers) {
-    fusable = fusable || workload::fuse_shared_inputs(layer, w.shape.phase).ops.size() != layer.ops.size();
+    fusable = fusable || workload::has_fusion(layer, w.shape.phase);
     splittable = splittable || meshir::has_split_epilogue(layer, is_decode(w));
   }
   return meshir::with_kinds({meshir::Tune{}}, fusable, splittable);

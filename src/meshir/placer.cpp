@@ -94,14 +94,7 @@ std::vector<Tune> with_kinds(std::vector<Tune> tunes, bool fuse, bool split, boo
     for (std::size_t i = 0; i < before; ++i) {
       Tune t = tunes[i];
       t.*set = true;
-      if (set != &Tune::concurrent_branches) {
-        tunes.push_back(t);
-        continue;
-      }
-      for (const std::int64_t n : kBranchNarrowings) {
-        t.branch_narrowing = n;
-        tunes.push_back(t);
-      }
+      tunes.push_back(t);
     }
   }
   return tunes;

@@ -151,7 +151,7 @@ PlanEvaluator::Impl::Impl(const workload::Workload& w, const wafer::WaferParams&
   if (kinds.fusion) {
     for (const auto& b : blocks) {
       fused_blocks.push_back(workload::fuse_shared_inputs(b.ops, w.shape.phase));
-      fusable = fusable || fused_blocks.back().ops.size() != b.ops.ops.size();
+      fusable = fusable || workload::has_fusion(b.ops, w.shape.phase);
     }
   }
   // Split epilogues likewise, only where some block has one.
@@ -172,7 +172,7 @@ PlanEvaluator::Impl::Impl(const workload::Workload& w, const wafer::WaferParams&
   // A choice the placer ignores for a block's ops gives that block the placement of the TUNE without it.
   for (const int rep : representative) {
     const auto i = static_cast<std::size_t>(rep);
-    const bool fuse_changes = !fused_blocks.empty() && block_fingerprint(fused_blocks[i]) != block_fingerprint(blocks[i].ops);
+    const bool fuse_changes = !fused_blocks.empty() && workload::has_fusion(blocks[i].ops, w.shape.phase);
     const auto& ops = blocks[i].ops.ops;
     const bool cuts = std::any_of(ops.begin(), ops.end(), [](const workload::Op& op) {
       return op.kind == workload::OpKind::moe_dispatch && op.experts > 1;
@@ -183,10 +183,7 @@ PlanEvaluator::Impl::Impl(const workload::Workload& w, const wafer::WaferParams&
       if (c.fuse && !fuse_changes) c.fuse = false;
       if (c.split_epilogues && !meshir::has_split_epilogue(ops_of(i, c), decode)) c.split_epilogues = false;
       if (c.expert_groups > 1 && !cuts) c.expert_groups = 1;
-      if (c.concurrent_branches && !meshir::has_concurrent_branch(ops_of(i, c))) {
-        c.concurrent_branches = false;
-        c.branch_narrowing = 1;
-      }
+      if (c.concurrent_branches && !meshir::has_concurrent_branch(ops_of(i, c))) c.concurrent_branches = false;
       const auto at = std::find(tunes.begin(), tunes.end(), c);
       same[k] = at == tunes.end() ? static_cast<int>(k) : static_cast<int>(at - tunes.begin());
     }
@@ -214,7 +211,7 @@ void PlanEvaluator::Impl::share_tables(detail::BlockCostCache& cache) {
   context << (decode ? " decode " : " prefill ") << layer_scale << ' ' << capacity_factor << " t";
   for (const auto& t : tunes) {
     context << ' ' << t.group_scale_x << ',' << t.group_scale_y << ',' << static_cast<int>(t.entry_features) << ','
-            << t.expert_groups << (t.fuse ? ",f" : "") << (t.split_epilogues ? ",s" : "") << (t.concurrent_branches ? ",b" + std::to_string(t.branch_narrowing) : std::string());
+            << t.expert_groups << (t.fuse ? ",f" : "") << (t.split_epilogues ? ",s" : "") << (t.concurrent_branches ? ",b" : "");
   }
   context << " | ";
   const std::string prefix = context.str();
@@ -234,11 +231,35 @@ meshir::Schedule PlanEvaluator::Impl::empty() const {
 }
 
 BlockCost PlanEvaluator::Impl::compute(int type, std::int64_t w, std::int64_t h, int tune) const {
+  const auto& t = tunes[static_cast<std::size_t>(tune)];
+  const workload::Layer& block = ops_of(static_cast<std::size_t>(representative[static_cast<std::size_t>(type)]), t);
+  if (!t.concurrent_branches || !meshir::has_concurrent_branch(block)) return placed_cost(block, w, h, t);
+  // The branch's strip: the fastest width that holds the block alone (else the least resident),
+  // ties to the wider. The step time is the slower of the branch and the routed strips, one
+  // shrinking and the other growing as the strip narrows, so the first width that is no faster ends
+  // the walk.
+  const auto need = [](const BlockCost& c) { return c.resident + c.buffers; };
+  const std::int64_t sram = wafer.sram_data_per_pe_bytes();
+  BlockCost best;
+  bool first = true;
+  for (const std::int64_t n : meshir::kBranchNarrowings) {
+    meshir::Tune narrowed = t;
+    narrowed.branch_narrowing = n;
+    BlockCost c = placed_cost(block, w, h, narrowed);
+    c.branch_narrowing = static_cast<int>(n);
+    const bool fits = need(c) <= sram, best_fits = need(best) <= sram;
+    if (!first && fits && best_fits && c.cycles >= best.cycles) break;
+    if (first || (fits && (!best_fits || c.cycles < best.cycles)) || (!fits && !best_fits && need(c) < need(best))) best = c;
+    first = false;
+  }
+  return best;
+}
+
+BlockCost PlanEvaluator::Impl::placed_cost(const workload::Layer& block, std::int64_t w, std::int64_t h,
+                                           const meshir::Tune& t) const {
   meshir::Schedule s = empty();
   const Rect rect{0, 0, w, h};
   s.regions = {rect};
-  const auto& t = tunes[static_cast<std::size_t>(tune)];
-  const workload::Layer& block = ops_of(static_cast<std::size_t>(representative[static_cast<std::size_t>(type)]), t);
   // Every op, a re-layout per input at most, and an expert CUT's copies: no regrowth while placing.
   s.ops.reserve(block.ops.size() * static_cast<std::size_t>(2 + std::max<std::int64_t>(1, t.expert_groups)));
   meshir::Placer placer(s, decode, capacity_factor, /*named=*/false);
@@ -312,22 +333,24 @@ const BlockCost& PlanEvaluator::Impl::get(int type, std::int64_t w, std::int64_t
 
 // The block costs plus a route switch wherever a GEMV reduces along a different axis than the
 // region's previous GEMV (charged in that block's steps, so scaled as they are).
-PlanEvaluator::Impl::LeafCost PlanEvaluator::Impl::leaf_of(int a, int b, const BlockCost* const* by_type) const {
-  LeafCost out;
-  std::int64_t resident = 0, buffers = 0;
-  int last_axis = -1;
-  for (int i = a; i < b; ++i) {
-    const BlockCost& c = *by_type[block_type[static_cast<std::size_t>(i)]];
-    out.cycles += c.cycles;
-    if (last_axis >= 0 && c.first_axis >= 0 && c.first_axis != last_axis) {
-      out.cycles += params.route_switch_cycles * block_scale[static_cast<std::size_t>(i)];
-    }
-    if (c.last_axis >= 0) last_axis = c.last_axis;
-    resident += c.resident;
-    buffers = std::max(buffers, c.buffers);
+void PlanEvaluator::Impl::add_block(LeafSum& sum, int i, const BlockCost& c) const {
+  sum.cycles += c.cycles;
+  if (sum.last_axis >= 0 && c.first_axis >= 0 && c.first_axis != sum.last_axis) {
+    sum.cycles += params.route_switch_cycles * block_scale[static_cast<std::size_t>(i)];
   }
-  out.fits = resident + buffers <= wafer.sram_data_per_pe_bytes();
-  return out;
+  if (c.last_axis >= 0) sum.last_axis = c.last_axis;
+  sum.resident += c.resident;
+  sum.buffers = std::max(sum.buffers, c.buffers);
+}
+
+bool PlanEvaluator::Impl::fits(const LeafSum& sum) const {
+  return sum.resident + sum.buffers <= wafer.sram_data_per_pe_bytes();
+}
+
+PlanEvaluator::Impl::LeafCost PlanEvaluator::Impl::leaf_of(int a, int b, const BlockCost* const* by_type) const {
+  LeafSum sum;
+  for (int i = a; i < b; ++i) add_block(sum, i, *by_type[block_type[static_cast<std::size_t>(i)]]);
+  return LeafCost{sum.cycles, fits(sum)};
 }
 
 PlanEvaluator::Impl::LeafCost PlanEvaluator::Impl::leaf(int a, int b, std::int64_t w, std::int64_t h, int tune) const {
@@ -367,8 +390,12 @@ meshir::Schedule PlanEvaluator::Impl::build(const std::vector<Leaf>& leaves) con
     const int region = static_cast<int>(s.regions.size()) - 1;  // expert CUTs append strip regions after it
     const Rect used = leaf.used();
     for (int i = leaf.first_block; i < leaf.end_block; ++i) {
-      const auto& tune = tunes[static_cast<std::size_t>(leaf.tune)];
-      placer.place(ops_of(static_cast<std::size_t>(i), tune), region, used, static_cast<int>(l), tune);
+      meshir::Tune tune = tunes[static_cast<std::size_t>(leaf.tune)];
+      const workload::Layer& ops = ops_of(static_cast<std::size_t>(i), tune);
+      if (tune.concurrent_branches && meshir::has_concurrent_branch(ops)) {  // the width its cost chose
+        tune.branch_narrowing = compute(blocks[static_cast<std::size_t>(i)].type, used.w, used.h, leaf.tune).branch_narrowing;
+      }
+      placer.place(ops, region, used, static_cast<int>(l), tune);
     }
   }
   return s;

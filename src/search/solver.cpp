@@ -7,6 +7,7 @@
 #include "wavel/search/detail/solver.hpp"
 
 #include <algorithm>
+#include <set>
 #include <cmath>
 #include <cstdlib>
 #include <limits>
@@ -165,29 +166,47 @@ bool Solver::contains_defect(const Rect& r) const {
   return has_defects_ && defects_.count(r.x, r.y, r.w, r.h) > 0;
 }
 
+const std::vector<int>& Solver::distinct_tunes(const std::vector<int>& types) {
+  if (const auto it = distinct_tunes_.find(types); it != distinct_tunes_.end()) return it->second;
+  std::vector<int> out;
+  std::set<std::vector<int>> seen;
+  for (int t = 0; t < static_cast<int>(ev_.tunes.size()); ++t) {
+    std::vector<int> placement;
+    for (int type : types) placement.push_back(ev_.same_placement[static_cast<std::size_t>(type)][static_cast<std::size_t>(t)]);
+    if (seen.insert(std::move(placement)).second) out.push_back(t);
+  }
+  return distinct_tunes_.emplace(types, std::move(out)).first->second;
+}
+
 // The fastest TUNE that fits blocks [a, b) on a w x h used rectangle, ties to the lower index: a
-// deterministic parallel reduction over the TUNEs, each type's cost looked up once per TUNE.
+// deterministic parallel reduction over the TUNEs that place the blocks differently, each type's
+// cost looked up once per TUNE.
 CostId Solver::best_tune(int a, int b, std::int64_t w, std::int64_t h, const std::vector<int>& types) {
-  const int tunes = static_cast<int>(ev_.tunes.size());
+  const std::vector<int>& tunes = distinct_tunes(types);
+  const auto n = static_cast<int>(tunes.size());
   const std::size_t ntypes = ev_.representative.size();
-  by_tune_.assign(static_cast<std::size_t>(tunes) * ntypes, nullptr);  // types outside [a, b) stay null
-  for (int type : types) {  // a type's TUNEs lie side by side (detail::CostTable)
-    for (int t = 0; t < tunes; ++t) by_tune_[static_cast<std::size_t>(t) * ntypes + static_cast<std::size_t>(type)] = &ev_.get(type, w, h, t);
+  by_tune_.assign(tunes.size() * ntypes, nullptr);  // types outside [a, b) stay null
+  for (int type : types) {
+    for (int i = 0; i < n; ++i) {
+      by_tune_[static_cast<std::size_t>(i) * ntypes + static_cast<std::size_t>(type)] =
+          &ev_.get(type, w, h, tunes[static_cast<std::size_t>(i)]);
+    }
   }
   CostId best{kInf, INT_MAX};
   const PlanEvaluator::Impl& ev = ev_;
   const BlockCost* const* costs = by_tune_.data();
-  on_host_space(ev.serial, static_cast<std::size_t>(tunes), 4096, [&](auto space) {
+  const int* ids = tunes.data();
+  on_host_space(ev.serial, tunes.size(), 4096, [&](auto space) {
     Kokkos::parallel_reduce(
-        "wavel::search::leaf_tune", Kokkos::RangePolicy<decltype(space)>(space, 0, tunes),
-        [&](const int t, CostId& acc) {
-          const auto c = ev.leaf_of(a, b, costs + static_cast<std::size_t>(t) * ntypes);
-          const CostId mine{c.fits ? c.cycles : kInf, t};
+        "wavel::search::leaf_tune", Kokkos::RangePolicy<decltype(space)>(space, 0, n),
+        [&](const int i, CostId& acc) {
+          const auto c = ev.leaf_of(a, b, costs + static_cast<std::size_t>(i) * ntypes);
+          const CostId mine{c.fits ? c.cycles : kInf, ids[i]};
           if (MinCostId::less(mine, acc)) acc = mine;
         },
         MinCostId(best));
   });
-  stats_->tunes_scored += tunes;
+  stats_->tunes_scored += n;
   return best;
 }
 

@@ -59,18 +59,23 @@ std::vector<Point> Solver::square_points(std::int64_t side, const std::vector<Ob
   const std::size_t n = static_cast<std::size_t>(blocks) + 1;
   std::vector<double> range_cycles(n * n, kInf);
   std::vector<int> range_tune(n * n, -1);
+  // Each TUNE's sums grow by one block as b does (the leaf's rule, so no range is summed again).
+  std::vector<PlanEvaluator::Impl::LeafSum> sums(static_cast<std::size_t>(tunes));
   for (int a = 0; a < blocks; ++a) {
+    std::fill(sums.begin(), sums.end(), PlanEvaluator::Impl::LeafSum{});
     for (int b = a + 1; b <= blocks; ++b) {
       if (resident_prefix_[static_cast<std::size_t>(b)] - resident_prefix_[static_cast<std::size_t>(a)] > slot_bytes) break;
       bool any = false;
+      const int type = ev_.blocks[static_cast<std::size_t>(b - 1)].type;
       for (int t = 0; t < tunes; ++t) {
-        const auto c = ev_.leaf(a, b, side, side, t);
+        auto& sum = sums[static_cast<std::size_t>(t)];
+        ev_.add_block(sum, b - 1, ev_.get(type, side, side, t));
         ++stats_->tunes_scored;
-        if (!c.fits) continue;
+        if (!ev_.fits(sum)) continue;
         any = true;
         const std::size_t k = static_cast<std::size_t>(a) * n + static_cast<std::size_t>(b);
-        if (c.cycles < range_cycles[k]) {
-          range_cycles[k] = c.cycles;
+        if (sum.cycles < range_cycles[k]) {
+          range_cycles[k] = sum.cycles;
           range_tune[k] = t;
         }
       }

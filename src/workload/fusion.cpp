@@ -84,6 +84,10 @@ Layer fuse_shared_inputs(const Layer& layer, Phase phase) {
   return out;
 }
 
+bool has_fusion(const Layer& layer, Phase phase) {
+  return fuse_shared_inputs(layer, phase).ops.size() != layer.ops.size();
+}
+
 Workload fuse_decode_reductions(const Workload& w) {
   if (w.shape.phase != Phase::decode) return w;
   Workload out = w;

@@ -38,15 +38,16 @@ struct Tune {
   }
 };
 
-/// The branch strip's widths a TUNE may take: the FLOPs-balanced width divided by these.
+/// The branch strip's widths a block's costing tries (search::PlanEvaluator keeps the fastest that
+/// fits): the FLOPs-balanced width divided by these.
 inline constexpr std::int64_t kBranchNarrowings[] = {1, 2, 4};
 
 /// The K-tree group size for a line of `pes` PEs under `scale`.
 std::int64_t tree_group(std::int64_t pes, double scale);
 
 /// `tunes`, then each again with fusion on (if `fuse`), then all of those again with split epilogues
-/// on (if `split`), then all again with concurrent branches (if `branches`) at each of
-/// kBranchNarrowings: each kind multiplies the choices before it, the plain ones first.
+/// on (if `split`), then all again with concurrent branches (if `branches`): each kind doubles the
+/// choices before it, the plain ones first.
 std::vector<Tune> with_kinds(std::vector<Tune> tunes, bool fuse, bool split, bool branches = false);
 
 /// True if Tune::split_epilogues splits `op`: a decode elementwise op with a scalar loop.

@@ -145,6 +145,8 @@ Workload fuse_decode_reductions(const Workload& w);
 /// layouts are unchanged); in both phases MLA's q_a (or q) and kv_a become `q_kv_a_proj`. A layer
 /// that is not a decoder layer, or has none of these, is returned unchanged.
 Layer fuse_shared_inputs(const Layer& layer, Phase phase);
+/// True if fuse_shared_inputs merges some of `layer`'s operators (a merge leaves fewer ops).
+bool has_fusion(const Layer& layer, Phase phase);
 
 /// The divisors of `requests`, ascending: the micro-batch counts that split them exactly.
 std::vector<std::int64_t> request_divisors(std::int64_t requests);

@@ -86,6 +86,7 @@ struct BlockCost {
   std::int64_t buffers = 0;   ///< double-buffered activations per PE
   int first_axis = -1;        ///< allreduce axis of the first and last GEMV (-1: none)
   int last_axis = -1;
+  int branch_narrowing = 1;   ///< Tune::concurrent_branches: the strip width chosen (meshir::kBranchNarrowings)
 };
 
 /// A table entry: (block type, used width, used height, TUNE index).
@@ -229,6 +230,9 @@ struct PlanEvaluator::Impl {
   [[nodiscard]] meshir::Schedule empty() const;
   /// One block alone on a w x h region, scored by the cost model itself.
   [[nodiscard]] detail::BlockCost compute(int type, std::int64_t w, std::int64_t h, int tune) const;
+  /// `block` placed alone on a w x h rectangle under `t`, costed.
+  [[nodiscard]] detail::BlockCost placed_cost(const workload::Layer& block, std::int64_t w, std::int64_t h,
+                                              const meshir::Tune& t) const;
   /// Computes the missing table entries in parallel; every entry is independent and pure.
   void ensure(std::vector<detail::TableKey> wanted);
   /// Costs `missing` (sorted, distinct, none in the tables) and stores them.
@@ -240,6 +244,16 @@ struct PlanEvaluator::Impl {
     double cycles = 0;
     bool fits = false;
   };
+  /// A leaf's running sums as its blocks join in order (leaf_of's rule, one block at a time).
+  struct LeafSum {
+    double cycles = 0;
+    std::int64_t resident = 0, buffers = 0;
+    int last_axis = -1;
+  };
+  /// Block `i` (costed `c`) joins `sum`: its cycles, a route switch if its first GEMV reduces along
+  /// another axis than the leaf's last one, its resident bytes and buffers.
+  void add_block(LeafSum& sum, int i, const detail::BlockCost& c) const;
+  [[nodiscard]] bool fits(const LeafSum& sum) const;
   /// Blocks [a, b) one after another on a w x h used rectangle with one TUNE.
   [[nodiscard]] LeafCost leaf(int a, int b, std::int64_t w, std::int64_t h, int tune) const;
   /// The same from each block type's cost on that rectangle and TUNE (`by_type[type]`, looked up

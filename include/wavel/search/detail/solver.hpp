@@ -126,6 +126,11 @@ class Solver {
   /// many regions and depths, and its choice depends on nothing else.
   std::unordered_map<std::uint64_t, CostId> leaf_best_;
   std::vector<const BlockCost*> by_tune_;  ///< best_tune's scratch: each TUNE's cost per block type
+  /// Per set of block types (sorted): the TUNEs whose placements differ, the first of each kind. A
+  /// TUNE that places every one of those types as an earlier TUNE does (same_placement) costs the
+  /// same and loses the tie, so best_tune skips it.
+  std::map<std::vector<int>, std::vector<int>> distinct_tunes_;
+  const std::vector<int>& distinct_tunes(const std::vector<int>& types);
   std::vector<Plan> plans_;
 };
 
