@@ -5,11 +5,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <stdexcept>
 #include <map>
 #include <string>
 
 #include "cost_fixtures.hpp"
+#include "search_fixtures.hpp"
 #include "sim_fixtures.hpp"
 #include "test_support.hpp"
 #include "wavel/cost/model.hpp"
@@ -60,6 +62,23 @@ Placed place_moe(const workload::Workload& w, std::int64_t width, std::int64_t h
   placer.place(first_moe(w), 0, p.s.regions[0], 0, tune);
   p.c = cost::evaluate(p.s, wse3(), cost::default_params(wse3()), w.shape.phase == workload::Phase::decode, 512);
   return p;
+}
+
+// Per-op times summed over the steps' slowest ops, over every op, and over the shared experts' ops.
+struct Sums {
+  double steps = 0, all = 0, shared = 0;
+};
+Sums sums_of(const meshir::Schedule& s, const std::function<double(std::size_t)>& time) {
+  std::map<int, double> step_max;
+  Sums out;
+  for (std::size_t i = 0; i < s.ops.size(); ++i) {
+    const double t = time(i);
+    step_max[s.ops[i].step] = std::max(step_max[s.ops[i].step], t);
+    out.all += t;
+    if (s.ops[i].name.find("shared_") != std::string::npos) out.shared += t;
+  }
+  for (const auto& [step, t] : step_max) out.steps += t;
+  return out;
 }
 
 bool ends_with(const std::string& s, const std::string& tail) {
@@ -154,34 +173,16 @@ TEST_CASE("concurrent branches are costed as overlapping, in the model and in th
   const auto b = place_moe(w, 64, 48, par);
   // The model: a step takes its slowest op, so the pass is the sum of the steps' maxima, below the
   // sum over ops by at least every shared op's time (a sequential costing would equal the sum).
-  std::map<int, double> step_max;
-  double all = 0, shared = 0;
-  for (std::size_t i = 0; i < b.s.ops.size(); ++i) {
-    const double t = b.c.ops[i].total_cycles;
-    step_max[b.s.ops[i].step] = std::max(step_max[b.s.ops[i].step], t);
-    all += t;
-    if (b.s.ops[i].name.find("shared_") != std::string::npos) shared += t;
-  }
-  double pass = 0;
-  for (const auto& [step, t] : step_max) pass += t;
-  CHECK(shared > 0);
-  CHECK(b.c.pass_cycles == doctest::Approx(pass));
-  CHECK(b.c.pass_cycles <= all - shared + 1e-6);
+  const auto model = sums_of(b.s, [&](std::size_t i) { return b.c.ops[i].total_cycles; });
+  CHECK(model.shared > 0);
+  CHECK(b.c.pass_cycles == doctest::Approx(model.steps));
+  CHECK(b.c.pass_cycles <= model.all - model.shared + 1e-6);
   // The simulator, from its own timing: the same rule holds for its op times.
   const auto r = sim::simulate(b.s, wse3(), true, 512, round_options());
-  std::map<int, double> sim_max;
-  double sim_all = 0, sim_shared = 0;
-  for (std::size_t i = 0; i < b.s.ops.size(); ++i) {
-    const double t = r.ops[i].total_cycles;
-    sim_max[b.s.ops[i].step] = std::max(sim_max[b.s.ops[i].step], t);
-    sim_all += t;
-    if (b.s.ops[i].name.find("shared_") != std::string::npos) sim_shared += t;
-  }
-  double sim_pass = 0;
-  for (const auto& [step, t] : sim_max) sim_pass += t;
-  CHECK(sim_shared > 0);
-  CHECK(r.pass_cycles == doctest::Approx(sim_pass));
-  CHECK(r.pass_cycles <= sim_all - sim_shared + 1e-6);
+  const auto simulated = sums_of(b.s, [&](std::size_t i) { return r.ops[i].total_cycles; });
+  CHECK(simulated.shared > 0);
+  CHECK(r.pass_cycles == doctest::Approx(simulated.steps));
+  CHECK(r.pass_cycles <= simulated.all - simulated.shared + 1e-6);
 }
 
 TEST_CASE("concurrent branches in prefill: the shared GEMMs on their strip, every token dispatched to it") {
@@ -216,12 +217,7 @@ TEST_CASE("concurrent branches are a TUNE choice: the search's best with them is
   wafer.grid_w_pes = wafer.grid_h_pes = 96;
   wafer.sram_per_pe_bytes = std::int64_t{1} << 22;  // two layers of DeepSeek on a 96 x 96 corner
   const auto params = cost::default_params(wafer);
-  search::SearchOptions o;
-  o.cut_ratios = {0.5};
-  o.strip_counts = {3};
-  o.max_cut_depth = 1;
-  o.group_scales = {1.0};
-  o.used_fractions = {1.0};
+  auto o = wavel::test::one_level_options();
   o.expert_groups = {1, 4};
   const auto with = search::search_setting(w, wafer, params, o, {});
   o.concurrent_branches = false;

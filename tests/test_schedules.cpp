@@ -8,6 +8,7 @@
 #include <string>
 
 #include "cost_fixtures.hpp"
+#include "search_fixtures.hpp"
 #include "sim_fixtures.hpp"
 #include "test_support.hpp"
 #include "wavel/cost/model.hpp"
@@ -155,12 +156,7 @@ TEST_CASE("split epilogues are a TUNE choice: the search's best with them is nev
   auto wafer = wse3();
   wafer.grid_w_pes = wafer.grid_h_pes = 24;
   const auto params = cost::default_params(wafer);
-  search::SearchOptions o;
-  o.cut_ratios = {0.5};
-  o.strip_counts = {3};
-  o.max_cut_depth = 1;
-  o.group_scales = {1.0};
-  o.used_fractions = {1.0, 0.5};
+  auto o = wavel::test::one_level_options();
   const auto with = search::search_setting(w, wafer, params, o, {});
   o.split_epilogues = false;
   const auto without = search::search_setting(w, wafer, params, o, {});
