@@ -7,6 +7,7 @@
 # and with WAVEL_SKIP_APT=1 the sanitizer pass uses gcc (preset asan, build-asan) and fuzzing is skipped.
 # It ends with a verdict line: the stages passed, failed and skipped (each skipped one with its reason).
 #   WAVEL_SKIP_SANITIZERS=1  skip the sanitizer pass     WAVEL_FUZZ_SECONDS=N  per fuzz target (default 5; 0 skips)
+#   WAVEL_CTEST_JOBS=N       CTest tests at once (default: nproc)
 set -uo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
@@ -18,7 +19,9 @@ stage() {  # stage NAME COMMAND...: runs it and records the outcome
 bash scripts/setup.sh || { echo "[test] verdict: setup failed; nothing was tested"; exit 1; }
 
 ctest_log=$(mktemp)
-stage "ctest" bash -c 'ctest --test-dir build --output-on-failure --timeout 600 "$@" | tee "$0"; exit "${PIPESTATUS[0]}"' "$ctest_log" "$@"
+# Tests run side by side, one per core (WAVEL_CTEST_JOBS): most are one process waiting on another's
+# files or signals, and slurm_local runs alone (RUN_SERIAL).
+stage "ctest" bash -c 'ctest --test-dir build --output-on-failure --timeout 600 -j "${WAVEL_CTEST_JOBS:-$(nproc)}" "$@" | tee "$0"; exit "${PIPESTATUS[0]}"' "$ctest_log" "$@"
 ctest_counts=$(grep -Eo "[0-9]+ tests failed out of [0-9]+" "$ctest_log" | tail -1)
 rm -f "$ctest_log"
 
