@@ -49,6 +49,14 @@ std::size_t op_named(const workload::Layer& l, const std::string& name) {
   throw std::runtime_error("no op " + name);
 }
 
+// An expert CUT into `groups` strips with the shared experts beside them.
+meshir::Tune with_branches(std::int64_t groups) {
+  meshir::Tune t;
+  t.expert_groups = groups;
+  t.concurrent_branches = true;
+  return t;
+}
+
 struct Placed {
   meshir::Schedule s;
   cost::ScheduleCost c;
@@ -167,10 +175,7 @@ TEST_CASE("concurrent branches: the shared experts run in the routed experts' st
 
 TEST_CASE("concurrent branches are costed as overlapping, in the model and in the simulator") {
   const auto w = moe_workload("deepseek-v2-lite", workload::Phase::decode, 4);
-  meshir::Tune par;
-  par.expert_groups = 4;
-  par.concurrent_branches = true;
-  const auto b = place_moe(w, 64, 48, par);
+  const auto b = place_moe(w, 64, 48, with_branches(4));
   // The model: a step takes its slowest op, so the pass is the sum of the steps' maxima, below the
   // sum over ops by at least every shared op's time (a sequential costing would equal the sum).
   const auto model = sums_of(b.s, [&](std::size_t i) { return b.c.ops[i].total_cycles; });
@@ -187,10 +192,7 @@ TEST_CASE("concurrent branches are costed as overlapping, in the model and in th
 
 TEST_CASE("concurrent branches in prefill: the shared GEMMs on their strip, every token dispatched to it") {
   const auto w = moe_workload("deepseek-v2-lite", workload::Phase::prefill, 1);
-  meshir::Tune par;
-  par.expert_groups = 2;
-  par.concurrent_branches = true;
-  const auto b = place_moe(w, 64, 48, par);
+  const auto b = place_moe(w, 64, 48, with_branches(2));
   const auto& l = first_moe(w);
   const auto norm_bytes = l.ops[op_named(l, "mlp_norm")].output_bytes;
   bool dispatched = false, gemm = false;
