@@ -144,7 +144,8 @@ std::vector<std::size_t> beside_routed(const workload::Layer& block, std::size_t
   for (std::size_t j = 0; j < n && one_value; ++j) {
     if (in_branch[j] != 0) continue;
     for (const int in : block.ops[j].inputs) {
-      if (in >= 0 && in_branch[static_cast<std::size_t>(in)] != 0 && static_cast<std::size_t>(in) != branch.back()) one_value = false;
+      const bool from_branch = in >= 0 && static_cast<std::size_t>(in) < n && in_branch[static_cast<std::size_t>(in)] != 0;
+      if (from_branch && static_cast<std::size_t>(in) != branch.back()) one_value = false;
     }
   }
   if (!one_value || entering == 0) return {};
