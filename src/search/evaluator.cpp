@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <sstream>
 
 #include "wavel/common/error.hpp"
@@ -389,11 +390,15 @@ meshir::Schedule PlanEvaluator::Impl::build(const std::vector<Leaf>& leaves) con
     s.regions.push_back(leaf.region);
     const int region = static_cast<int>(s.regions.size()) - 1;  // expert CUTs append strip regions after it
     const Rect used = leaf.used();
+    std::map<int, std::int64_t> narrowing;  // per block type: the branch width its cost chose
     for (int i = leaf.first_block; i < leaf.end_block; ++i) {
       meshir::Tune tune = tunes[static_cast<std::size_t>(leaf.tune)];
       const workload::Layer& ops = ops_of(static_cast<std::size_t>(i), tune);
-      if (tune.concurrent_branches && meshir::has_concurrent_branch(ops)) {  // the width its cost chose
-        tune.branch_narrowing = compute(blocks[static_cast<std::size_t>(i)].type, used.w, used.h, leaf.tune).branch_narrowing;
+      if (tune.concurrent_branches && meshir::has_concurrent_branch(ops)) {
+        const int type = blocks[static_cast<std::size_t>(i)].type;
+        auto it = narrowing.find(type);
+        if (it == narrowing.end()) it = narrowing.emplace(type, compute(type, used.w, used.h, leaf.tune).branch_narrowing).first;
+        tune.branch_narrowing = it->second;
       }
       placer.place(ops, region, used, static_cast<int>(l), tune);
     }

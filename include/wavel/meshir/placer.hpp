@@ -77,7 +77,8 @@ class Placer {
   /// Places every op of `block` on region `region` (its `used` sub-rectangle), as pipeline `stage`.
   /// If the incoming activation lives in another region, a transfer is placed first; inside a region,
   /// a producer whose layout differs from its consumer's gets a re-layout. With tune.expert_groups > 1
-  /// a routed-expert section (dispatch .. combine) is placed by the expert CUT on new strip regions.
+  /// a routed-expert section (dispatch .. combine) is placed by the expert CUT on new strip regions;
+  /// with tune.concurrent_branches the ops beside it (beside_routed) get a strip of their own too.
   void place(const workload::Layer& block, int region, Rect used, int stage, const Tune& tune);
 
  private:
