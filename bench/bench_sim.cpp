@@ -64,12 +64,9 @@ void BM_NeighbourShift64(benchmark::State& state) {
 }
 BENCHMARK(BM_NeighbourShift64)->Arg(4)->Arg(64)->Arg(512)->Unit(benchmark::kMillisecond);
 
-// The 4-byte shift's two phases apart, in ns per PE: building the network (the plan, each PE's launch
-// task and message, their edges) and running it. A 4-byte message is one wavelet-hop, so these add up
-// to the cost of one wavelet-hop in BM_NeighbourShift64/4.
-void BM_NeighbourShift64Phases(benchmark::State& state) {
-  auto s = one_op(64, Kernel::kv_shift);
-  s.ops[0].work.output_bytes = 4 * 64 * 64;
+// Op 0's two phases apart, in ns per PE of its region: building the network (the plan, each PE's
+// tasks and messages, their edges) and running it.
+void run_phases(benchmark::State& state, const wavel::meshir::Schedule& s) {
   const auto wafer = *wavel::wafer::find_wafer_preset("wse3");
   const auto micro = wavel::sim::microarch_for(wafer);
   wavel::sim::PlanOptions plan_options;
@@ -88,24 +85,37 @@ void BM_NeighbourShift64Phases(benchmark::State& state) {
     build_s += std::chrono::duration<double>(t1 - t0).count();
     run_s += std::chrono::duration<double>(Clock::now() - t1).count();
   }
-  const double per_pe = 1e9 / (64.0 * 64.0 * static_cast<double>(state.iterations()));
+  const double per_pe = 1e9 / (static_cast<double>(s.regions[0].pes()) * static_cast<double>(state.iterations()));
   state.counters["build_ns_per_pe"] = build_s * per_pe;
   state.counters["run_ns_per_pe"] = run_s * per_pe;
+}
+
+// The 4-byte shift: a 4-byte message is one wavelet-hop, so the two phases add up to the cost of one
+// wavelet-hop in BM_NeighbourShift64/4.
+void BM_NeighbourShift64Phases(benchmark::State& state) {
+  auto s = one_op(64, Kernel::kv_shift);
+  s.ops[0].work.output_bytes = 4 * 64 * 64;
+  run_phases(state, s);
 }
 BENCHMARK(BM_NeighbourShift64Phases)->Unit(benchmark::kMillisecond);
 
 // Scalar allreduce along x on 256x256 (256 K-tree lines of 256 PEs, groups of 16, broadcast back):
 // messages of state.range(0) bytes (FP32 partial sums of range / 4 rows per PE).
-void BM_Allreduce256(benchmark::State& state) {
+wavel::meshir::Schedule allreduce256(std::int64_t bytes) {
   auto s = one_op(256, Kernel::allreduce);
   auto& op = s.ops[0];
   op.reduce_axis = wavel::meshir::Axis::x;
   op.group = 16;
-  op.work.m = 256 * (state.range(0) / 4);
+  op.work.m = 256 * (bytes / 4);
   op.work.flops = 256 * 256;
-  run(state, s);
+  return s;
 }
+void BM_Allreduce256(benchmark::State& state) { run(state, allreduce256(state.range(0))); }
 BENCHMARK(BM_Allreduce256)->Arg(4)->Arg(64)->Arg(512)->Unit(benchmark::kMillisecond);
+
+// The 4-byte allreduce's build and run apart, in ns per PE.
+void BM_Allreduce256Phases(benchmark::State& state) { run_phases(state, allreduce256(4)); }
+BENCHMARK(BM_Allreduce256Phases)->Unit(benchmark::kMillisecond);
 
 // One LLaMA-3-8B decode layer (WaferLLM's op sequence) on the largest square of the WSE-3 grid,
 // every op simulated on its sampled lines (no memo), composed into TPOT.
