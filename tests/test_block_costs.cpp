@@ -98,8 +98,8 @@ TEST_CASE("a pipeline's parts share their decoder blocks' costs, and a shared co
   plan.wafers = {{0, 2, true, false, 0}, {2, 2, false, true, 0}};
   plan.part_of = {0, 1};
   plan.parts = plan.wafers;
-  const auto first = deploy::part_workload(model, shape, plan.parts[0], 1.25);
-  const auto last = deploy::part_workload(model, shape, plan.parts[1], 1.25);
+  const auto first = deploy::part_workload(model, shape, plan.parts[0], workload::MoeRouting{});
+  const auto last = deploy::part_workload(model, shape, plan.parts[1], workload::MoeRouting{});
   const auto whole = workload::build_workload(model, shape);
   const auto wafer = test::wse3();
   const auto params = cost::default_params(wafer);
@@ -141,7 +141,7 @@ TEST_CASE("a pipeline's parts share their decoder blocks' costs, and a shared co
   }
   // A decode MLP block does not read the context: another length shares it (attention differs).
   const auto longer = deploy::part_workload(model, workload::WorkloadShape{workload::Phase::decode, 4, 4096, 64},
-                                            plan.parts[1], 1.25);
+                                            plan.parts[1], workload::MoeRouting{});
   search::PlanEvaluator ev_longer(longer, wafer, params, 2);
   ev_longer.impl().share_tables(cache);
   ev_longer.impl().ensure(want(ev_longer));
@@ -149,7 +149,7 @@ TEST_CASE("a pipeline's parts share their decoder blocks' costs, and a shared co
   CHECK(ev_longer.impl().computed < ev_first.impl().computed);
   // Another request count is other blocks: nothing shared.
   const auto more = deploy::part_workload(model, workload::WorkloadShape{workload::Phase::decode, 8, 512, 64},
-                                          plan.parts[1], 1.25);
+                                          plan.parts[1], workload::MoeRouting{});
   search::PlanEvaluator ev_more(more, wafer, params, 2);
   ev_more.impl().share_tables(cache);
   ev_more.impl().ensure(want(ev_more));

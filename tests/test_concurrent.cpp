@@ -66,7 +66,7 @@ struct Placed {
 Placed place_moe(const workload::Workload& w, std::int64_t width, std::int64_t height, const meshir::Tune& tune) {
   Placed p{one_region(width, height), {}};
   p.s.sram_per_pe_bytes = std::int64_t{1} << 30;
-  meshir::Placer placer(p.s, w.shape.phase == workload::Phase::decode, 1.25);
+  meshir::Placer placer(p.s, w.shape.phase == workload::Phase::decode, workload::MoeRouting{1.25});
   placer.place(first_moe(w), 0, p.s.regions[0], 0, tune);
   p.c = cost::evaluate(p.s, wse3(), cost::default_params(wse3()), w.shape.phase == workload::Phase::decode, 512);
   return p;

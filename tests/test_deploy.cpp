@@ -123,7 +123,7 @@ TEST_CASE("weight streaming of a whole model: load-bound decode, compute-bound p
 
   // Decode streams all 16 GB of weights per token; its compute hides under the loads but for the
   // LM head's, after the last load: the step is the weights over 150 GB/s, within 1 %.
-  const auto d = deploy::weight_streaming(model, decode, 1.25, wafer, params, cs3);
+  const auto d = deploy::weight_streaming(model, decode, workload::MoeRouting{}, wafer, params, cs3);
   REQUIRE(d.placed);
   CHECK(d.latency_s >= weights_bytes / 150e9);
   CHECK(d.latency_s <= 1.01 * weights_bytes / 150e9);
@@ -131,14 +131,14 @@ TEST_CASE("weight streaming of a whole model: load-bound decode, compute-bound p
   // Twice the ingress halves a load-bound step.
   auto fast = cs3;
   fast.ingress_bytes_per_s *= 2;
-  CHECK(deploy::weight_streaming(model, decode, 1.25, wafer, params, fast).latency_s ==
+  CHECK(deploy::weight_streaming(model, decode, workload::MoeRouting{}, wafer, params, fast).latency_s ==
         doctest::Approx(d.latency_s / 2).epsilon(0.01));
 
   // A long prompt batch is compute-bound per layer: twice the ingress saves only the first load.
   const workload::WorkloadShape prefill{workload::Phase::prefill, 2, 4096, 128};
-  const auto p = deploy::weight_streaming(model, prefill, 1.25, wafer, params, cs3);
+  const auto p = deploy::weight_streaming(model, prefill, workload::MoeRouting{}, wafer, params, cs3);
   REQUIRE(p.placed);
-  const auto p_fast = deploy::weight_streaming(model, prefill, 1.25, wafer, params, fast);
+  const auto p_fast = deploy::weight_streaming(model, prefill, workload::MoeRouting{}, wafer, params, fast);
   const double first_load_s = static_cast<double>(workload::build_workload(model, prefill).layers.front().param_bytes) / 150e9;
   CHECK(p.latency_s - p_fast.latency_s == doctest::Approx(first_load_s / 2).epsilon(0.01));
   CHECK(p.tokens_per_s == doctest::Approx(2.0 * 4096 / p.latency_s));
@@ -146,11 +146,11 @@ TEST_CASE("weight streaming of a whole model: load-bound decode, compute-bound p
   // Weights beyond the external memory, and a KV cache beyond the wafer's SRAM, are refused.
   auto small = cs3;
   small.external_memory_bytes = 1e9;
-  const auto no_memory = deploy::weight_streaming(model, decode, 1.25, wafer, params, small);
+  const auto no_memory = deploy::weight_streaming(model, decode, workload::MoeRouting{}, wafer, params, small);
   CHECK_FALSE(no_memory.placed);
   CHECK(no_memory.na_reason.find("external memory") != std::string::npos);
   const workload::WorkloadShape huge{workload::Phase::decode, 4096, 8192, 128};
-  const auto no_sram = deploy::weight_streaming(model, huge, 1.25, wafer, params, cs3);
+  const auto no_sram = deploy::weight_streaming(model, huge, workload::MoeRouting{}, wafer, params, cs3);
   CHECK_FALSE(no_sram.placed);
   CHECK(no_sram.na_reason.find("SRAM") != std::string::npos);
   CHECK(no_sram.sram_required_bytes > static_cast<double>(wafer.total_sram_bytes()));
@@ -159,13 +159,13 @@ TEST_CASE("weight streaming of a whole model: load-bound decode, compute-bound p
   const auto moe = *workload::find_model_preset("deepseek-v2-lite");
   REQUIRE(moe.moe.has_value());
   REQUIRE(moe.moe->first_dense_layers == 1);
-  const auto moe_step = deploy::weight_streaming(moe, decode, 1.25, wafer, params, cs3);
+  const auto moe_step = deploy::weight_streaming(moe, decode, workload::MoeRouting{}, wafer, params, cs3);
   REQUIRE(moe_step.placed);
   const double moe_weights_bytes = static_cast<double>(workload::build_workload(moe, decode).param_bytes);
   CHECK(moe_step.latency_s >= moe_weights_bytes / 150e9);
   CHECK(moe_step.latency_s <= 1.01 * moe_weights_bytes / 150e9);
   // A shape no schedule can be built for makes this deployment n/a, with the reason, not the run fail.
-  const auto unbuildable = deploy::weight_streaming(model, {workload::Phase::prefill, 1, 0, 128}, 1.25, wafer, params, cs3);
+  const auto unbuildable = deploy::weight_streaming(model, {workload::Phase::prefill, 1, 0, 128}, workload::MoeRouting{}, wafer, params, cs3);
   CHECK_FALSE(unbuildable.placed);
   CHECK(unbuildable.na_reason.rfind("cannot be built: ", 0) == 0);
 }

@@ -50,7 +50,7 @@ struct TwoWafers {
     plan.wafers = {{0, 2, true, false, 0}, {2, 2, false, true, 0}};
     plan.part_of = {0, 1};
     plan.parts = plan.wafers;
-    for (const auto& p : plan.parts) parts.push_back(deploy::part_workload(model, shape, p, 1.25));
+    for (const auto& p : plan.parts) parts.push_back(deploy::part_workload(model, shape, p, workload::MoeRouting{}));
     for (const auto& w : parts) stages.push_back(baselines::build_fullchip(w, wafer, mb));
     joined = deploy::join_stages(plan, {&stages[0], &stages[1]}, {&parts[0], &parts[1]}, wafer::cluster_preset("cs3"),
                                  4, true, "pipe");
@@ -189,13 +189,13 @@ TEST_CASE("the split keeps every wafer within its SRAM, and says when no split c
   const workload::WorkloadShape shape{workload::Phase::decode, 1, 2048, 128};
   // 141 GB over 4 wafers is 35.3 GB each, more than 0.9 x 38.6 GB of data SRAM (43.6 GB less 5,616
   // bytes a PE reserved for code): 5 wafers.
-  CHECK_FALSE(deploy::plan_pipeline(model, shape, 4, 1.25, wafer, params, 0.9).fits);
-  const auto plan = deploy::plan_pipeline(model, shape, 5, 1.25, wafer, params, 0.9);
+  CHECK_FALSE(deploy::plan_pipeline(model, shape, 4, workload::MoeRouting{}, wafer, params, 0.9).fits);
+  const auto plan = deploy::plan_pipeline(model, shape, 5, workload::MoeRouting{}, wafer, params, 0.9);
   REQUIRE(plan.fits);
   REQUIRE(plan.wafers.size() == 5);
   std::int64_t layers = 0;
   for (std::size_t w = 0; w < 5; ++w) {
-    const auto part = deploy::part_workload(model, shape, plan.wafers[w], 1.25);
+    const auto part = deploy::part_workload(model, shape, plan.wafers[w], workload::MoeRouting{});
     CHECK(static_cast<double>(part.param_bytes + part.kv_cache_bytes) <= 0.9 * static_cast<double>(wafer.total_sram_data_bytes()));
     CHECK(plan.wafers[w].first_layer == layers);
     layers += plan.wafers[w].layers;
@@ -206,10 +206,10 @@ TEST_CASE("the split keeps every wafer within its SRAM, and says when no split c
   // Alike middle wafers share one part (one search).
   CHECK(plan.parts.size() <= 3);
   // 141 GB of weights do not fit two wafers' 2 x 0.9 x 38.6 GB.
-  const auto two = deploy::plan_pipeline(model, shape, 2, 1.25, wafer, params, 0.9);
+  const auto two = deploy::plan_pipeline(model, shape, 2, workload::MoeRouting{}, wafer, params, 0.9);
   CHECK_FALSE(two.fits);
   CHECK(two.na_reason.find("SRAM") != std::string::npos);
-  CHECK_THROWS_AS(deploy::plan_pipeline(four_layer_llama(), shape, 5, 1.25, wafer, params, 0.9), InputDataError);
+  CHECK_THROWS_AS(deploy::plan_pipeline(four_layer_llama(), shape, 5, workload::MoeRouting{}, wafer, params, 0.9), InputDataError);
 }
 
 TEST_CASE("the simulator crosses the link as its own element") {

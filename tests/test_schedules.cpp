@@ -183,7 +183,7 @@ TEST_CASE("under an expert CUT every strip splits its SiLU.mul in the same steps
   meshir::Tune t;
   t.expert_groups = 4;
   t.split_epilogues = true;
-  meshir::Placer placer(s, /*decode=*/true, 1.25);
+  meshir::Placer placer(s, /*decode=*/true, workload::MoeRouting{1.25});
   placer.place(*moe, 0, s.regions[0], 0, t);
   std::map<int, std::vector<const meshir::PlacedOp*>> pieces, gathers;  // by step
   for (const auto& op : s.ops) {

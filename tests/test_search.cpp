@@ -192,7 +192,7 @@ TEST_CASE("the expert CUT places expert groups on strips, every strip in the sam
     const meshir::Rect grid{0, 0, 32, 32};
     s.regions = {grid};
     s.ops.clear();
-    meshir::Placer placer(s, true, 1.25);
+    meshir::Placer placer(s, true, workload::MoeRouting{1.25});
     meshir::Tune tune;
     tune.expert_groups = groups;
     for (const auto& layer : w.layers) placer.place(layer, 0, grid, 0, tune);
@@ -223,7 +223,7 @@ TEST_CASE("the expert CUT places expert groups on strips, every strip in the sam
     meshir::Schedule one = s;
     one.regions = {grid};
     one.ops.clear();
-    meshir::Placer whole(one, true, 1.25);
+    meshir::Placer whole(one, true, workload::MoeRouting{1.25});
     for (const auto& layer : w.layers) whole.place(layer, 0, grid, 0, meshir::Tune{});
     const auto split_pe = meshir::resident_bytes_per_pe_max(s);
     const auto whole_pe = meshir::resident_bytes_per_pe_max(one);

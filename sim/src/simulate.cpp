@@ -49,9 +49,11 @@ std::string memo_key(const meshir::Schedule& schedule, const PlacedOp& op) {
   add(op.rounds);
   const meshir::OpWork& w = op.work;
   for (std::int64_t v : {w.batch, w.m, w.k, w.n, w.flops, w.weight_bytes, w.input_bytes, w.output_bytes, w.kv_cache_bytes,
-                         w.heads, w.kv_heads}) {
+                         w.heads, w.kv_heads, w.fused, w.products}) {
     add(v);
   }
+  key += "r";
+  for (const std::int64_t rows : w.product_rows) add(rows);
   add(static_cast<int>(op.attention));
   if (moves_between_regions(op.kernel) && op.to_region >= 0 &&
       op.to_region < static_cast<int>(schedule.regions.size())) {
@@ -206,12 +208,10 @@ NetworkConfig network_config(const KernelPlan& plan, const MicroArch& micro, con
   return config;
 }
 
-OpSimResult simulate_op(const meshir::Schedule& schedule, int op_index, const wafer::WaferParams& wafer,
-                        const SimOptions& options) {
-  if (op_index < 0 || op_index >= static_cast<int>(schedule.ops.size())) {
-    throw InternalError("sim::simulate_op: op index " + std::to_string(op_index) + " is not an op of the schedule");
-  }
-  const PlacedOp& op = schedule.ops[static_cast<std::size_t>(op_index)];
+namespace {
+
+OpSimResult simulate_placed(const meshir::Schedule& schedule, const PlacedOp& op, const wafer::WaferParams& wafer,
+                            const SimOptions& options) {
   const MicroArch micro = options.micro ? *options.micro : microarch_for(wafer);
   PlanOptions plan_options;
   plan_options.full_region = options.full_region_when_small && op.used.w > 0 && op.used.h > 0 &&
@@ -275,6 +275,56 @@ OpSimResult simulate_op(const meshir::Schedule& schedule, int op_index, const wa
     }
   }
   return r;
+}
+
+}  // namespace
+
+OpSimResult simulate_op(const meshir::Schedule& schedule, int op_index, const wafer::WaferParams& wafer,
+                        const SimOptions& options) {
+  if (op_index < 0 || op_index >= static_cast<int>(schedule.ops.size())) {
+    throw InternalError("sim::simulate_op: op index " + std::to_string(op_index) + " is not an op of the schedule");
+  }
+  const PlacedOp& op = schedule.ops[static_cast<std::size_t>(op_index)];
+  const std::vector<std::int64_t>& rows = op.work.product_rows;
+  if (rows.empty()) return simulate_placed(schedule, op, wafer, options);
+  // A grouped GEMM whose experts have rows of their own: each distinct expert's MeshGEMM is
+  // simulated alone, and the op is their runs one after another (an expert with no rows is skipped).
+  OpSimResult out;
+  bool first = true;
+  for (std::size_t i = 0; i < rows.size();) {
+    std::size_t j = i;
+    while (j < rows.size() && rows[j] == rows[i]) ++j;
+    const auto count = static_cast<double>(j - i);
+    if (rows[i] > 0) {
+      PlacedOp one = op;
+      one.work.products = 1;
+      one.work.product_rows.clear();
+      one.work.m = rows[i];
+      one.work.flops = op.work.m > 0 ? static_cast<std::int64_t>(static_cast<double>(op.work.flops) *
+                                                                  static_cast<double>(rows[i]) / static_cast<double>(op.work.m))
+                                     : 0;
+      OpSimResult r = simulate_placed(schedule, one, wafer, options);
+      out.cycles += count * r.cycles;
+      out.sampling_error = std::max(out.sampling_error, r.sampling_error);
+      out.relays += r.relays;
+      out.events += r.events;
+      out.messages += r.messages;
+      out.wavelet_hops += r.wavelet_hops;
+      out.represented_messages += count * r.represented_messages;
+      out.represented_wavelet_hops += count * r.represented_wavelet_hops;
+      out.colours_max = std::max(out.colours_max, r.colours_max);
+      if (first) {  // the first expert's sample and trace stand for the op's
+        out.sample = r.sample;
+        out.mesh_w_pes = r.mesh_w_pes;
+        out.mesh_h_pes = r.mesh_h_pes;
+        out.spans = std::move(r.spans);
+        first = false;
+      }
+    }
+    i = j;
+  }
+  out.total_cycles = out.cycles;
+  return out;
 }
 
 SimResult simulate(const meshir::Schedule& schedule, const wafer::WaferParams& wafer, bool decode,

@@ -117,7 +117,7 @@ meshir::Schedule build_fullchip(const workload::Workload& w, const wafer::WaferP
   Schedule s = empty_schedule("fullchip", w, wafer);
   s.microbatches = microbatches;
   s.regions.push_back(largest_clean_rect(wafer));
-  meshir::Placer b(s, is_decode(w));
+  meshir::Placer b(s, is_decode(w), w.moe);
   for (const auto& layer : workload::split_requests(w, microbatches).layers) {
     b.place(tune.fuse ? workload::fuse_shared_inputs(layer, w.shape.phase) : layer, 0, s.regions[0], 0, tune);
   }
@@ -217,7 +217,7 @@ std::optional<meshir::Schedule> build_waferllm(const workload::Workload& w, cons
   Schedule s = empty_schedule("waferllm", w, wafer);
   s.microbatches = mb;
   s.regions.assign(slots.begin(), slots.begin() + regions);
-  meshir::Placer b(s, decode);
+  meshir::Placer b(s, decode, w.moe);
   for (std::size_t i = 0; i < per_batch.layers.size(); ++i) {
     const int r = region_of[i];
     b.place(per_batch.layers[i], r, s.regions[static_cast<std::size_t>(r)], r, {});
@@ -284,7 +284,7 @@ meshir::Schedule build_waferllm_layer_sample(const workload::Workload& w, const 
   Schedule s = empty_schedule("waferllm-layer", w, wafer);
   s.regions.push_back(Rect{0, 0, side, side});
   s.layer_scale = w.model.num_layers;
-  meshir::Placer b(s, is_decode(w));
+  meshir::Placer b(s, is_decode(w), w.moe);
   // The first decoder layer stands for all of them (skip the embedding and head layers).
   for (const auto& layer : w.layers) {
     if (layer.name.rfind("layer.", 0) == 0) {

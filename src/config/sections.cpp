@@ -117,7 +117,12 @@ const KeyTable<WorkloadAxes>& workload_keys() {
   using K = Keys<WorkloadAxes>;
   static const KeyTable<WorkloadAxes> t{
       K::number("moe_capacity_factor", &WorkloadAxes::moe_capacity_factor, 1.0, 1024.0, false, "",
-                "MoE: under an expert CUT a group of experts serves at most this × its mean share of the routed rows"),
+                "MoE: under an expert CUT a group of experts serves at most this × its expected rows (the busiest "
+                "batch's fluctuation)"),
+      K::number("moe_routing_skew", &WorkloadAxes::moe_routing_skew, 0.0, 8.0, false, "",
+                "MoE: Zipf exponent of the experts' loads, the e-th busiest expert's share ∝ (e + 1)^-skew, capped at "
+                "every token once; 0 is uniform routing. Prefill's grouped GEMMs run each expert on its own rows, and "
+                "an expert CUT places experts busiest first on the least loaded group"),
       K::flag("layer_subset", &WorkloadAxes::layer_subset,
               "a setting whose weights + KV cache exceed `layer_subset_max_fill` of the wafer SRAM runs as a layer "
               "subset (below)"),

@@ -70,19 +70,16 @@ meshir::OpWork heads_along_x(const PlacedOp& op) {
 // Per step, as WaferLLM's prefill kernel loops: for each of the Kt rows of the B tile, a k-iteration
 // (gemm_k_cycles) issuing Nt vector FMACs whose vectors run along the Mt tokens of the A tile. Tiles
 // are rounded up: the PE with the largest tile sets the step (WaferLLM's scripts round down because
-// they only run shapes that divide evenly). A grouped GEMM (`products` > 1: experts, each with its
-// own weights) runs that many MeshGEMMs one after another, each on its share of the rows: its own
-// alignment, ring of steps and k-loops over a tile of Mt = ceil(rows / products / h).
-OpCost meshgemm(const PlacedOp& op, const wafer::WaferParams& wafer, const CostParams& p, bool transposed) {
+// they only run shapes that divide evenly). One MeshGEMM of `rows` rows (unfinished).
+OpCost meshgemm_rows(const PlacedOp& op, const meshir::OpWork& work, std::int64_t rows, const wafer::WaferParams& wafer,
+                     const CostParams& p, bool transposed) {
   OpCost c;
-  const meshir::OpWork work = heads_along_x(op);
   const std::int64_t w = std::max<std::int64_t>(1, op.used.w);
   const std::int64_t h = std::max<std::int64_t>(1, op.used.h);
   const std::int64_t ring = std::max(w, h);
   const std::int64_t steps = std::max<std::int64_t>(1, std::min(ring, work.k));
   const double b = static_cast<double>(work.batch);
-  const std::int64_t products = std::max<std::int64_t>(1, work.products);
-  const std::int64_t tile_m = ceil_div(ceil_div(work.m, products), h);
+  const std::int64_t tile_m = ceil_div(rows, h);
   const std::int64_t tile_k = ceil_div(work.k, steps);
   const std::int64_t tile_n = ceil_div(work.n, w);
   const double kt = static_cast<double>(tile_k);
@@ -110,13 +107,42 @@ OpCost meshgemm(const PlacedOp& op, const wafer::WaferParams& wafer, const CostP
   c.link_cycles += skew_positions * static_cast<double>(detail::wavelets_for(a_bytes, wafer));
   c.hops = static_cast<std::int64_t>(2 * steps + 2 * static_cast<std::int64_t>(skew_positions));
   c.overhead_cycles = (s + skew_positions) * p.gemm_step_cycles;
-  if (products > 1) {
-    const double n = static_cast<double>(products);
-    c.compute_cycles *= n;
-    c.hop_cycles *= n;
-    c.link_cycles *= n;
-    c.overhead_cycles *= n;
-    c.hops *= products;
+  return c;
+}
+
+// `count` more runs of `one` in `c`.
+void add_runs(OpCost& c, const OpCost& one, std::int64_t count) {
+  const double n = static_cast<double>(count);
+  c.compute_cycles += n * one.compute_cycles;
+  c.hop_cycles += n * one.hop_cycles;
+  c.link_cycles += n * one.link_cycles;
+  c.overhead_cycles += n * one.overhead_cycles;
+  c.hops += count * one.hops;
+}
+
+// A grouped GEMM (`products` > 1: experts, each with its own weights) runs that many MeshGEMMs one
+// after another, each on its own rows (product_rows, else an even share): its own alignment, ring
+// of steps and k-loops over a tile of Mt = ceil(rows / h). An expert with no rows is skipped.
+OpCost meshgemm(const PlacedOp& op, const wafer::WaferParams& wafer, const CostParams& p, bool transposed) {
+  const meshir::OpWork work = heads_along_x(op);
+  const std::int64_t products = std::max<std::int64_t>(1, work.products);
+  OpCost c;
+  if (work.product_rows.empty()) {
+    c = meshgemm_rows(op, work, ceil_div(work.m, products), wafer, p, transposed);
+    if (products > 1) {
+      const OpCost one = c;
+      c = OpCost{};
+      add_runs(c, one, products);
+    }
+  } else {
+    // Runs of equal rows are costed once (an expert CUT's and the Zipf split's rows descend).
+    const auto& rows = work.product_rows;
+    for (std::size_t i = 0; i < rows.size();) {
+      std::size_t j = i;
+      while (j < rows.size() && rows[j] == rows[i]) ++j;
+      if (rows[i] > 0) add_runs(c, meshgemm_rows(op, work, rows[i], wafer, p, transposed), static_cast<std::int64_t>(j - i));
+      i = j;
+    }
   }
   finish(c);
   return c;

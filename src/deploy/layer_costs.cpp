@@ -11,13 +11,13 @@
 namespace wavel::deploy {
 
 ModelLayerCosts layer_costs(const workload::ModelSpec& model, const workload::WorkloadShape& shape,
-                            double moe_capacity_factor, const wafer::WaferParams& wafer, const cost::CostParams& params) {
+                            const workload::MoeRouting& moe, const wafer::WaferParams& wafer, const cost::CostParams& params) {
   ModelLayerCosts out;
   const workload::Workload whole = workload::build_workload(model, shape);
   workload::ModelSpec costed = model;
   costed.num_layers = std::min(model.num_layers, (model.moe ? model.moe->first_dense_layers : 0) + 1);
   workload::Workload w1 = workload::build_workload(costed, shape);
-  w1.moe_capacity_factor = moe_capacity_factor;
+  w1.moe = moe;
   const bool decode = shape.phase == workload::Phase::decode;
   const meshir::Schedule schedule = baselines::build_fullchip(w1, wafer);
   const cost::ScheduleCost cost = cost::evaluate(schedule, wafer, params, decode, shape.input_tokens);

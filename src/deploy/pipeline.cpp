@@ -30,14 +30,14 @@ std::string shift_layer(const std::string& name, std::int64_t delta) {
 }  // namespace
 
 PipelinePlan plan_pipeline(const workload::ModelSpec& model, const workload::WorkloadShape& shape, std::int64_t wafers,
-                           double moe_capacity_factor, const wafer::WaferParams& wafer, const cost::CostParams& params,
+                           const workload::MoeRouting& moe, const wafer::WaferParams& wafer, const cost::CostParams& params,
                            double max_fill) {
   const std::int64_t L = model.num_layers;
   if (wafers < 1 || wafers > L) {
     throw InputDataError(model.name + " has " + std::to_string(L) + " decoder layers: it cannot be split over " +
                          std::to_string(wafers) + " wafers (each needs at least one)");
   }
-  const ModelLayerCosts costs = layer_costs(model, shape, moe_capacity_factor, wafer, params);
+  const ModelLayerCosts costs = layer_costs(model, shape, moe, wafer, params);
   const auto& layer = costs.layers;  // embed, L decoder layers, head
   if (static_cast<std::int64_t>(layer.size()) != L + 2) throw InternalError("plan_pipeline: unexpected layer list");
   const double budget = max_fill * static_cast<double>(wafer.total_sram_data_bytes());
@@ -89,10 +89,10 @@ PipelinePlan plan_pipeline(const workload::ModelSpec& model, const workload::Wor
 }
 
 workload::Workload part_workload(const workload::ModelSpec& model, const workload::WorkloadShape& shape,
-                                 const StagePart& part, double moe_capacity_factor) {
+                                 const StagePart& part, const workload::MoeRouting& moe) {
   workload::Workload w =
       workload::stage_workload(model, shape, part.first_layer, part.layers, part.embedding, part.head);
-  w.moe_capacity_factor = moe_capacity_factor;
+  w.moe = moe;
   return w;
 }
 

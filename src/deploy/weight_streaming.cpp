@@ -24,11 +24,11 @@ std::string gigabytes(double bytes) {
 namespace {
 
 WeightStreaming stream(const workload::ModelSpec& model, const workload::WorkloadShape& shape,
-                       double moe_capacity_factor, const wafer::WaferParams& wafer, const cost::CostParams& params,
+                       const workload::MoeRouting& moe, const wafer::WaferParams& wafer, const cost::CostParams& params,
                        const wafer::ClusterParams& cluster) {
   WeightStreaming out;
   const workload::Workload whole = workload::build_workload(model, shape);
-  const ModelLayerCosts costs = layer_costs(model, shape, moe_capacity_factor, wafer, params);
+  const ModelLayerCosts costs = layer_costs(model, shape, moe, wafer, params);
   const bool decode = shape.phase == workload::Phase::decode;
   std::vector<StreamedLayer> layers;
   for (const auto& l : costs.layers) layers.push_back({static_cast<double>(l.param_bytes), l.compute_s});
@@ -64,10 +64,10 @@ WeightStreaming stream(const workload::ModelSpec& model, const workload::Workloa
 }  // namespace
 
 WeightStreaming weight_streaming(const workload::ModelSpec& model, const workload::WorkloadShape& shape,
-                                 double moe_capacity_factor, const wafer::WaferParams& wafer,
+                                 const workload::MoeRouting& moe, const wafer::WaferParams& wafer,
                                  const cost::CostParams& params, const wafer::ClusterParams& cluster) {
   try {
-    return stream(model, shape, moe_capacity_factor, wafer, params, cluster);
+    return stream(model, shape, moe, wafer, params, cluster);
   } catch (const Error& e) {
     // A shape the per-layer schedule cannot be built for makes this deployment n/a, not the setting.
     if (e.code() == ExitCode::internal) throw;

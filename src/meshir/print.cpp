@@ -56,6 +56,10 @@ std::string work_text(const OpWork& w) {
   // Written when set, so that schedules without them read back as before.
   if (w.fused != 1) out << ",fused:" << w.fused;
   if (w.products != 1) out << ",products:" << w.products;
+  if (!w.product_rows.empty()) {  // one count per product, '/' apart
+    out << ",product_rows:";
+    for (std::size_t i = 0; i < w.product_rows.size(); ++i) out << (i > 0 ? "/" : "") << w.product_rows[i];
+  }
   if (w.scalar_elements != 0 || w.scalar_instructions != 0 || w.scalar_divisions != 0) {
     out << ",scalar_elements:" << w.scalar_elements << ",scalar_instructions:" << w.scalar_instructions
         << ",scalar_divisions:" << w.scalar_divisions;

@@ -221,6 +221,19 @@ void Parser::layout(const Piece& piece, const std::string& key_path, Layout& out
 void Parser::work(const Piece& piece, const std::string& key_path, OpWork& out) {
   const int end = piece.column + static_cast<int>(piece.text.size());
   for (const auto& [key, value] : fields(split(piece, ','), ':', work_keys, key_path, end, optional_work_keys)) {
+    if (key == "product_rows") {
+      out.product_rows.clear();
+      for (const Piece& count : split(value, '/')) {
+        const auto rows = integer<std::int64_t>(count, key_path + "." + key);
+        if (!rows) break;
+        if (static_cast<std::int64_t>(out.product_rows.size()) >= kMaxProducts) {
+          error(count.column, key_path + "." + key, "more than " + std::to_string(kMaxProducts) + " products");
+          break;
+        }
+        out.product_rows.push_back(*rows);
+      }
+      continue;
+    }
     const auto v = integer<std::int64_t>(value, key_path + "." + key);
     if (!v) continue;
     if (key == "batch") out.batch = *v;

@@ -318,11 +318,28 @@ void Checker::check_op(std::size_t i) {
     op_error(i, "work.scalar_elements", "scalar_elements is " + std::to_string(op.work.scalar_elements) +
                                             ", expected 0 to 2^60");
   }
-  if (op.work.products < 1 || op.work.products > kMaxHeads) {
+  if (op.work.products < 1 || op.work.products > kMaxProducts) {
     op_error(i, "work.products", "products is " + std::to_string(op.work.products) + ", expected 1 to 2^20");
   } else if (op.work.products > 1 && !kernel_info(op.kernel).grouped_products) {
     op_error(i, "work.products", "only a " + kernels_that([](const KernelInfo& k) { return k.grouped_products; }) +
                                      " runs products one after another, this op is " + std::string(to_string(op.kernel)));
+  }
+  if (!op.work.product_rows.empty()) {
+    const auto& rows = op.work.product_rows;
+    std::int64_t sum = 0;
+    bool negative = false;
+    for (const std::int64_t r : rows) {
+      negative = negative || r < 0;
+      if (r >= 0) sum = r > kMaxWork ? kMaxWork + 1 : std::min(kMaxWork + 1, sum + r);  // no overflow
+    }
+    if (static_cast<std::int64_t>(rows.size()) != op.work.products) {
+      op_error(i, "work.product_rows", "gives " + std::to_string(rows.size()) + " products' rows, products is " +
+                                           std::to_string(op.work.products));
+    } else if (negative || sum != op.work.m) {
+      op_error(i, "work.product_rows", "each product's rows must be at least 0 and sum to m (" +
+                                           std::to_string(op.work.m) + "), they sum to " + std::to_string(sum) +
+                                           (negative ? " with a negative count" : ""));
+    }
   }
   if (op.work.fused < 1 || op.work.fused > kMaxHeads) {
     op_error(i, "work.fused", "fused is " + std::to_string(op.work.fused) + ", expected 1 to 2^20");

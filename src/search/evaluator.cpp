@@ -139,7 +139,7 @@ PlanEvaluator::Impl::Impl(const workload::Workload& w, const wafer::WaferParams&
                           const std::vector<std::int64_t>& expert_groups, TuneKinds kinds)
     : wafer(wf), params(p), decode(w.shape.phase == workload::Phase::decode), requests(w.shape.concurrent_requests),
       prompt_tokens(w.shape.input_tokens), microbatches(mb), layers_total(w.model.num_layers * w.layer_scale),
-      layer_scale(w.layer_scale), capacity_factor(w.moe_capacity_factor) {
+      layer_scale(w.layer_scale), routing(w.moe) {
   // One micro-batch's op graph; the KV cache of every request stays resident.
   blocks = split_blocks(workload::split_requests(w, mb));
   for (std::size_t i = 0; i < blocks.size(); ++i) {
@@ -209,7 +209,9 @@ void PlanEvaluator::Impl::share_tables(detail::BlockCostCache& cache) {
   for (const auto width : wafer.simd_widths) context << ' ' << width;
   context << " p";
   for (const auto& info : cost::param_registry()) context << ' ' << params.*(info.field);
-  context << (decode ? " decode " : " prefill ") << layer_scale << ' ' << capacity_factor << " t";
+  context << (decode ? " decode " : " prefill ") << layer_scale << ' ' << routing.capacity_factor;
+  if (routing.skew != 0) context << " skew " << routing.skew;  // absent at 0: caches written before it still match
+  context << " t";
   for (const auto& t : tunes) {
     context << ' ' << t.group_scale_x << ',' << t.group_scale_y << ',' << static_cast<int>(t.entry_features) << ','
             << t.expert_groups << (t.fuse ? ",f" : "") << (t.split_epilogues ? ",s" : "") << (t.concurrent_branches ? ",b" : "");
@@ -263,7 +265,7 @@ BlockCost PlanEvaluator::Impl::placed_cost(const workload::Layer& block, std::in
   s.regions = {rect};
   // Every op, a re-layout per input at most, and an expert CUT's copies: no regrowth while placing.
   s.ops.reserve(block.ops.size() * static_cast<std::size_t>(2 + std::max<std::int64_t>(1, t.expert_groups)));
-  meshir::Placer placer(s, decode, capacity_factor, /*named=*/false);
+  meshir::Placer placer(s, decode, routing, /*named=*/false);
   placer.place(block, 0, rect, 0, t);
   s.microbatches = 1;  // the block's own time, not a pipeline round
   s.concurrent_requests = 1;
@@ -384,7 +386,7 @@ Objectives PlanEvaluator::Impl::objectives(double pass, double bottleneck, std::
 
 meshir::Schedule PlanEvaluator::Impl::build(const std::vector<Leaf>& leaves) const {
   meshir::Schedule s = empty();
-  meshir::Placer placer(s, decode, capacity_factor);
+  meshir::Placer placer(s, decode, routing);
   for (std::size_t l = 0; l < leaves.size(); ++l) {
     const Leaf& leaf = leaves[l];
     s.regions.push_back(leaf.region);

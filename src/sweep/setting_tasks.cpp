@@ -186,7 +186,7 @@ LayerSubset choose_layer_subset(const config::Config& config, const config::Sett
 std::optional<deploy::PipelinePlan> setting_pipeline(const config::Config& config, const config::Setting& setting) {
   if (setting.wafers <= 1) return std::nullopt;
   return deploy::plan_pipeline(config.workloads.models.at(setting.model_index).spec, setting.shape, setting.wafers,
-                               config.workloads.moe_capacity_factor, config.wafer, config.cost.params,
+                               config.workloads.moe(), config.wafer, config.cost.params,
                                config.workloads.layer_subset_max_fill);
 }
 
@@ -195,7 +195,7 @@ std::vector<workload::Workload> setting_parts(const config::Config& config, cons
   std::vector<workload::Workload> parts;
   if (const auto plan = setting_pipeline(config, setting)) {
     for (const auto& part : plan->parts) {
-      parts.push_back(deploy::part_workload(model, setting.shape, part, config.workloads.moe_capacity_factor));
+      parts.push_back(deploy::part_workload(model, setting.shape, part, config.workloads.moe()));
     }
     return parts;
   }
@@ -203,7 +203,7 @@ std::vector<workload::Workload> setting_parts(const config::Config& config, cons
   workload::Workload w = workload::build_workload(subset.layers > 0 ? with_layers(model, subset.layers) : model,
                                                   setting.shape);
   w.layer_scale = subset.scale;
-  w.moe_capacity_factor = config.workloads.moe_capacity_factor;
+  w.moe = config.workloads.moe();
   parts.push_back(std::move(w));
   return parts;
 }
@@ -250,7 +250,7 @@ std::string run_baselines(const config::Config& config, const config::Setting& s
   SettingResult s = describe_setting(config, setting, subset);
   // Weight streaming is one system's deployment of the whole model: costed once per setting.
   if (part == 0) s.weight_streaming = deploy::weight_streaming(config.workloads.models.at(setting.model_index).spec, setting.shape,
-                                                config.workloads.moe_capacity_factor, config.wafer, config.cost.params,
+                                                config.workloads.moe(), config.wafer, config.cost.params,
                                                 config.cluster);
   const std::vector<std::int64_t> sides = detail::waferllm_sides(config);
   std::string fullchip_na, waferllm_na;
@@ -273,7 +273,7 @@ std::string run_baselines(const config::Config& config, const config::Setting& s
       if (model.num_layers % k != 0) continue;
       waferllm_w = workload::build_workload(with_layers(model, k), setting.shape);
       waferllm_w.layer_scale = model.num_layers / k;
-      waferllm_w.moe_capacity_factor = w.moe_capacity_factor;
+      waferllm_w.moe = w.moe;
       std::string why;
       waferllm = baselines::build_waferllm_tuned(waferllm_w, config.wafer, config.cost.params, sides, &why);
     }

@@ -544,7 +544,7 @@ Workload split_requests(const Workload& w, std::int64_t parts) {
   shape.concurrent_requests = requests / parts;
   Workload part = build_workload(w.model, shape);
   part.layer_scale = w.layer_scale;
-  part.moe_capacity_factor = w.moe_capacity_factor;
+  part.moe = w.moe;
   part.stage = w.stage;
   if (part.stage) keep_stage(part);
   part.kv_cache_bytes = 0;

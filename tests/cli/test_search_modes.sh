@@ -5,8 +5,8 @@
 # (search.seed_baselines: false) is at least as fast as both baselines in every setting, and bound and
 # incumbent pruning both fire; the space with fusion holds the space without (search.fusion: false):
 # every setting's best at least as fast, on tiny and the quickstart; on a tiny MoE with a shared expert
-# (one CUT level), pruned equals exhaustive and the space with concurrent branches holds the space
-# without (search.concurrent_branches: false).
+# (one CUT level), pruned equals exhaustive, also under skewed routing, and the space with concurrent
+# branches holds the space without (search.concurrent_branches: false).
 set -u
 exe=$1; src=$2; tmp=$3
 rm -rf "$tmp"; mkdir -p "$tmp"
@@ -35,6 +35,8 @@ moe=(--set "workloads.models=[$src/configs/models/tiny-shared-moe/config.json]" 
 run moe_pruned 1 "$src/configs/tiny.yaml" "${moe[@]}"
 run moe_exhaustive 1 "$src/configs/tiny.yaml" "${moe[@]}" --set search.exhaustive=true
 run moe_nobranches 1 "$src/configs/tiny.yaml" "${moe[@]}" --set search.concurrent_branches=false
+run moe_skew_pruned 1 "$src/configs/tiny.yaml" "${moe[@]}" --set workloads.moe_routing_skew=1.0
+run moe_skew_exhaustive 1 "$src/configs/tiny.yaml" "${moe[@]}" --set workloads.moe_routing_skew=1.0 --set search.exhaustive=true
 
 /usr/bin/python3 - "$tmp" <<'PY' || fail=1
 import csv, math, sys
@@ -49,7 +51,7 @@ def front(name):
         g = f["front"]
         return sorted(zip(g["setting_id"][:], g["tokens_per_s"][:], g["latency_s"][:], g["pes_used"][:]))
 for p, e in (("pruned", "exhaustive"), ("pruned4", "exhaustive4"), ("pruned_anchors", "exhaustive_anchors"),
-             ("moe_pruned", "moe_exhaustive")):
+             ("moe_pruned", "moe_exhaustive"), ("moe_skew_pruned", "moe_skew_exhaustive")):
     if front(p) != front(e):
         print(f"FAIL: {p} and {e} fronts differ"); ok = False
 def total(name, column):

@@ -42,7 +42,9 @@ struct WorkloadAxes {
   /// Settings listed one by one (model, phase, requests, lengths, wafers): when given, the sweep is
   /// these (on every hardware point) and the axes above are not used.
   std::vector<WorkloadCase> cases;
-  double moe_capacity_factor = workload::kDefaultMoeCapacityFactor;  ///< an expert group serves at most this x its mean share of routed rows
+  double moe_capacity_factor = workload::kDefaultMoeCapacityFactor;  ///< an expert group serves at most this x its expected rows
+  double moe_routing_skew = 0.0;      ///< Zipf exponent of the experts' loads (0: uniform)
+  [[nodiscard]] workload::MoeRouting moe() const { return {moe_capacity_factor, moe_routing_skew}; }
   bool layer_subset = true;           ///< a setting that does not fit runs as a labelled subset of layers
   double layer_subset_max_fill = 0.9; ///< fraction of wafer SRAM above which the subset method applies
   bool allow_unmodelled_keys = false; ///< run models whose config.json has keys that change the prediction

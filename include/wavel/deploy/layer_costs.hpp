@@ -33,6 +33,6 @@ struct ModelLayerCosts {
 /// one layer more (one of each kind) and the head are costed under `params` on a Full-Chip schedule;
 /// every layer of the model takes its kind's compute. Throws what build_workload throws.
 ModelLayerCosts layer_costs(const workload::ModelSpec& model, const workload::WorkloadShape& shape,
-                            double moe_capacity_factor, const wafer::WaferParams& wafer, const cost::CostParams& params);
+                            const workload::MoeRouting& moe, const wafer::WaferParams& wafer, const cost::CostParams& params);
 
 }  // namespace wavel::deploy

@@ -43,12 +43,12 @@ struct PipelinePlan {
 /// as infinitely slow. With no split that fits, the split balancing compute alone, fits = false.
 /// Throws wavel::InputDataError when the model has fewer decoder layers than wafers.
 PipelinePlan plan_pipeline(const workload::ModelSpec& model, const workload::WorkloadShape& shape, std::int64_t wafers,
-                           double moe_capacity_factor, const wafer::WaferParams& wafer, const cost::CostParams& params,
+                           const workload::MoeRouting& moe, const wafer::WaferParams& wafer, const cost::CostParams& params,
                            double max_fill);
 
 /// The workload of one part, with the config's MoE capacity factor.
 workload::Workload part_workload(const workload::ModelSpec& model, const workload::WorkloadShape& shape,
-                                 const StagePart& part, double moe_capacity_factor);
+                                 const StagePart& part, const workload::MoeRouting& moe);
 
 /// One schedule over the wafers of `plan`: `per_part[p]` is part p's single-wafer schedule (all with
 /// the same micro-batch count), placed on every wafer holding that part with its layers renamed to

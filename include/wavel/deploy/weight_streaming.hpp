@@ -39,7 +39,7 @@ struct WeightStreaming {
 /// follows weight_streaming_step_s. Not placed when the weights exceed the external memory or the
 /// resident bytes (weight_streaming_sram_bytes) exceed the wafer's SRAM.
 WeightStreaming weight_streaming(const workload::ModelSpec& model, const workload::WorkloadShape& shape,
-                                 double moe_capacity_factor, const wafer::WaferParams& wafer,
+                                 const workload::MoeRouting& moe, const wafer::WaferParams& wafer,
                                  const cost::CostParams& params, const wafer::ClusterParams& cluster);
 
 }  // namespace wavel::deploy

@@ -68,11 +68,11 @@ OpWork work_of(const workload::Op& op);
 /// Appends ops to a schedule one step at a time, carrying the activation from block to block.
 class Placer {
  public:
-  /// `capacity_factor`: an expert group serves at most this many times its mean share of routed rows.
+  /// `routing`: how the routed rows spread over experts and expert groups (workload::MoeRouting).
   /// `named`: false leaves op names empty, for a schedule that is only costed (the search's block
   /// table builds millions; a name is most of an op's heap allocations).
-  Placer(Schedule& schedule, bool decode, double capacity_factor = 1.0, bool named = true)
-      : s_(schedule), decode_(decode), capacity_factor_(capacity_factor), named_(named) {}
+  Placer(Schedule& schedule, bool decode, workload::MoeRouting routing = {1.0, 0.0}, bool named = true)
+      : s_(schedule), decode_(decode), routing_(routing), named_(named) {}
 
   /// Places every op of `block` on region `region` (its `used` sub-rectangle), as pipeline `stage`.
   /// If the incoming activation lives in another region, a transfer is placed first; inside a region,
@@ -100,7 +100,7 @@ class Placer {
 
   Schedule& s_;
   bool decode_;
-  double capacity_factor_ = 1.0;
+  workload::MoeRouting routing_;
   bool named_ = true;
   int next_step_ = 0;
   int block_input_ = -1;

@@ -97,11 +97,16 @@ struct Layout {
   }
 };
 
+/// The most products a grouped GEMM may run (the verifier's and the text parser's bound).
+inline constexpr std::int64_t kMaxProducts = std::int64_t{1} << 20;
+
 /// Workload figures an op carries from the op graph (workload::Op), and how MeshIR runs them.
 struct OpWork : workload::OpFigures {
   /// meshgemm: products run one after another on the region, each with its own weights (a grouped
-  /// GEMM over experts: every PE holds a slice of each); the m rows are split evenly over them.
+  /// GEMM over experts: every PE holds a slice of each); the m rows are split evenly over them...
   std::int64_t products = 1;
+  /// ... unless given here: each product's rows (one per product, summing to m; skewed routing).
+  std::vector<std::int64_t> product_rows;
 };
 
 /// One op placed in a region with its layout and kernel.

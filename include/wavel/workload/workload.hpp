@@ -11,6 +11,7 @@
 #include "wavel/wafer/simd.hpp"
 #include "wavel/workload/figures.hpp"
 #include "wavel/workload/model.hpp"
+#include "wavel/workload/routing.hpp"
 
 namespace wavel::workload {
 
@@ -91,9 +92,6 @@ struct WorkloadShape {
   std::int64_t output_tokens = 0;
 };
 
-/// workloads.moe_capacity_factor when the config gives none.
-inline constexpr double kDefaultMoeCapacityFactor = 1.25;
-
 /// All layers of one setting plus totals.
 struct Workload {
   ModelSpec model;
@@ -105,7 +103,7 @@ struct Workload {
   std::int64_t flops = 0;              ///< one step: one decode token for every request, or the whole prompt
   std::int64_t param_bytes = 0;
   std::int64_t kv_cache_bytes = 0;
-  double moe_capacity_factor = kDefaultMoeCapacityFactor;  ///< an expert group serves at most this x its mean share of routed rows
+  MoeRouting moe;                      ///< how routed rows spread over experts (capacity factor, skew)
   std::int64_t layer_scale = 1;        ///< >1: a layer subset (model.num_layers layers) stands for this x as many
   /// The part of a model one wafer of a pipeline holds (see stage_workload); none: the whole model.
   struct Stage {
@@ -122,7 +120,7 @@ Workload build_workload(const ModelSpec& model, const WorkloadShape& shape);
 
 /// The op graph of one of `parts` equal micro-batches of `w`'s requests (parts must divide them):
 /// ops work on requests / parts requests, while the KV cache of every request stays resident, so
-/// cache bytes are exactly `parts` times the part's. layer_scale and the MoE capacity factor carry
+/// cache bytes are exactly `parts` times the part's. layer_scale and the MoE routing carry
 /// over. Throws wavel::InternalError if parts does not divide the requests.
 Workload split_requests(const Workload& w, std::int64_t parts);
 

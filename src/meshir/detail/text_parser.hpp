@@ -45,7 +45,7 @@ inline const std::vector<std::string> work_keys{"batch", "m", "k", "n", "flops",
 // A vector instruction mix is one optional key per form of wafer::vector_forms(): "vec_" + its name.
 inline const std::string vector_key_prefix = "vec_";
 inline const std::vector<std::string> optional_work_keys = [] {
-  std::vector<std::string> keys{"fused", "products", "scalar_elements", "scalar_instructions", "scalar_divisions"};
+  std::vector<std::string> keys{"fused", "products", "product_rows", "scalar_elements", "scalar_instructions", "scalar_divisions"};
   for (const auto& f : wafer::vector_forms()) keys.push_back(vector_key_prefix + std::string(f.name));
   return keys;
 }();

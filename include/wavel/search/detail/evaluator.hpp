@@ -202,7 +202,7 @@ struct PlanEvaluator::Impl {
   std::int64_t microbatches = 1;
   std::int64_t layers_total = 0;
   std::int64_t layer_scale = 1;
-  double capacity_factor = 1.0;
+  workload::MoeRouting routing{1.0, 0.0};
   std::vector<Block> blocks;
   std::vector<workload::Layer> fused_blocks;  ///< blocks[i].ops with workload::fuse_shared_inputs, when fusing
   std::vector<double> block_scale;  ///< layer_scale for decoder blocks, 1 for embedding and head

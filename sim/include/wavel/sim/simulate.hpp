@@ -80,7 +80,8 @@ NetworkConfig network_config(const KernelPlan& plan, const MicroArch& micro, con
 /// Simulates op `op_index` of `schedule` on its own (no colour switch, no other op's contention).
 /// By default a seeded sample of its lines is simulated (SampleRecord says which and how it scales);
 /// with full_region_when_small, the whole used rectangle when it has at most full_region_max_pes PEs.
-/// Throws wavel::InternalError for a bad index, wavel::DataError when a mover names no region, and
+/// A grouped GEMM with product_rows is each distinct expert's MeshGEMM simulated alone, run after
+/// run (the first expert's sample stands for the op's). Throws wavel::InternalError for a bad index, wavel::DataError when a mover names no region, and
 /// std::domain_error for sizes the simulator cannot hold.
 OpSimResult simulate_op(const meshir::Schedule& schedule, int op_index, const wafer::WaferParams& wafer,
                         const SimOptions& options);

@@ -1,0 +1,107 @@
+// Routed rows over experts (a Zipf skew, capped by the tokens) and experts over an expert CUT's groups.
+#include "wavel/workload/routing.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include "wavel/common/error.hpp"
+
+namespace wavel::workload {
+
+std::vector<std::int64_t> split_in_proportion(std::int64_t total, const std::vector<std::int64_t>& weights) {
+  std::vector<std::int64_t> out(weights.size(), 0);
+  const double sum = static_cast<double>(std::accumulate(weights.begin(), weights.end(), std::int64_t{0}));
+  if (weights.empty() || total <= 0) return out;
+  std::vector<double> exact(weights.size());
+  for (std::size_t i = 0; i < weights.size(); ++i) {
+    exact[i] = sum > 0 ? static_cast<double>(total) * static_cast<double>(weights[i]) / sum
+                       : static_cast<double>(total) / static_cast<double>(weights.size());
+  }
+  std::vector<std::int64_t> floors(exact.size());
+  std::int64_t given = 0;
+  for (std::size_t i = 0; i < exact.size(); ++i) {
+    floors[i] = static_cast<std::int64_t>(std::floor(exact[i]));
+    given += floors[i];
+  }
+  std::vector<std::size_t> order(exact.size());
+  std::iota(order.begin(), order.end(), std::size_t{0});
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    return exact[a] - static_cast<double>(floors[a]) > exact[b] - static_cast<double>(floors[b]);
+  });
+  for (std::size_t i = 0; i < exact.size(); ++i) out[i] = floors[i];
+  for (std::size_t j = 0; given < total && j < order.size(); ++j, ++given) ++out[order[j]];
+  return out;
+}
+
+std::vector<std::int64_t> expert_rows(const MoeRouting& routing, std::int64_t experts, std::int64_t routed,
+                                      std::int64_t tokens) {
+  if (experts < 1 || routed < 0 || tokens < 0) throw InternalError("workload::expert_rows: negative sizes");
+  const auto e = static_cast<std::size_t>(experts);
+  // Water-filling: Zipf weights, an expert at the cap keeps the cap and the rest share what is left.
+  std::vector<double> weight(e), share(e, 0.0);
+  for (std::size_t i = 0; i < e; ++i) weight[i] = std::pow(static_cast<double>(i + 1), -routing.skew);
+  std::vector<bool> capped(e, false);
+  double left = static_cast<double>(routed);
+  const double cap = static_cast<double>(tokens);
+  for (bool again = true; again;) {
+    again = false;
+    double free_weight = 0;
+    for (std::size_t i = 0; i < e; ++i) free_weight += capped[i] ? 0.0 : weight[i];
+    for (std::size_t i = 0; i < e; ++i) {
+      if (capped[i]) continue;
+      share[i] = free_weight > 0 ? left * weight[i] / free_weight : 0.0;
+      if (share[i] > cap) {
+        capped[i] = true;
+        share[i] = cap;
+        left -= cap;
+        again = true;
+        break;  // the shares of the rest change: recompute them
+      }
+    }
+  }
+  // Integers summing to routed, busiest first (the shares descend, so ties go to the busier).
+  std::vector<std::int64_t> out(e);
+  std::int64_t given = 0;
+  for (std::size_t i = 0; i < e; ++i) {
+    out[i] = std::min<std::int64_t>(tokens, static_cast<std::int64_t>(std::floor(share[i] + 1e-9)));
+    given += out[i];
+  }
+  std::vector<std::size_t> order(e);
+  std::iota(order.begin(), order.end(), std::size_t{0});
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    return share[a] - static_cast<double>(out[a]) > share[b] - static_cast<double>(out[b]);
+  });
+  for (std::size_t pass = 0; given < routed && pass < 2; ++pass) {
+    for (std::size_t j = 0; j < e && given < routed; ++j) {
+      if (out[order[j]] < tokens) {
+        ++out[order[j]];
+        ++given;
+      }
+    }
+  }
+  return out;
+}
+
+std::vector<std::vector<std::int64_t>> balance_groups(const std::vector<std::int64_t>& rows, std::int64_t groups) {
+  const auto g = static_cast<std::size_t>(std::max<std::int64_t>(1, groups));
+  const std::size_t e = rows.size();
+  std::vector<std::vector<std::int64_t>> out(g);
+  std::vector<std::int64_t> load(g, 0);
+  std::vector<std::size_t> order(e);
+  std::iota(order.begin(), order.end(), std::size_t{0});
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return rows[a] > rows[b]; });
+  for (const std::size_t x : order) {
+    std::size_t best = g;
+    for (std::size_t k = 0; k < g; ++k) {
+      const std::size_t room = e / g + (k < e % g ? 1 : 0);
+      if (out[k].size() >= room) continue;
+      if (best == g || load[k] < load[best]) best = k;
+    }
+    out[best].push_back(static_cast<std::int64_t>(x));
+    load[best] += rows[x];
+  }
+  return out;
+}
+
+}  // namespace wavel::workload
