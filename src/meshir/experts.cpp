@@ -72,16 +72,17 @@ int Placer::place_experts(const workload::Layer& block, std::size_t dispatch, st
     return static_cast<std::int64_t>(std::ceil(static_cast<double>(bytes) * static_cast<double>(distinct[g]) /
                                                 static_cast<double>(routed)));
   };
+  // A figure of all routed rows scaled to group g's.
+  const auto scale = [&](std::int64_t v, std::size_t g) {
+    return static_cast<std::int64_t>(std::ceil(static_cast<double>(v) * static_cast<double>(rows[g]) / static_cast<double>(routed)));
+  };
   // Work of group g's share of an op over its routed rows and experts / groups experts.
   const auto share = [&](const workload::Op& op, std::size_t g) {
     workload::Op o = op;
-    const auto scale = [&](std::int64_t v) {
-      return static_cast<std::int64_t>(std::ceil(static_cast<double>(v) * static_cast<double>(rows[g]) / static_cast<double>(routed)));
-    };
     o.m = rows[g];  // every op of the section works on the routed rows
-    o.flops = scale(op.flops);
-    o.input_bytes = scale(op.input_bytes);
-    o.output_bytes = op.kind == OpKind::moe_combine ? op.output_bytes : scale(op.output_bytes);
+    o.flops = scale(op.flops, g);
+    o.input_bytes = scale(op.input_bytes, g);
+    o.output_bytes = op.kind == OpKind::moe_combine ? op.output_bytes : scale(op.output_bytes, g);
     o.weight_bytes = op.weight_bytes / groups;
     if (op.experts > 0) o.experts = std::max<std::int64_t>(1, op.experts / groups);  // the strip's experts
     return o;
@@ -95,7 +96,7 @@ int Placer::place_experts(const workload::Layer& block, std::size_t dispatch, st
     double group_flops = 0, branch_flops = 0;  // the busiest group's
     for (std::size_t g = 0; g < group_count; ++g) {
       double flops = 0;
-      for (std::size_t k = dispatch + 1; k < combine; ++k) flops += static_cast<double>(share(block.ops[k], g).flops);
+      for (std::size_t k = dispatch + 1; k < combine; ++k) flops += static_cast<double>(scale(block.ops[k].flops, g));
       group_flops = std::max(group_flops, flops);
     }
     for (const std::size_t j : branch) branch_flops += static_cast<double>(block.ops[j].flops);
