@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Runs the quickstart config at 1, 2 and 4 ranks (4 oversubscribed), with 2, 1 and 2 threads per rank:
+# Runs the quickstart config at 1, 2 and 4 ranks (4 oversubscribed), with 2, 1 and 2 threads per rank
+# (and a tiny MoE under skewed routing at 1, 2 and 4):
 # the tables and CSV must be identical byte for byte, and every rank must have done work. Without the
 # SRAM-derived root boundaries (cli_end_to_end runs the full config once): the distribution under test
 # is the same, the runs take ~40 % less CI time.
@@ -31,6 +32,20 @@ done
 grep -q "pipeline" "$tmp/pipe1/summary.csv" || { echo "FAIL: no pipeline deployment in summary.csv"; fail=1; }
 cmp -s "$tmp/pipe1/summary.csv" "$tmp/pipe3/summary.csv" || { echo "FAIL: pipeline summary.csv differs at 3 ranks"; fail=1; }
 cmp -s "$tmp/pipe1.dump" "$tmp/pipe3.dump" || { echo "FAIL: pipeline results differ at 3 ranks"; diff "$tmp/pipe1.dump" "$tmp/pipe3.dump" | head; fail=1; }
+# MoE under skewed routing (expert CUTs, the shared experts beside them, experts on their own rows):
+# the same at 1, 2 and 4 ranks.
+for np in 1 2 4; do
+  OMP_NUM_THREADS=1 "$mpiexec" -n $np --oversubscribe --bind-to none "$exe" "$src/configs/tiny.yaml" \
+    --set "workloads.models=[$src/configs/models/tiny-shared-moe/config.json]" --set 'search.expert_groups=[1, 2]' \
+    --set search.max_cut_depth=1 --set workloads.moe_routing_skew=1.0 --output "$tmp/moe$np" >"$tmp/moe$np.log" 2>&1 \
+    || { echo "FAIL: MoE run at $np ranks"; cat "$tmp/moe$np.log"; exit 1; }
+  for g in settings front schedules sim_pairs; do h5dump -g /$g "$tmp/moe$np/results.h5"; done | grep -v '^HDF5 "' >"$tmp/moe$np.dump"
+done
+grep -q "product_rows" "$tmp/moe1.dump" || { echo "FAIL: no expert on its own rows in the MoE schedules"; fail=1; }
+for np in 2 4; do
+  cmp -s "$tmp/moe1/summary.csv" "$tmp/moe$np/summary.csv" || { echo "FAIL: MoE summary.csv differs at $np ranks"; fail=1; }
+  cmp -s "$tmp/moe1.dump" "$tmp/moe$np.dump" || { echo "FAIL: MoE results differ at $np ranks"; diff "$tmp/moe1.dump" "$tmp/moe$np.dump" | head; fail=1; }
+done
 # A hardware what-if (one key at a time, a random defect map, a pipeline case): the same at 1 and 3 ranks.
 cat >"$tmp/whatif.yaml" <<EOF
 wafer:
@@ -56,5 +71,5 @@ for f in summary.csv sensitivity.csv; do
   cmp -s "$tmp/whatif1/$f" "$tmp/whatif3/$f" || { echo "FAIL: what-if $f differs at 3 ranks"; fail=1; }
 done
 cmp -s "$tmp/whatif1.dump" "$tmp/whatif3.dump" || { echo "FAIL: what-if results differ at 3 ranks"; diff "$tmp/whatif1.dump" "$tmp/whatif3.dump" | head; fail=1; }
-[ $fail = 0 ] && echo "ok: identical results at 1, 2 and 4 ranks (pipelines and a hardware what-if: 1 and 3)"
+[ $fail = 0 ] && echo "ok: identical results at 1, 2 and 4 ranks (a skewed MoE too; pipelines and a hardware what-if: 1 and 3)"
 exit $fail
