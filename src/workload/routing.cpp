@@ -38,28 +38,22 @@ std::vector<std::int64_t> expert_rows(const MoeRouting& routing, std::int64_t ex
                                       std::int64_t tokens) {
   if (experts < 1 || routed < 0 || tokens < 0) throw InternalError("workload::expert_rows: negative sizes");
   const auto e = static_cast<std::size_t>(experts);
-  // Water-filling: Zipf weights, an expert at the cap keeps the cap and the rest share what is left.
-  std::vector<double> weight(e), share(e, 0.0);
+  // The cap holds every row even when the tokens could not (a routed count that is no multiple of them).
+  tokens = std::max(tokens, (routed + experts - 1) / experts);
+  // Water-filling in one pass: the weights descend, so the capped experts are a prefix; expert k is
+  // capped when its share of what the uncapped ones take exceeds the cap.
+  std::vector<double> weight(e), suffix(e + 1, 0.0), share(e, 0.0);
   for (std::size_t i = 0; i < e; ++i) weight[i] = std::pow(static_cast<double>(i + 1), -routing.skew);
-  std::vector<bool> capped(e, false);
-  double left = static_cast<double>(routed);
+  for (std::size_t i = e; i-- > 0;) suffix[i] = suffix[i + 1] + weight[i];
   const double cap = static_cast<double>(tokens);
-  for (bool again = true; again;) {
-    again = false;
-    double free_weight = 0;
-    for (std::size_t i = 0; i < e; ++i) free_weight += capped[i] ? 0.0 : weight[i];
-    for (std::size_t i = 0; i < e; ++i) {
-      if (capped[i]) continue;
-      share[i] = free_weight > 0 ? left * weight[i] / free_weight : 0.0;
-      if (share[i] > cap) {
-        capped[i] = true;
-        share[i] = cap;
-        left -= cap;
-        again = true;
-        break;  // the shares of the rest change: recompute them
-      }
-    }
+  std::size_t capped = 0;
+  while (capped < e) {
+    const double left = static_cast<double>(routed) - cap * static_cast<double>(capped);
+    if (left * weight[capped] / suffix[capped] <= cap) break;
+    share[capped++] = cap;
   }
+  const double left = static_cast<double>(routed) - cap * static_cast<double>(capped);
+  for (std::size_t i = capped; i < e; ++i) share[i] = suffix[capped] > 0 ? left * weight[i] / suffix[capped] : 0.0;
   // Integers summing to routed, busiest first (the shares descend, so ties go to the busier).
   std::vector<std::int64_t> out(e);
   std::int64_t given = 0;

@@ -20,10 +20,11 @@ struct MoeRouting {
 };
 
 /// Rows of each of `experts` experts (busiest first) out of `routed` rows of `tokens` tokens, each
-/// token routed to distinct experts, so no expert takes more than `tokens`: the Zipf shares with the
-/// excess of capped experts spread over the others in proportion, rounded to integers that sum to
-/// `routed` (largest remainders, ties to the busier expert). Uniform routing gives every expert
-/// routed / experts, the first routed % experts one more.
+/// token routed to distinct experts, so no expert takes more than `tokens` (or routed / experts,
+/// rounded up, if that is more): the Zipf shares with the excess of capped experts spread over the
+/// others in proportion (one pass: the capped experts are the busiest), rounded to integers that
+/// sum to `routed` (largest remainders, ties to the busier expert). Uniform routing gives every
+/// expert routed / experts, the first routed % experts one more. O(experts log experts).
 std::vector<std::int64_t> expert_rows(const MoeRouting& routing, std::int64_t experts, std::int64_t routed,
                                       std::int64_t tokens);
 
