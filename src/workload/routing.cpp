@@ -3,7 +3,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <numeric>
+#include <queue>
+#include <utility>
 
 #include "wavel/common/error.hpp"
 
@@ -85,15 +88,18 @@ std::vector<std::vector<std::int64_t>> balance_groups(const std::vector<std::int
   std::vector<std::size_t> order(e);
   std::iota(order.begin(), order.end(), std::size_t{0});
   std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return rows[a] > rows[b]; });
+  // Groups with room in a min-heap by (load, index): O(experts log groups).
+  using Entry = std::pair<std::int64_t, std::size_t>;
+  std::priority_queue<Entry, std::vector<Entry>, std::greater<>> open;
+  for (std::size_t k = 0; k < g; ++k) {
+    if (e / g + (k < e % g ? 1 : 0) > 0) open.emplace(0, k);
+  }
   for (const std::size_t x : order) {
-    std::size_t best = g;
-    for (std::size_t k = 0; k < g; ++k) {
-      const std::size_t room = e / g + (k < e % g ? 1 : 0);
-      if (out[k].size() >= room) continue;
-      if (best == g || load[k] < load[best]) best = k;
-    }
+    const auto [was, best] = open.top();
+    open.pop();
     out[best].push_back(static_cast<std::int64_t>(x));
-    load[best] += rows[x];
+    load[best] = was + rows[x];
+    if (out[best].size() < e / g + (best < e % g ? 1 : 0)) open.emplace(load[best], best);
   }
   return out;
 }
