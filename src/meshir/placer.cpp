@@ -16,7 +16,6 @@ namespace {
 using workload::OpKind;
 using namespace detail;
 
-
 Kernel kernel_for(OpKind kind, bool decode) {
   switch (kind) {
     case OpKind::embedding: return Kernel::lookup;
