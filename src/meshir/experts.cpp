@@ -89,8 +89,8 @@ int Placer::place_experts(const workload::Layer& block, std::size_t dispatch, st
   };
   const bool along_x = used.w >= used.h;
   const std::int64_t side = along_x ? used.w : used.h;
-  // Strip widths: the branch's share of the side is its share of the FLOPs (one group's against the
-  // branch's) over tune.branch_narrowing, at least one PE, leaving one per group.
+  // Strip widths: the branch's share of the side is its share of the FLOPs (the busiest group's
+  // against the branch's) over tune.branch_narrowing, at least one PE, leaving one per group.
   std::int64_t beside = 0;
   if (!branch.empty()) {
     double group_flops = 0, branch_flops = 0;  // the busiest group's
@@ -107,10 +107,13 @@ int Placer::place_experts(const workload::Layer& block, std::size_t dispatch, st
   }
   const std::int64_t lanes = groups + (branch.empty() ? 0 : 1);
   const std::int64_t branch_lane = branch.empty() ? -1 : groups / 2;
+  const auto group_at = [&](std::int64_t lane) {  // the routed group of a lane (not the branch's)
+    return static_cast<std::size_t>(lane - (branch_lane >= 0 && lane > branch_lane ? 1 : 0));
+  };
   std::vector<int> strips;
   std::vector<Rect> rects;
   for (std::int64_t lane = 0, lo = 0; lane < lanes; ++lane) {
-    const std::int64_t g = lane - (branch_lane >= 0 && lane > branch_lane ? 1 : 0);  // routed group
+    const auto g = static_cast<std::int64_t>(group_at(lane));
     const std::int64_t hi = lane == branch_lane ? lo + beside
                             : branch_lane >= 0 && lane < branch_lane
                                 ? (side - beside) * (g + 1) / groups
@@ -122,9 +125,6 @@ int Placer::place_experts(const workload::Layer& block, std::size_t dispatch, st
     lo = hi;
   }
   const auto entry_layout = [&](const Rect& r) { return decode_ ? features_on(tune.entry_features, r) : prefill_layout(r); };
-  const auto group_at = [&](std::int64_t lane) {  // the routed group of a lane (not the branch's)
-    return static_cast<std::size_t>(lane - (branch_lane >= 0 && lane > branch_lane ? 1 : 0));
-  };
   const auto lane_name = [&](const workload::Op& op, std::int64_t lane) {
     if (!named_) return std::string();
     if (lane == branch_lane) return block.name + "." + op.name + ".beside";
