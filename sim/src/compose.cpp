@@ -69,7 +69,11 @@ Pipeline run_pipeline(const meshir::Schedule& schedule, const std::vector<double
   }
   for (double b : stage_busy) out.bottleneck_stage_cycles = std::max(out.bottleneck_stage_cycles, b);
 
-  const auto mb = static_cast<std::size_t>(std::max<std::int64_t>(1, schedule.microbatches));
+  // Prefill: each micro-batch's prompts enter as `chunks` units one after another (one unit each
+  // without chunking); a unit is one chunk of one micro-batch.
+  const auto groups = static_cast<std::size_t>(std::max<std::int64_t>(1, schedule.microbatches));
+  const auto chunks = decode ? std::size_t{1} : static_cast<std::size_t>(std::max<std::int64_t>(1, schedule.prompt_chunks));
+  const std::size_t mb = groups * chunks;
   const int passes = decode ? std::max(2, rounds) : 1;
   std::vector<double> stage_free(stage_index.size(), 0.0);
   std::vector<double> ready(mb, 0.0);          // when each micro-batch may start its next step
@@ -96,12 +100,11 @@ Pipeline run_pipeline(const meshir::Schedule& schedule, const std::vector<double
     out.tokens_per_s = period > 0 ? requests / out.latency_s : 0.0;
     out.tpr_tokens_per_s = period > 0 ? 1.0 / out.latency_s : 0.0;
   } else {
+    // A micro-batch's first tokens come with its last chunk.
     double sum = 0, last = 0;
-    for (double e : pass_end) {
-      sum += e;
-      last = std::max(last, e);
-    }
-    out.latency_s = sum / static_cast<double>(mb) / clock_hz;
+    for (std::size_t g = 0; g < groups; ++g) sum += pass_end[g * chunks + chunks - 1];
+    for (double e : pass_end) last = std::max(last, e);
+    out.latency_s = sum / static_cast<double>(groups) / clock_hz;
     const double tokens = static_cast<double>(std::max<std::int64_t>(1, prompt_tokens));
     out.tokens_per_s = last > 0 ? tokens * requests / (last / clock_hz) : 0.0;
     out.tpr_tokens_per_s = last > 0 ? tokens / out.latency_s : 0.0;

@@ -288,6 +288,11 @@ const KeyTable<SearchConfig>& search_keys() {
       K::integers("expert_groups", &S::expert_groups, 1, 4096, false, "strips",
                   "MoE: the expert CUT of a leaf into this many strips of experts (only counts that divide the "
                   "expert count); `[1]` turns it off"),
+      K::integers("prompt_chunks", &S::prompt_chunks, 1, 4096, false, "chunks",
+                  "prefill: also try each prompt split into this many equal token chunks pipelined through the stages "
+                  "(chunked prefill; only counts that divide input_tokens). The default `[1]` keeps prompts whole: "
+                  "with WaferLLM's MeshGEMM a chunk costs a PE about as many instructions as the whole prompt, so "
+                  "chunks never paid on the bundled settings (see [Search](search.md))"),
       K::flag("fusion", &S::fusion,
               "TUNE may fuse operators that read one input (prefill Q/K/V and gate/up, MLA's down-projections; see "
               "[Search](search.md)); `false`: the space without it"),

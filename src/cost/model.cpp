@@ -524,15 +524,18 @@ Composition compose(const meshir::Schedule& schedule, const std::vector<double>&
   double bottleneck = 0.0;
   for (const double cycles : stage_cycles) bottleneck = std::max(bottleneck, cycles);
   for (const double cycles : link_max) bottleneck = std::max(bottleneck, cycles);
-  return pipeline(pass, bottleneck, schedule.microbatches, schedule.concurrent_requests, clock_hz, decode, prompt_tokens);
+  return pipeline(pass, bottleneck, schedule.microbatches, schedule.prompt_chunks, schedule.concurrent_requests, clock_hz,
+                  decode, prompt_tokens);
 }
 
 Composition pipeline(double pass_cycles, double bottleneck_stage_cycles, std::int64_t microbatches,
-                     std::int64_t concurrent_requests, double clock_hz, bool decode, std::int64_t prompt_tokens) {
+                     std::int64_t prompt_chunks, std::int64_t concurrent_requests, double clock_hz, bool decode,
+                     std::int64_t prompt_tokens) {
   Composition out;
   out.pass_cycles = pass_cycles;
   out.bottleneck_stage_cycles = bottleneck_stage_cycles;
   const double mb = static_cast<double>(std::max<std::int64_t>(1, microbatches));
+  const double chunks = static_cast<double>(std::max<std::int64_t>(1, prompt_chunks));
   const double requests = static_cast<double>(std::max<std::int64_t>(1, concurrent_requests));
   if (decode) {
     // Micro-batches pipeline through the stages: a round takes the longer of one full pass and
@@ -542,11 +545,12 @@ Composition pipeline(double pass_cycles, double bottleneck_stage_cycles, std::in
     out.tokens_per_s = requests / out.latency_s;
     out.tpr_tokens_per_s = 1.0 / out.latency_s;
   } else {
-    // Prompts arrive together and stream through the stages one micro-batch after another: the
-    // last finishes after one pass plus (microbatches - 1) turns of the slowest stage; TTFT is
-    // the mean over micro-batches.
-    const double total = out.pass_cycles + (mb - 1.0) * out.bottleneck_stage_cycles;
-    const double mean_ttft = out.pass_cycles + (mb - 1.0) / 2.0 * out.bottleneck_stage_cycles;
+    // Prompts arrive together and stream through the stages one chunk of one micro-batch after
+    // another: the last of the mb x chunks units finishes after one pass plus (units - 1) turns of the
+    // slowest stage; micro-batch j's first token comes with its last chunk, unit (j + 1) chunks - 1,
+    // and TTFT is the mean over micro-batches.
+    const double total = out.pass_cycles + (mb * chunks - 1.0) * out.bottleneck_stage_cycles;
+    const double mean_ttft = out.pass_cycles + (chunks * (mb + 1.0) / 2.0 - 1.0) * out.bottleneck_stage_cycles;
     out.latency_s = mean_ttft / clock_hz;
     out.tokens_per_s = static_cast<double>(prompt_tokens) * requests / (total / clock_hz);
     out.tpr_tokens_per_s = static_cast<double>(prompt_tokens) / out.latency_s;

@@ -108,6 +108,7 @@ meshir::Schedule join_stages(const PipelinePlan& plan, const std::vector<const m
   meshir::Schedule out = meshir::empty_like(name, head);
   out.concurrent_requests = head.concurrent_requests;
   out.microbatches = head.microbatches;
+  out.prompt_chunks = head.prompt_chunks;
   out.layers_total = layers_total;
   out.wafers = static_cast<std::int64_t>(plan.wafers.size());
   out.link_bytes_per_s = static_cast<std::int64_t>(std::llround(cluster.link_bytes_per_s));
@@ -117,8 +118,10 @@ meshir::Schedule join_stages(const PipelinePlan& plan, const std::vector<const m
   for (std::size_t k = 0; k < plan.wafers.size(); ++k) {
     const std::size_t p = plan.part_of[k];
     const meshir::Schedule& s = *per_part[p];
-    if (s.microbatches != out.microbatches || s.concurrent_requests != out.concurrent_requests || s.layer_scale != 1) {
-      throw InternalError("join_stages: the wafers' schedules differ in micro-batches or requests, or are layer subsets");
+    if (s.microbatches != out.microbatches || s.prompt_chunks != out.prompt_chunks ||
+        s.concurrent_requests != out.concurrent_requests || s.layer_scale != 1) {
+      throw InternalError(
+          "join_stages: the wafers' schedules differ in micro-batches, prompt chunks or requests, or are layer subsets");
     }
     if (s.ops.empty()) throw InternalError("join_stages: an empty stage schedule");
     const int region_offset = static_cast<int>(out.regions.size());

@@ -92,6 +92,7 @@ std::string print(const Schedule& s) {
   out << "colours " << s.colours << '\n';
   out << "requests " << s.concurrent_requests << '\n';
   out << "microbatches " << s.microbatches << '\n';
+  if (s.prompt_chunks != 1) out << "prompt_chunks " << s.prompt_chunks << '\n';
   out << "layers " << s.layers_total << " scale " << s.layer_scale << '\n';
   if (s.wafers > 1) {
     out << "wafers " << s.wafers << " link_bytes_per_s " << s.link_bytes_per_s << " link_latency_ns "

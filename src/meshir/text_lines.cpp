@@ -188,13 +188,14 @@ void Parser::parse_line(const std::vector<Piece>& tokens, int end_column, bool d
     if (const auto v = integer<std::int64_t>(tokens[1], "grid.w")) s.grid_w_pes = *v;
     if (const auto v = integer<std::int64_t>(tokens[2], "grid.h")) s.grid_h_pes = *v;
   } else if (keyword == "sram_per_pe_bytes" || keyword == "sram_reserved_per_pe_bytes" || keyword == "colours" ||
-             keyword == "requests" || keyword == "microbatches") {
+             keyword == "requests" || keyword == "microbatches" || keyword == "prompt_chunks") {
     if (!header(1, keyword + " N")) return;
     std::int64_t& field = keyword == "sram_per_pe_bytes"            ? s.sram_per_pe_bytes
                           : keyword == "sram_reserved_per_pe_bytes" ? s.sram_reserved_per_pe_bytes
                           : keyword == "colours"         ? s.colours
                           : keyword == "requests"        ? s.concurrent_requests
-                                                         : s.microbatches;
+                          : keyword == "microbatches"    ? s.microbatches
+                                                         : s.prompt_chunks;
     if (const auto v = integer<std::int64_t>(tokens[1], keyword)) field = *v;
   } else if (keyword == "layers") {
     if (!header(3, "layers N scale S")) return;

@@ -135,6 +135,7 @@ void Checker::check_header() {
   positive("colours", s_.colours, 0, 1024);
   positive("requests", s_.concurrent_requests, 1, std::int64_t{1} << 20);
   positive("microbatches", s_.microbatches, 1, std::int64_t{1} << 20);
+  positive("prompt_chunks", s_.prompt_chunks, 1, std::int64_t{1} << 20);
   if (s_.layers_total > kMaxLayers) {
     add(header_line("layers"), "layers", "layers is " + std::to_string(s_.layers_total) +
                                              ", the supported maximum is " + std::to_string(kMaxLayers));

@@ -115,6 +115,7 @@ io::Table settings_table(const config::Config& config, const std::vector<config:
   add("wavel_pes_used", "PEs", [&](std::size_t i) { return best(i).pes_used; });
   add("wavel_sram_headroom", "1", [&](std::size_t i) { return best(i).sram_headroom; });
   add("wavel_microbatches", "1", [&](std::size_t i) { return best(i).microbatches; });
+  add("wavel_prompt_chunks", "1", [&](std::size_t i) { return best(i).prompt_chunks; });
   add("wavel_stages", "1", [&](std::size_t i) { return best(i).stages; });
   add("wavel_source", "", [&](std::size_t i) { return best(i).source; });
   add("wavel_request_groups", "1", [&](std::size_t i) { return best(i).request_groups; });

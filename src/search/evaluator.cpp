@@ -138,7 +138,7 @@ PlanEvaluator::Impl::Impl(const workload::Workload& w, const wafer::WaferParams&
                           std::int64_t mb, const std::vector<double>& group_scales,
                           const std::vector<std::int64_t>& expert_groups, TuneKinds kinds)
     : wafer(wf), params(p), decode(w.shape.phase == workload::Phase::decode), requests(w.shape.concurrent_requests),
-      prompt_tokens(w.shape.input_tokens), microbatches(mb), layers_total(w.model.num_layers * w.layer_scale),
+      prompt_tokens(w.shape.input_tokens), microbatches(mb), prompt_chunks(w.shape.prompt_chunks), layers_total(w.model.num_layers * w.layer_scale),
       layer_scale(w.layer_scale), routing(w.moe) {
   // One micro-batch's op graph; the KV cache of every request stays resident.
   blocks = split_blocks(workload::split_requests(w, mb));
@@ -228,6 +228,7 @@ meshir::Schedule PlanEvaluator::Impl::empty() const {
   meshir::Schedule s = meshir::empty_on("wavel", wafer);
   s.concurrent_requests = requests;
   s.microbatches = microbatches;
+  s.prompt_chunks = prompt_chunks;
   s.layers_total = layers_total;
   s.layer_scale = layer_scale;
   return s;
@@ -380,7 +381,7 @@ double PlanEvaluator::Impl::transfer(const Rect& from_used, const Rect& to_used,
 
 Objectives PlanEvaluator::Impl::objectives(double pass, double bottleneck, std::int64_t pes) const {
   const cost::Composition c =
-      cost::pipeline(pass, bottleneck, microbatches, requests, wafer.clock_hz, decode, prompt_tokens);
+      cost::pipeline(pass, bottleneck, microbatches, prompt_chunks, requests, wafer.clock_hz, decode, prompt_tokens);
   return Objectives{c.tokens_per_s, c.latency_s, pes, 0};
 }
 

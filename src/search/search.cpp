@@ -82,6 +82,17 @@ std::vector<std::int64_t> microbatch_choices(std::int64_t requests) { return wor
 
 }  // namespace
 
+std::vector<std::int64_t> prompt_chunk_choices(const workload::WorkloadShape& shape, const SearchOptions& options) {
+  std::vector<std::int64_t> out{1};
+  if (shape.phase != workload::Phase::prefill) return out;
+  for (const std::int64_t c : options.prompt_chunks) {
+    if (c > 1 && shape.input_tokens % c == 0) out.push_back(c);
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
 std::vector<SearchPiece> search_pieces(const workload::Workload& workload, const wafer::WaferParams& wafer,
                                        const SearchOptions& options) {
   const workload::WorkloadShape& shape = workload.shape;
@@ -90,11 +101,13 @@ std::vector<SearchPiece> search_pieces(const workload::Workload& workload, const
   const int chunks = static_cast<int>(std::max<std::int64_t>(1, options.root_chunks));
   const int squares = static_cast<int>(std::min<std::size_t>(square_sides(wafer, options).size(),
                                                              static_cast<std::size_t>(chunks)));
-  for (std::int64_t mb : microbatch_choices(shape.concurrent_requests)) {
-    for (int f = 0; f < roots; ++f) {
-      for (int c = 0; c < chunks; ++c) pieces.push_back(SearchPiece{mb, f, c, chunks});
+  for (std::int64_t pc : prompt_chunk_choices(shape, options)) {
+    for (std::int64_t mb : microbatch_choices(shape.concurrent_requests)) {
+      for (int f = 0; f < roots; ++f) {
+        for (int c = 0; c < chunks; ++c) pieces.push_back(SearchPiece{mb, pc, f, c, chunks});
+      }
+      for (int c = 0; c < squares; ++c) pieces.push_back(SearchPiece{mb, pc, roots, c, squares});
     }
-    for (int c = 0; c < squares; ++c) pieces.push_back(SearchPiece{mb, roots, c, squares});
   }
   return pieces;
 }
@@ -154,6 +167,7 @@ std::vector<SearchCandidate> seed_candidates(const workload::Workload& workload,
     cand.objectives = Objectives{c.tokens_per_s, c.latency_s, c.pes_used, 0};
     cand.source = "seed:" + name;
     cand.microbatches = schedule.microbatches;
+    cand.prompt_chunks = schedule.prompt_chunks;
     cand.sram_headroom = c.sram_headroom;
     out.push_back(std::move(cand));
   }
@@ -181,13 +195,15 @@ PieceResult SearchWorkspace::run(const std::string& setting_key, const workload:
                                  const SearchOptions& options, const SearchPiece& piece,
                                  const std::vector<Objectives>& incumbents) {
   const auto start = std::chrono::steady_clock::now();
-  const std::string key = setting_key + "/mb=" + std::to_string(piece.microbatches);
+  const std::string key =
+      setting_key + "/mb=" + std::to_string(piece.microbatches) + "/pc=" + std::to_string(piece.prompt_chunks);
   if (impl_->key != key || !impl_->solver) {
     impl_->solver.reset();
     impl_->evaluator.reset();
     impl_->costs.trim();
-    impl_->evaluator = std::make_unique<PlanEvaluator>(workload, wafer, params, piece.microbatches, options.group_scales,
-                                                       options.expert_groups, options.tune_kinds());
+    impl_->evaluator =
+        std::make_unique<PlanEvaluator>(workload::chunk_prompt(workload, piece.prompt_chunks), wafer, params,
+                                        piece.microbatches, options.group_scales, options.expert_groups, options.tune_kinds());
     impl_->evaluator->impl().serial = options.serial;
     impl_->evaluator->impl().share_tables(impl_->costs);
     impl_->solver = std::make_unique<detail::Solver>(impl_->evaluator->impl(), options);
@@ -249,6 +265,7 @@ PieceResult SearchWorkspace::run(const std::string& setting_key, const workload:
     cand.objectives = Objectives{c.tokens_per_s, c.latency_s, c.pes_used, 0};
     cand.source = "search";
     cand.microbatches = piece.microbatches;
+    cand.prompt_chunks = piece.prompt_chunks;
     cand.sram_headroom = c.sram_headroom;
     out.candidates.push_back(std::move(cand));
   }
@@ -281,19 +298,22 @@ SearchResult assemble(const workload::Workload& workload, const wafer::WaferPara
     all.back().id = static_cast<std::int64_t>(i);
   }
   const auto front = pareto_front(all, options.objectives);
-  std::map<std::int64_t, std::unique_ptr<PlanEvaluator>> builders;  // one per micro-batch count on the front
+  // One per (micro-batch count, prompt chunks) on the front.
+  std::map<std::pair<std::int64_t, std::int64_t>, std::unique_ptr<PlanEvaluator>> builders;
   for (const auto& o : front) {
     const auto& c = candidates[static_cast<std::size_t>(o.id)];
     FrontPoint p;
     p.objectives = o;
     p.source = c.source;
     p.microbatches = c.microbatches;
+    p.prompt_chunks = c.prompt_chunks;
     p.sram_headroom = c.sram_headroom;
     if (c.source == "search") {
-      auto& builder = builders[c.microbatches];
+      auto& builder = builders[{c.microbatches, c.prompt_chunks}];
       if (!builder) {
-        builder = std::make_unique<PlanEvaluator>(workload, wafer, params, c.microbatches, options.group_scales,
-                                                  options.expert_groups, options.tune_kinds());
+        builder = std::make_unique<PlanEvaluator>(workload::chunk_prompt(workload, c.prompt_chunks), wafer, params,
+                                                  c.microbatches, options.group_scales, options.expert_groups,
+                                                  options.tune_kinds());
       }
       p.schedule = builder->build(c.leaves);
       p.schedule.name = "wavel";

@@ -133,13 +133,14 @@ SettingResult finish_pipeline(const config::Config& config, const config::Settin
   s.schedules.clear();
 
   // A candidate's schedule on its own wafer: rebuilt from its leaves, or its seed's text.
-  std::map<std::pair<std::size_t, std::int64_t>, std::unique_ptr<search::PlanEvaluator>> builders;
+  std::map<std::tuple<std::size_t, std::int64_t, std::int64_t>, std::unique_ptr<search::PlanEvaluator>> builders;
   const auto rebuild = [&](std::size_t p, const search::SearchCandidate& c) {
     if (c.source == "search") {
-      auto& b = builders[{p, c.microbatches}];
+      auto& b = builders[{p, c.microbatches, c.prompt_chunks}];
       if (!b) {
-        b = std::make_unique<search::PlanEvaluator>(parts[p], config.wafer, config.cost.params, c.microbatches,
-                                                    options.group_scales, options.expert_groups, options.tune_kinds());
+        b = std::make_unique<search::PlanEvaluator>(workload::chunk_prompt(parts[p], c.prompt_chunks), config.wafer,
+                                                    config.cost.params, c.microbatches, options.group_scales,
+                                                    options.expert_groups, options.tune_kinds());
       }
       return b->build(c.leaves);
     }
@@ -150,28 +151,32 @@ SettingResult finish_pipeline(const config::Config& config, const config::Settin
     throw InternalError("pipeline: a part's seed '" + name + "' has no schedule");
   };
 
-  // Per micro-batch count, every part's fastest candidate, and every part's lowest-latency one: the
+  // Per micro-batch count and prompt chunks, every part's fastest candidate, and every part's lowest-latency one: the
   // slowest wafer paces the pipeline, and latency adds over the wafers. Lexicographic picks (ties
   // on the first objective go to the other two, then to the first found): an incumbent prunes
   // only what it strictly dominates, so it never prunes a pick or anything tied with one.
   std::vector<std::pair<std::string, Schedule>> joined;
-  for (const std::int64_t mb : workload::request_divisors(setting.shape.concurrent_requests)) {
-    for (const bool by_latency : {false, true}) {
-      const auto rank = [by_latency](const search::Objectives& o) {
-        return by_latency ? std::make_tuple(o.latency_s, -o.tokens_per_s, o.pes)
-                          : std::make_tuple(-o.tokens_per_s, o.latency_s, o.pes);
-      };
-      std::vector<Schedule> per_part;
-      for (std::size_t p = 0; p < parts.size(); ++p) {
-        const search::SearchCandidate* pick = nullptr;
-        for (const auto& c : candidates[p]) {
-          if (c.microbatches != mb || c.sram_headroom < 0.0 || !(c.objectives.tokens_per_s > 0)) continue;
-          if (pick == nullptr || rank(c.objectives) < rank(pick->objectives)) pick = &c;
+  for (const std::int64_t pc : search::prompt_chunk_choices(setting.shape, options)) {
+    for (const std::int64_t mb : workload::request_divisors(setting.shape.concurrent_requests)) {
+      for (const bool by_latency : {false, true}) {
+        const auto rank = [by_latency](const search::Objectives& o) {
+          return by_latency ? std::make_tuple(o.latency_s, -o.tokens_per_s, o.pes)
+                            : std::make_tuple(-o.tokens_per_s, o.latency_s, o.pes);
+        };
+        std::vector<Schedule> per_part;
+        for (std::size_t p = 0; p < parts.size(); ++p) {
+          const search::SearchCandidate* pick = nullptr;
+          for (const auto& c : candidates[p]) {
+            if (c.microbatches != mb || c.prompt_chunks != pc || c.sram_headroom < 0.0 || !(c.objectives.tokens_per_s > 0)) {
+              continue;
+            }
+            if (pick == nullptr || rank(c.objectives) < rank(pick->objectives)) pick = &c;
+          }
+          if (pick == nullptr) break;
+          per_part.push_back(rebuild(p, *pick));
         }
-        if (pick == nullptr) break;
-        per_part.push_back(rebuild(p, *pick));
+        if (per_part.size() == parts.size()) joined.emplace_back("search", j.join(per_part, "wavel"));
       }
-      if (per_part.size() == parts.size()) joined.emplace_back("search", j.join(per_part, "wavel"));
     }
   }
   // The baselines on the same wafers; they seed the front as on one wafer.
@@ -198,7 +203,7 @@ SettingResult finish_pipeline(const config::Config& config, const config::Settin
     int stages = 0;
     for (const auto& op : schedule.ops) stages = std::max(stages, op.stage + 1);
     s.front.push_back(FrontEntry{source, o.tokens_per_s, o.latency_s, o.pes, schedule.microbatches, stages,
-                                 c.sram_headroom, meshir::print(schedule), {}, 1});
+                                 c.sram_headroom, meshir::print(schedule), {}, 1, schedule.prompt_chunks});
     worst_latency = std::max(worst_latency, o.latency_s);
   }
   const search::HypervolumeReference reference{2.0 * worst_latency, config.wafer.usable_pes() * setting.wafers};

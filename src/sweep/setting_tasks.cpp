@@ -345,7 +345,8 @@ std::string run_finish(const config::Config& config, const config::Setting& sett
                                       candidates, stats);
   for (const auto& p : found.front) {
     s.front.push_back(FrontEntry{p.source, p.objectives.tokens_per_s, p.objectives.latency_s, p.objectives.pes,
-                                 p.microbatches, p.stages, p.sram_headroom, meshir::print(p.schedule), {}});
+                                 p.microbatches, p.stages, p.sram_headroom, meshir::print(p.schedule), {}, 1,
+                                 p.prompt_chunks});
   }
   s.hypervolume = found.hypervolume;
   s.intervals = prediction_intervals(config, w.shape, found.front.empty() ? nullptr : &found.front.front().schedule, s.schedules);

@@ -57,14 +57,14 @@ SweepJob::SweepJob(const config::Config& config, const std::vector<config::Setti
   plan.item_noun = "settings";
   plan.kind_names = {"baselines", "search", "finishing"};  // by SweepTask::Kind
   const auto options = config.search.options();
-  std::map<std::tuple<std::size_t, std::size_t, int, std::int64_t, std::int64_t>, std::size_t> family_ids;
-  // A family: the groups of one model, phase, request count and micro-batch count over every length,
-  // part and wafer count. Their blocks are alike (a decode MLP block does not depend on the context
-  // length), so a rank that takes a family's groups one after another reuses its block costs
-  // (search::SearchWorkspace).
-  const auto family = [&](const config::Setting& s, std::int64_t mb) {
-    const auto key =
-        std::make_tuple(s.model_index, s.hardware, static_cast<int>(s.shape.phase), s.shape.concurrent_requests, mb);
+  std::map<std::tuple<std::size_t, std::size_t, int, std::int64_t, std::int64_t, std::int64_t>, std::size_t> family_ids;
+  // A family: the groups of one model, phase, request count, micro-batch count and prompt chunks over
+  // every length, part and wafer count. Their blocks are alike (a decode MLP block does not depend on
+  // the context length), so a rank that takes a family's groups one after another reuses its block
+  // costs (search::SearchWorkspace).
+  const auto family = [&](const config::Setting& s, std::int64_t mb, std::int64_t chunks) {
+    const auto key = std::make_tuple(s.model_index, s.hardware, static_cast<int>(s.shape.phase),
+                                     s.shape.concurrent_requests, mb, chunks);
     return family_ids.emplace(key, family_ids.size()).first->second;
   };
   const auto add = [&](Kind kind, std::size_t s, std::size_t part, std::size_t slot, const search::SearchPiece& piece,
@@ -89,15 +89,15 @@ SweepJob::SweepJob(const config::Config& config, const std::vector<config::Setti
     for (std::size_t part = 0; part < parts.size(); ++part) {
       std::size_t slot = plan.slots++;
       add(Kind::baselines, s, part, slot, {}, plan.groups++);
-      plan.group_family.push_back(family(settings[s], 0));
-      std::int64_t last_mb = -1;
+      plan.group_family.push_back(family(settings[s], 0, 0));
+      std::pair<std::int64_t, std::int64_t> last{-1, -1};  // (micro-batches, prompt chunks)
       for (const auto& piece : search::search_pieces(parts[part], at.wafer, options)) {
-        if (piece.microbatches != last_mb) {
+        if (std::make_pair(piece.microbatches, piece.prompt_chunks) != last) {
           ++plan.groups;
-          plan.group_family.push_back(family(settings[s], piece.microbatches));
+          plan.group_family.push_back(family(settings[s], piece.microbatches, piece.prompt_chunks));
           if (pipeline) slot = plan.slots++;
         }
-        last_mb = piece.microbatches;
+        last = {piece.microbatches, piece.prompt_chunks};
         add(Kind::piece, s, part, slot, piece, plan.groups - 1);
       }
     }
@@ -120,7 +120,7 @@ SweepJob::SweepJob(const config::Config& config, const std::vector<config::Setti
     const SweepTask& t = tasks_[i];
     text << static_cast<int>(t.kind) << ' ' << settings[t.setting].id << ' ' << t.part << ' ' << plan.tasks[i].slot
          << ' ' << t.piece.microbatches << ' ' << t.piece.footprint << ' ' << t.piece.chunk << ' ' << t.piece.chunks
-         << '\n';
+         << ' ' << t.piece.prompt_chunks << '\n';
   }
   plan.fingerprint = fnv1a64(text.str());
 }

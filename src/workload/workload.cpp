@@ -294,6 +294,13 @@ void check_buildable(const ModelSpec& model, const WorkloadShape& shape) {
   if (shape.phase == Phase::prefill && shape.output_tokens < 0) {
     report("workloads", "output_tokens must not be negative, got " + std::to_string(shape.output_tokens));
   }
+  if (shape.prompt_chunks < 1 || (shape.phase == Phase::decode && shape.prompt_chunks != 1) ||
+      (shape.input_tokens >= 1 && shape.input_tokens % shape.prompt_chunks != 0)) {
+    report("search.prompt_chunks", std::to_string(shape.prompt_chunks) + " prompt chunks: " +
+                                       (shape.phase == Phase::decode ? "decode has no prompt to chunk (only 1)"
+                                                                     : "a count must divide input_tokens (" +
+                                                                           std::to_string(shape.input_tokens) + ")"));
+  }
   const std::pair<const char*, std::int64_t> sizes[] = {
       {"num_layers", model.num_layers}, {"hidden", model.hidden},     {"num_heads", model.num_heads},
       {"num_kv_heads", model.num_kv_heads}, {"head_dim", model.head_dim}, {"vocab", model.vocab},
@@ -406,9 +413,13 @@ Workload build_workload(const ModelSpec& model, const WorkloadShape& shape) {
   StepDims d;
   d.requests = R;
   if (shape.phase == Phase::prefill) {
-    d.tokens = mul(R, shape.input_tokens, "tokens per step");
-    d.query_rows = shape.input_tokens;
-    d.context = shape.input_tokens;
+    // One chunk of q tokens per request; chunk c attends to (c + 1) q keys, the mean over chunks is
+    // q (C + 1) / 2 (C = 1: the whole prompt).
+    const std::int64_t chunks = shape.prompt_chunks;
+    const std::int64_t q = shape.input_tokens / chunks;
+    d.tokens = mul(R, q, "tokens per step");
+    d.query_rows = q;
+    d.context = (mul(q, chunks + 1) + 1) / 2;
     d.kv_capacity = shape.input_tokens;
   } else {
     d.tokens = R;
@@ -553,6 +564,18 @@ Workload split_requests(const Workload& w, std::int64_t parts) {
     part.kv_cache_bytes = add(part.kv_cache_bytes, layer.kv_cache_bytes);
     for (auto& op : layer.ops) op.kv_cache_bytes = mul(op.kv_cache_bytes, parts);
   }
+  return part;
+}
+
+Workload chunk_prompt(const Workload& w, std::int64_t chunks) {
+  if (chunks == w.shape.prompt_chunks) return w;
+  WorkloadShape shape = w.shape;
+  shape.prompt_chunks = chunks;
+  Workload part = build_workload(w.model, shape);
+  part.layer_scale = w.layer_scale;
+  part.moe = w.moe;
+  part.stage = w.stage;
+  if (part.stage) keep_stage(part);
   return part;
 }
 

@@ -49,16 +49,20 @@ struct Composition {
 /// The composition rules, shared by the cost model and the simulator: steps in sequence and the
 /// ops of a step overlapped; stages timed on their own ops (transfers excluded: they run on the
 /// links while the stages work on other micro-batches); layer_scale; micro-batches pipelined
-/// (decode: a round is max(pass, microbatches x slowest stage); prefill: the last prompt group ends
-/// after pass + (mb - 1) x slowest stage and TTFT is the mean, pass + (mb - 1) / 2 x slowest stage).
+/// (decode: a round is max(pass, microbatches x slowest stage); prefill: with n = mb x prompt_chunks
+/// units, the last ends after pass + (n - 1) x slowest stage and TTFT is the mean over micro-batches
+/// of their last chunk's end, pass + (chunks (mb + 1) / 2 - 1) x slowest stage).
 Composition compose(const meshir::Schedule& schedule, const std::vector<double>& op_total_cycles, double clock_hz,
                     bool decode, std::int64_t prompt_tokens);
 
 /// The pipelining rule of compose() alone: latency and throughput of `microbatches` micro-batches of
-/// `concurrent_requests` requests through a schedule whose pass and slowest stage (both scaled) are
-/// given. pass_cycles and bottleneck_stage_cycles are copied into the result.
+/// `concurrent_requests` requests, each prompt in `prompt_chunks` chunks (prefill), through a schedule
+/// whose pass and slowest stage (both scaled, one chunk's) are given: the mb x chunks units stream
+/// through the stages in order, a micro-batch's TTFT is its last chunk's end. pass_cycles and
+/// bottleneck_stage_cycles are copied into the result.
 Composition pipeline(double pass_cycles, double bottleneck_stage_cycles, std::int64_t microbatches,
-                     std::int64_t concurrent_requests, double clock_hz, bool decode, std::int64_t prompt_tokens);
+                     std::int64_t prompt_chunks, std::int64_t concurrent_requests, double clock_hz, bool decode,
+                     std::int64_t prompt_tokens);
 
 /// `params.route_switch_cycles` for each MeshGEMV whose allreduce axis differs from the previous
 /// MeshGEMV's in its region; 0 elsewhere.

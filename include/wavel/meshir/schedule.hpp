@@ -152,6 +152,9 @@ struct Schedule {
   std::int64_t concurrent_requests = 1;
   std::int64_t microbatches = 1;    ///< requests are split into this many groups pipelined over stages;
                                     ///< op work is that of one group (ceil(requests / microbatches))
+  std::int64_t prompt_chunks = 1;   ///< prefill: each group's prompts are split into this many token
+                                    ///< chunks pipelined over stages; op work is one chunk's (text:
+                                    ///< optional line, absent = 1)
   std::int64_t layer_scale = 1;     ///< >1: the ops cover a subset of decoder layers; the costs of ops
                                     ///< not marked `once` are scaled (labelled)
   std::int64_t layers_total = 0;    ///< model depth the schedule stands for

@@ -74,6 +74,7 @@ struct FrontPoint {
   Objectives objectives;
   std::string source;                      ///< "search", or "seed:<baseline>"
   std::int64_t microbatches = 1;
+  std::int64_t prompt_chunks = 1;
   std::int64_t stages = 1;
   double sram_headroom = 0;
   meshir::Schedule schedule;
@@ -104,10 +105,15 @@ struct Leaf {
 /// count), so any number of ranks splits a sweep into the same pieces and finds the same front.
 struct SearchPiece {
   std::int64_t microbatches = 1;
+  std::int64_t prompt_chunks = 1;  ///< prefill: token chunks per prompt (workload::chunk_prompt)
   int footprint = 0;  ///< the grid, its top-left 3/4, 1/2, 1/4 per side, the SRAM footprints, then the P x P square layouts
   int chunk = 0;      ///< root CUT options hashed (search.seed) to `chunk` of `chunks`, square sides by index modulo `chunks`; chunk 0 also the root as one leaf
   int chunks = 1;
 };
+
+/// Prompt chunk counts the search tries (prefill): 1 and the configured counts that divide the
+/// prompt, ascending; {1} in decode. The space without chunking is always a subset.
+std::vector<std::int64_t> prompt_chunk_choices(const workload::WorkloadShape& shape, const SearchOptions& options);
 
 /// The pieces of one setting, in the order a single process runs them.
 std::vector<SearchPiece> search_pieces(const workload::Workload& workload, const wafer::WaferParams& wafer,
@@ -135,6 +141,7 @@ struct SearchCandidate {
   Objectives objectives;                 ///< from cost::evaluate; id unused
   std::string source;                    ///< "search", or "seed:<baseline>"
   std::int64_t microbatches = 1;
+  std::int64_t prompt_chunks = 1;
   double sram_headroom = 0;
   std::vector<Leaf> leaves;              ///< search candidates only
 
@@ -143,6 +150,7 @@ struct SearchCandidate {
     v("objectives", "", r.objectives);
     v("source", "", r.source);
     v("microbatches", "1", r.microbatches);
+    v("prompt_chunks", "1", r.prompt_chunks);
     v("sram_headroom", "1", r.sram_headroom);
     v("leaves", "", r.leaves);
   }

@@ -81,6 +81,7 @@ struct FrontEntry {
   std::string meshir;               ///< "" when left on disk: meshir_ref
   TextRef meshir_ref;
   std::int64_t request_groups = 1;  ///< served as this many groups one after another (see grouping.hpp)
+  std::int64_t prompt_chunks = 1;   ///< prefill: token chunks per prompt, pipelined (chunked prefill)
 
   template <class Self, class Visit>
   static void fields(Self& r, Visit&& v) {
@@ -89,6 +90,7 @@ struct FrontEntry {
     v("latency_s", "s", r.latency_s);
     v("pes_used", "PEs", r.pes_used);
     v("microbatches", "1", r.microbatches);
+    v("prompt_chunks", "1", r.prompt_chunks);
     v("stages", "1", r.stages);
     v("sram_headroom", "1", r.sram_headroom);
     v("meshir", "", r.meshir);

@@ -90,6 +90,10 @@ struct WorkloadShape {
   std::int64_t concurrent_requests = 1;
   std::int64_t input_tokens = 0;
   std::int64_t output_tokens = 0;
+  /// Prefill only: the prompt split into this many equal token chunks, pipelined through the stages
+  /// one after another (chunk c attends to the keys of chunks 0..c, whose KV its stage already holds).
+  /// The op graph is one chunk's; the KV cache of the whole prompt stays resident.
+  std::int64_t prompt_chunks = 1;
 };
 
 /// All layers of one setting plus totals.
@@ -123,6 +127,13 @@ Workload build_workload(const ModelSpec& model, const WorkloadShape& shape);
 /// cache bytes are exactly `parts` times the part's. layer_scale and the MoE routing carry
 /// over. Throws wavel::InternalError if parts does not divide the requests.
 Workload split_requests(const Workload& w, std::int64_t parts);
+
+/// The op graph of one of `chunks` equal token chunks of `w`'s prompts (prefill; chunks must divide
+/// the prompt): ops work on prompt / chunks tokens per request, attention over the mean context of
+/// the chunks (chunk c of q tokens attends to (c + 1) q keys: q (chunks + 1) / 2, rounded up), the KV
+/// cache of the whole prompt resident. layer_scale, the MoE routing and the stage carry over.
+/// Throws wavel::DataError if chunks does not divide the prompt or the phase is decode.
+Workload chunk_prompt(const Workload& w, std::int64_t chunks);
 
 /// The part of `model` one wafer of a pipeline holds: decoder layers [first_layer, first_layer +
 /// layers) named by their place in the model, with the embedding and/or the LM head. A tied head on

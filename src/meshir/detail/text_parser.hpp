@@ -32,7 +32,7 @@ struct Piece {
 inline const std::vector<std::string> header_keywords{"meshir",  "schedule", "grid",         "sram_per_pe_bytes",
                                                "colours", "requests", "microbatches", "layers"};
 inline const std::vector<std::string> line_keywords{"meshir",   "schedule",     "grid",   "sram_per_pe_bytes", "sram_reserved_per_pe_bytes",
-                                             "colours",  "requests",     "microbatches", "layers",
+                                             "colours",  "requests",     "microbatches", "prompt_chunks", "layers",
                                              "wafers",   "defect",       "region", "op",
                                              "costed_on", "param"};
 inline const std::vector<std::string> op_keys{"kernel", "region", "used",   "step", "stage",     "inputs",

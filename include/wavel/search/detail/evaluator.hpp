@@ -200,6 +200,7 @@ struct PlanEvaluator::Impl {
   std::int64_t requests = 1;
   std::int64_t prompt_tokens = 0;
   std::int64_t microbatches = 1;
+  std::int64_t prompt_chunks = 1;  ///< the workload's (workload::chunk_prompt): one chunk's blocks
   std::int64_t layers_total = 0;
   std::int64_t layer_scale = 1;
   workload::MoeRouting routing{1.0, 0.0};

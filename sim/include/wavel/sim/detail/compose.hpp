@@ -22,7 +22,8 @@ struct Pipeline {
 /// Runs the pipeline. A step takes its slowest op (times layer_scale unless all its ops are `once`);
 /// it holds the stages of its ops, except transfers whose producer is in another stage (they use
 /// only links). Decode runs `rounds` tokens per micro-batch and measures the last period; prefill
-/// starts every micro-batch at 0. Throws wavel::InternalError if the times do not match the ops.
+/// starts every micro-batch at 0, each as its prompt_chunks chunks in order, and a micro-batch's TTFT
+/// is its last chunk's end. Throws wavel::InternalError if the times do not match the ops.
 Pipeline run_pipeline(const meshir::Schedule& schedule, const std::vector<double>& op_cycles, double clock_hz,
                       bool decode, std::int64_t prompt_tokens, int rounds = 4);
 
