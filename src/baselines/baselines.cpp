@@ -22,6 +22,7 @@ using meshir::Schedule;
 Schedule empty_schedule(const std::string& name, const workload::Workload& w, const wafer::WaferParams& wafer) {
   Schedule s = meshir::empty_on(name, wafer);
   s.concurrent_requests = w.shape.concurrent_requests;
+  s.prompt_chunks = w.shape.prompt_chunks;  // the ops are one chunk's (workload::chunk_prompt)
   s.layer_scale = w.layer_scale;  // a layer subset stands for the whole model
   s.layers_total = w.model.num_layers * w.layer_scale;
   return s;

@@ -138,7 +138,8 @@ PlanEvaluator::Impl::Impl(const workload::Workload& w, const wafer::WaferParams&
                           std::int64_t mb, const std::vector<double>& group_scales,
                           const std::vector<std::int64_t>& expert_groups, TuneKinds kinds)
     : wafer(wf), params(p), decode(w.shape.phase == workload::Phase::decode), requests(w.shape.concurrent_requests),
-      prompt_tokens(w.shape.input_tokens), microbatches(mb), prompt_chunks(w.shape.prompt_chunks), layers_total(w.model.num_layers * w.layer_scale),
+      prompt_tokens(w.shape.input_tokens), microbatches(mb), prompt_chunks(w.shape.prompt_chunks),
+      layers_total(w.model.num_layers * w.layer_scale),
       layer_scale(w.layer_scale), routing(w.moe) {
   // One micro-batch's op graph; the KV cache of every request stays resident.
   blocks = split_blocks(workload::split_requests(w, mb));

@@ -23,10 +23,12 @@ for np in 2 4; do
   cmp -s "$tmp/np1.dump" "$tmp/np$np.dump" || { echo "FAIL: /settings, /front, /schedules or /sim_pairs differ at $np ranks"; diff "$tmp/np1.dump" "$tmp/np$np.dump" | head; fail=1; }
 done
 grep -q "mpi_ranks" <(h5dump -a /mpi_ranks "$tmp/np4/results.h5") || { echo "FAIL: no mpi_ranks attribute"; fail=1; }
-# Pipelines over 2 and 4 wafers (each part searched by its own tasks, joined when finishing): the
-# same at 1 and 3 ranks.
+# Pipelines over 2 and 4 wafers (each part searched by its own tasks, per micro-batch count and
+# prompt chunks, joined when finishing): the same at 1 and 3 ranks.
 for np in 1 3; do
-  OMP_NUM_THREADS=1 "$mpiexec" -n $np --oversubscribe --bind-to none "$exe" "$src/configs/tiny.yaml"     --set "cluster.wafers=[2, 4]" --output "$tmp/pipe$np" >"$tmp/pipe$np.log" 2>&1     || { echo "FAIL: pipeline run at $np ranks"; cat "$tmp/pipe$np.log"; exit 1; }
+  OMP_NUM_THREADS=1 "$mpiexec" -n $np --oversubscribe --bind-to none "$exe" "$src/configs/tiny.yaml" \
+    --set "cluster.wafers=[2, 4]" --set 'search.prompt_chunks=[1, 2]' --output "$tmp/pipe$np" >"$tmp/pipe$np.log" 2>&1 \
+    || { echo "FAIL: pipeline run at $np ranks"; cat "$tmp/pipe$np.log"; exit 1; }
   for g in settings front schedules sim_pairs; do h5dump -g /$g "$tmp/pipe$np/results.h5"; done | grep -v '^HDF5 "' >"$tmp/pipe$np.dump"
 done
 grep -q "pipeline" "$tmp/pipe1/summary.csv" || { echo "FAIL: no pipeline deployment in summary.csv"; fail=1; }

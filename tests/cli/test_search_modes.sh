@@ -6,7 +6,8 @@
 # incumbent pruning both fire; the space with fusion holds the space without (search.fusion: false):
 # every setting's best at least as fast, on tiny and the quickstart; on a tiny MoE with a shared expert
 # (one CUT level), pruned equals exhaustive, also under skewed routing, and the space with concurrent
-# branches holds the space without (search.concurrent_branches: false).
+# branches holds the space without (search.concurrent_branches: false); on tiny prefill with chunked
+# prompts (one CUT level), pruned equals exhaustive and the space with chunks holds the space without.
 set -u
 exe=$1; src=$2; tmp=$3
 rm -rf "$tmp"; mkdir -p "$tmp"
@@ -37,6 +38,11 @@ run moe_exhaustive 1 "$src/configs/tiny.yaml" "${moe[@]}" --set search.exhaustiv
 run moe_nobranches 1 "$src/configs/tiny.yaml" "${moe[@]}" --set search.concurrent_branches=false
 run moe_skew_pruned 1 "$src/configs/tiny.yaml" "${moe[@]}" --set workloads.moe_routing_skew=1.0
 run moe_skew_exhaustive 1 "$src/configs/tiny.yaml" "${moe[@]}" --set workloads.moe_routing_skew=1.0 --set search.exhaustive=true
+chunks=(--set 'workloads.phases=[prefill]' --set 'workloads.concurrent_requests=[1, 2]'
+        --set 'workloads.input_tokens=[128, 512]' --set search.max_cut_depth=1 --set sim.samples=0)
+run chunks_pruned 1 "$src/configs/tiny.yaml" "${chunks[@]}" --set 'search.prompt_chunks=[1, 2, 4]'
+run chunks_exhaustive 1 "$src/configs/tiny.yaml" "${chunks[@]}" --set 'search.prompt_chunks=[1, 2, 4]' --set search.exhaustive=true
+run chunks_none 1 "$src/configs/tiny.yaml" "${chunks[@]}"
 
 /usr/bin/python3 - "$tmp" <<'PY' || fail=1
 import csv, math, sys
@@ -51,7 +57,8 @@ def front(name):
         g = f["front"]
         return sorted(zip(g["setting_id"][:], g["tokens_per_s"][:], g["latency_s"][:], g["pes_used"][:]))
 for p, e in (("pruned", "exhaustive"), ("pruned4", "exhaustive4"), ("pruned_anchors", "exhaustive_anchors"),
-             ("moe_pruned", "moe_exhaustive"), ("moe_skew_pruned", "moe_skew_exhaustive")):
+             ("moe_pruned", "moe_exhaustive"), ("moe_skew_pruned", "moe_skew_exhaustive"),
+             ("chunks_pruned", "chunks_exhaustive")):
     if front(p) != front(e):
         print(f"FAIL: {p} and {e} fronts differ"); ok = False
 def total(name, column):
@@ -80,15 +87,22 @@ for name in ("pruned", "quick"):
             v = float(r[col])
             if not math.isnan(v) and v < 1.0:
                 print(f"FAIL: {name} setting {r['setting_id']} {col} = {v}"); ok = False
-# 4. The old space (no fusion; no concurrent branches) is a subset: never a faster best there; the new
-# kind wins somewhere.
+# 4. The old space (no fusion; no concurrent branches; whole prompts) is a subset: never a faster best
+# there; the new kind wins somewhere (chunks: where a 512-token prompt does not fit the grid whole).
+def tokens(r):  # a setting nothing fits has no throughput
+    try:
+        v = float(r["wavel_tokens_per_s"])
+    except ValueError:
+        return 0.0
+    return 0.0 if math.isnan(v) else v
 for kind, pairs in (("fusion", (("pruned", "pruned_nofusion"), ("quick", "quick_nofusion"))),
-                    ("concurrent branches", (("moe_pruned", "moe_nobranches"),))):
+                    ("concurrent branches", (("moe_pruned", "moe_nobranches"),)),
+                    ("prompt chunks", (("chunks_pruned", "chunks_none"),))):
     gained = 0
     for new, old in pairs:
-        best_old = {r["setting_id"]: float(r["wavel_tokens_per_s"]) for r in rows(old)}
+        best_old = {r["setting_id"]: tokens(r) for r in rows(old)}
         for r in rows(new):
-            n, o = float(r["wavel_tokens_per_s"]), best_old[r["setting_id"]]
+            n, o = tokens(r), best_old[r["setting_id"]]
             if n < o * (1 - 1e-12):
                 print(f"FAIL: {new} setting {r['setting_id']}: {n} tok/s with {kind}, {o} without"); ok = False
             gained += n > o * (1 + 1e-9)
