@@ -67,6 +67,31 @@ TEST_CASE("the cost table finds every entry it holds, and only those, across gro
   CHECK_THROWS(CostTable(0));
 }
 
+TEST_CASE("TUNEs that place a block alike share one column of the cost table") {
+  // Five TUNEs, three placements: TUNEs 0 and 2 alike, 1 and 4 alike.
+  CostTable t(std::vector<int>{0, 1, 0, 2, 1});
+  CHECK(t.tunes() == 5);
+  BlockCost c;
+  c.cycles = 7;
+  t.emplace(3, 4, 2, c);
+  REQUIRE(t.find(3, 4, 0) != nullptr);
+  CHECK(t.find(3, 4, 0)->cycles == 7.0);  // costed once, found under both
+  CHECK(t.find(3, 4, 1) == nullptr);
+  CHECK(t.find(3, 4, 3) == nullptr);
+  c.cycles = 9;
+  t.emplace(3, 4, 4, c);
+  CHECK(t.find(3, 4, 1)->cycles == 9.0);
+  CHECK(t.size() == 2);
+  CHECK(t.cost_slots() == 3);  // one row of three columns, not five
+  CHECK_THROWS(CostTable(std::vector<int>{0, 2}));   // column 1 unused
+  CHECK_THROWS(CostTable(std::vector<int>{0, -1}));
+  CHECK_THROWS(CostTable(std::vector<int>{}));
+  BlockCostCache cache;
+  auto a = cache.table("a", std::vector<int>{0, 1, 0});
+  CHECK(cache.table("a", std::vector<int>{0, 1, 0}) == a);
+  CHECK_THROWS(cache.table("a", std::vector<int>{0, 1, 2}));  // one content, one placement map
+}
+
 TEST_CASE("the cache hands out one table per content and drops unheld ones, oldest first, past its budget") {
   BlockCostCache cache(10);
   auto a = cache.table("a", 1);
@@ -197,7 +222,7 @@ TEST_CASE("one model's groups at one micro-batch count form a family over its le
   for (const std::size_t f : seen) CHECK(plan.families[f].size() == 6);
 }
 
-TEST_CASE("a TUNE the placer ignores for a block is copied from the one it equals, and the copy is the cost") {
+TEST_CASE("a TUNE the placer ignores for a block shares the column of the one it equals, and that cost is the cost") {
   // DeepSeek-V2-Lite decode: attention blocks have nothing to cut or split, MoE blocks have both.
   auto model = *workload::find_model_preset("deepseek-v2-lite");
   model.num_layers = 2;
@@ -231,4 +256,8 @@ TEST_CASE("a TUNE the placer ignores for a block is copied from the one it equal
   }
   CHECK(some_copied);
   CHECK(some_own);
+  // One row per size: a block with copies holds fewer columns than TUNEs.
+  bool narrower = false;
+  for (const int type : types) narrower = narrower || impl.tables[static_cast<std::size_t>(type)]->cost_slots() < static_cast<std::size_t>(tunes);
+  CHECK(narrower);
 }

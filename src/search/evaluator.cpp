@@ -74,9 +74,34 @@ std::int64_t sram_family_members(int family, std::int64_t w, std::int64_t h, std
   return (side + step_pes - 1) / step_pes;
 }
 
+namespace {
+
+std::vector<int> identity_columns(int tunes) {
+  if (tunes < 1) throw InternalError("cost table with " + std::to_string(tunes) + " TUNE choices");
+  std::vector<int> columns(static_cast<std::size_t>(tunes));
+  for (int t = 0; t < tunes; ++t) columns[static_cast<std::size_t>(t)] = t;
+  return columns;
+}
+
+}  // namespace
+
+CostTable::CostTable(int tunes) : CostTable(identity_columns(tunes)) {}
+
+CostTable::CostTable(std::vector<int> column_of) : column_of_(std::move(column_of)) {
+  if (column_of_.empty()) throw InternalError("cost table with no TUNE choices");
+  const int columns = *std::max_element(column_of_.begin(), column_of_.end()) + 1;
+  std::vector<bool> used(static_cast<std::size_t>(std::max(0, columns)), false);
+  for (const int c : column_of_) {
+    if (c < 0) throw InternalError("cost table column " + std::to_string(c));
+    used[static_cast<std::size_t>(c)] = true;
+  }
+  if (std::find(used.begin(), used.end(), false) != used.end()) throw InternalError("cost table with an unused column");
+  columns_ = static_cast<std::size_t>(columns);
+}
+
 void CostTable::emplace(std::int64_t w, std::int64_t h, int tune, const BlockCost& cost) {
   constexpr std::int64_t kMaxSide = std::int64_t{1} << 31;
-  if (w < 1 || h < 1 || w >= kMaxSide || h >= kMaxSide || tune < 0 || tune >= tunes_ || std::isnan(cost.cycles)) {
+  if (w < 1 || h < 1 || w >= kMaxSide || h >= kMaxSide || tune < 0 || tune >= tunes() || std::isnan(cost.cycles)) {
     throw InternalError("cost table entry " + std::to_string(w) + "x" + std::to_string(h) + " TUNE " +
                         std::to_string(tune) + " out of range");
   }
@@ -97,21 +122,25 @@ void CostTable::emplace(std::int64_t w, std::int64_t h, int tune, const BlockCos
     BlockCost absent;
     absent.cycles = std::numeric_limits<double>::quiet_NaN();
     slots_[i] = Slot{key, rows_++};
-    costs_.resize(costs_.size() + static_cast<std::size_t>(tunes_), absent);
+    costs_.resize(costs_.size() + columns_, absent);
   }
-  BlockCost& c = costs_[slots_[i].row * static_cast<std::size_t>(tunes_) + static_cast<std::size_t>(tune)];
+  BlockCost& c = costs_[slots_[i].row * columns_ + static_cast<std::size_t>(column_of_[static_cast<std::size_t>(tune)])];
   if (!std::isnan(c.cycles)) return;
   c = cost;
   ++size_;
 }
 
 std::shared_ptr<CostTable> BlockCostCache::table(const std::string& content, int tunes) {
+  return table(content, identity_columns(tunes));
+}
+
+std::shared_ptr<CostTable> BlockCostCache::table(const std::string& content, const std::vector<int>& column_of) {
   if (const auto it = index_.find(content); it != index_.end()) {
-    if (it->second->second->tunes() != tunes) throw InternalError("a shared cost table's TUNE count differs");
+    if (it->second->second->column_of() != column_of) throw InternalError("a shared cost table's TUNE columns differ");
     order_.splice(order_.begin(), order_, it->second);
     return it->second->second;
   }
-  order_.emplace_front(content, std::make_shared<CostTable>(tunes));
+  order_.emplace_front(content, std::make_shared<CostTable>(column_of));
   index_.emplace(content, order_.begin());
   return order_.front().second;
 }
@@ -168,9 +197,6 @@ PlanEvaluator::Impl::Impl(const workload::Workload& w, const wafer::WaferParams&
   }
   tunes = detail::tune_choices(decode, group_scales, w.model.moe ? w.model.moe->num_experts : 0, expert_groups,
                                TuneKinds{fusable, splittable, branchable});
-  for (std::size_t t = 0; t < representative.size(); ++t) {
-    tables.push_back(std::make_shared<detail::CostTable>(static_cast<int>(tunes.size())));
-  }
   // A choice the placer ignores for a block's ops gives that block the placement of the TUNE without it.
   for (const int rep : representative) {
     const auto i = static_cast<std::size_t>(rep);
@@ -191,6 +217,19 @@ PlanEvaluator::Impl::Impl(const workload::Workload& w, const wafer::WaferParams&
     }
     same_placement.push_back(std::move(same));
   }
+  for (const auto& same : same_placement) tables.push_back(std::make_shared<detail::CostTable>(columns_of(same)));
+}
+
+std::vector<int> PlanEvaluator::Impl::columns_of(const std::vector<int>& same) {
+  // One column per distinct placement, in order of first use.
+  std::vector<int> column(same.size(), -1), out(same.size());
+  int next = 0;
+  for (std::size_t k = 0; k < same.size(); ++k) {
+    int& c = column[static_cast<std::size_t>(same[k])];
+    if (c < 0) c = next++;
+    out[k] = c;
+  }
+  return out;
 }
 
 void PlanEvaluator::Impl::share_tables(detail::BlockCostCache& cache) {
@@ -221,7 +260,7 @@ void PlanEvaluator::Impl::share_tables(detail::BlockCostCache& cache) {
   const std::string prefix = context.str();
   for (std::size_t t = 0; t < representative.size(); ++t) {
     tables[t] = cache.table(prefix + block_fingerprint(blocks[static_cast<std::size_t>(representative[t])].ops),
-                            static_cast<int>(tunes.size()));
+                            columns_of(same_placement[t]));
   }
 }
 
@@ -286,25 +325,15 @@ BlockCost PlanEvaluator::Impl::placed_cost(const workload::Layer& block, std::in
 }
 
 void PlanEvaluator::Impl::ensure(std::vector<detail::TableKey> wanted) {
-  std::vector<detail::TableKey> missing, copies;
+  // A TUNE that places the block as another shares that TUNE's column: costing it costs both.
+  std::vector<detail::TableKey> missing;
   for (const auto& [type, w, h, tune] : wanted) {
     if (has(type, w, h, tune)) continue;
-    const int same = same_placement[static_cast<std::size_t>(type)][static_cast<std::size_t>(tune)];
-    if (same != tune) copies.emplace_back(type, w, h, tune);
-    if (!has(type, w, h, same)) missing.emplace_back(type, w, h, same);
+    missing.emplace_back(type, w, h, same_placement[static_cast<std::size_t>(type)][static_cast<std::size_t>(tune)]);
   }
-  const auto sort_unique = [](std::vector<detail::TableKey>& keys) {
-    std::sort(keys.begin(), keys.end());
-    keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
-  };
-  sort_unique(missing);
-  sort_unique(copies);
+  std::sort(missing.begin(), missing.end());
+  missing.erase(std::unique(missing.begin(), missing.end()), missing.end());
   compute_missing(missing);
-  for (const auto& [type, w, h, tune] : copies) {
-    const int same = same_placement[static_cast<std::size_t>(type)][static_cast<std::size_t>(tune)];
-    const BlockCost c = get(type, w, h, same);  // a copy: emplace may grow the table
-    tables[static_cast<std::size_t>(type)]->emplace(w, h, tune, c);
-  }
 }
 
 void PlanEvaluator::Impl::compute_missing(const std::vector<detail::TableKey>& missing) {

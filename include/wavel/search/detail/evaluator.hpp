@@ -92,23 +92,28 @@ struct BlockCost {
 /// A table entry: (block type, used width, used height, TUNE index).
 using TableKey = std::tuple<int, std::int64_t, std::int64_t, int>;
 
-/// One block's costs by (used width, used height, TUNE). Each used size is a row of every TUNE's
-/// cost side by side, found by open addressing in one array: the search reads a size's TUNEs
-/// together, so a row costs one cache miss instead of one per TUNE, and millions of entries
+/// One block's costs by (used width, used height, TUNE). Each used size is a row of every distinct
+/// placement's cost side by side, found by open addressing in one array: the search reads a size's
+/// TUNEs together, so a row costs one cache miss instead of one per TUNE, and millions of entries
 /// neither cost a heap node each nor scatter the heap the search's short-lived allocations share.
+/// TUNEs that place the block alike (PlanEvaluator::Impl::same_placement) share one column: a
+/// decode attention block has 36 distinct placements among 576 DeepSeek TUNEs, and rows of every
+/// TUNE spent a sixth of such a search filling and faulting in copies.
 class CostTable {
  public:
-  explicit CostTable(int tunes) : tunes_(tunes) {
-    if (tunes < 1) throw InternalError("cost table with " + std::to_string(tunes) + " TUNE choices");
-  }
-  [[nodiscard]] int tunes() const { return tunes_; }
-  /// The cost, or null when it was never emplaced.
+  /// Every TUNE its own column.
+  explicit CostTable(int tunes);
+  /// TUNE t in column column_of[t]; the columns must be 0 .. n-1, each used.
+  explicit CostTable(std::vector<int> column_of);
+  [[nodiscard]] int tunes() const { return static_cast<int>(column_of_.size()); }
+  [[nodiscard]] const std::vector<int>& column_of() const { return column_of_; }
+  /// The cost, or null when it was never emplaced (under this TUNE or one sharing its column).
   [[nodiscard]] const BlockCost* find(std::int64_t w, std::int64_t h, int tune) const {
-    if (tune < 0 || tune >= tunes_ || slots_.empty()) return nullptr;
+    if (tune < 0 || tune >= tunes() || slots_.empty()) return nullptr;
     const std::uint64_t key = row_key(w, h);
     for (std::size_t i = slot_of(key);; i = (i + 1) & (slots_.size() - 1)) {
       if (slots_[i].key == key) {
-        const BlockCost& c = costs_[slots_[i].row * static_cast<std::size_t>(tunes_) + static_cast<std::size_t>(tune)];
+        const BlockCost& c = costs_[slots_[i].row * columns_ + static_cast<std::size_t>(column_of_[static_cast<std::size_t>(tune)])];
         return std::isnan(c.cycles) ? nullptr : &c;
       }
       if (slots_[i].key == 0) return nullptr;
@@ -117,7 +122,7 @@ class CostTable {
   /// Keeps an existing entry (equal keys have equal costs). Throws on a NaN cost, a size below 1
   /// or past 2^31, or a TUNE out of range.
   void emplace(std::int64_t w, std::int64_t h, int tune, const BlockCost& cost);
-  [[nodiscard]] std::size_t size() const { return size_; }             ///< costs held
+  [[nodiscard]] std::size_t size() const { return size_; }             ///< distinct costs held
   [[nodiscard]] std::size_t cost_slots() const { return costs_.size(); }  ///< costs held or reserved in rows
 
  private:
@@ -136,9 +141,10 @@ class CostTable {
     key ^= key >> 33;
     return static_cast<std::size_t>(key) & (slots_.size() - 1);
   }
-  int tunes_;
+  std::vector<int> column_of_;
+  std::size_t columns_ = 0;
   std::vector<Slot> slots_;
-  std::vector<BlockCost> costs_;  ///< rows of tunes_ costs; NaN cycles: not computed
+  std::vector<BlockCost> costs_;  ///< rows of columns_ costs; NaN cycles: not computed
   std::size_t rows_ = 0;
   std::size_t size_ = 0;
 };
@@ -150,8 +156,10 @@ class CostTable {
 class BlockCostCache {
  public:
   explicit BlockCostCache(std::size_t max_entries = kDefaultMaxEntries) : max_entries_(max_entries) {}
-  /// The table for this content (whose TUNE list has `tunes` choices), new and empty the first
-  /// time; marks it most recently used.
+  /// The table for this content (whose TUNEs lie in columns `column_of`), new and empty the first
+  /// time; marks it most recently used. Throws if the content was seen with other columns.
+  std::shared_ptr<CostTable> table(const std::string& content, const std::vector<int>& column_of);
+  /// The same, every one of `tunes` TUNEs its own column.
   std::shared_ptr<CostTable> table(const std::string& content, int tunes);
   /// Drops unheld tables, least recently used first, while all tables' cost slots exceed the budget.
   void trim();
@@ -212,8 +220,10 @@ struct PlanEvaluator::Impl {
   std::vector<meshir::Tune> tunes;
   std::vector<std::shared_ptr<detail::CostTable>> tables;  ///< per block type, private unless shared
   /// Per block type and TUNE, the first TUNE that places that type the same way (a fused, split or
-  /// expert-CUT choice on a block with nothing to fuse, split or cut): its entry is copied, not costed.
+  /// expert-CUT choice on a block with nothing to fuse, split or cut): the two share a table column.
   std::vector<std::vector<int>> same_placement;
+  /// A type's table columns: one per distinct placement of same_placement, in order of first use.
+  static std::vector<int> columns_of(const std::vector<int>& same);
   std::int64_t computed = 0;
   bool serial = false;  ///< run the parallel loops on Kokkos::Serial (tests compare the two)
 
