@@ -217,7 +217,14 @@ PlanEvaluator::Impl::Impl(const workload::Workload& w, const wafer::WaferParams&
     }
     same_placement.push_back(std::move(same));
   }
-  for (const auto& same : same_placement) tables.push_back(std::make_shared<detail::CostTable>(columns_of(same)));
+  for (const auto& same : same_placement) {
+    tables.push_back(std::make_shared<detail::CostTable>(columns_of(same)));
+    std::vector<int> own;
+    for (std::size_t k = 0; k < same.size(); ++k) {
+      if (same[k] == static_cast<int>(k)) own.push_back(static_cast<int>(k));
+    }
+    own_placements.push_back(std::move(own));
+  }
 }
 
 std::vector<int> PlanEvaluator::Impl::columns_of(const std::vector<int>& same) {

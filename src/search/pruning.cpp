@@ -28,7 +28,7 @@ double Solver::min_block(int type, std::int64_t w, std::int64_t h, int depth) {
   const std::int64_t sram = ev_.wafer.sram_data_per_pe_bytes();
   const std::int64_t need = ev_.blocks[static_cast<std::size_t>(ev_.representative[static_cast<std::size_t>(type)])].resident_bytes;
   if (need > w * h * sram) return min_block_memo_.emplace(key, kInf).first->second;
-  const int tunes = static_cast<int>(ev_.tunes.size());
+  const std::vector<int>& tunes = ev_.own_placements[static_cast<std::size_t>(type)];  // the others share their costs
   // Every size a leaf holding the block may use here: the fractions' sides, and every member of the
   // SRAM families that holds the block (a leaf with more blocks takes a larger member).
   std::vector<std::pair<std::int64_t, std::int64_t>> sizes;
@@ -44,13 +44,13 @@ double Solver::min_block(int type, std::int64_t w, std::int64_t h, int depth) {
   std::vector<TableKey> wanted;
   for (const auto& [uw, uh] : sizes) {
     if (need > uw * uh * sram) continue;
-    for (int t = 0; t < tunes; ++t) wanted.emplace_back(type, uw, uh, t);
+    for (const int t : tunes) wanted.emplace_back(type, uw, uh, t);
   }
   ev_.ensure(std::move(wanted));
   double best = kInf;
   for (const auto& [uw, uh] : sizes) {
     if (need > uw * uh * sram) continue;
-    for (int t = 0; t < tunes; ++t) {
+    for (const int t : tunes) {
       const BlockCost& c = ev_.get(type, uw, uh, t);
       if (c.resident + c.buffers <= ev_.wafer.sram_data_per_pe_bytes()) best = std::min(best, c.cycles);
     }

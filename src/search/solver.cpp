@@ -244,8 +244,8 @@ std::vector<Point> Solver::leaf_points(const Rect& rect, int a, int b) {
     placements.push_back(holds(w, h) ? anchors(rect, w, h) : std::vector<std::pair<std::int64_t, std::int64_t>>{});
     if (placements.back().empty()) continue;
     if (!opt_.exhaustive && known(w, h)) continue;  // its choice is memoized: no costs needed
-    for (int type : types) {  // a type's TUNEs lie side by side (detail::CostTable)
-      for (int t = 0; t < tunes; ++t) {
+    for (int type : types) {  // a type's TUNEs lie side by side (detail::CostTable); the others share theirs
+      for (const int t : ev_.own_placements[static_cast<std::size_t>(type)]) {
         if (!ev_.has(type, w, h, t)) wanted.emplace_back(type, w, h, t);
       }
     }

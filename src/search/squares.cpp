@@ -37,15 +37,16 @@ std::vector<Point> Solver::square_points(std::int64_t side, const std::vector<Ob
   }
   std::vector<TableKey> wanted;
   for (int type : types) {
-    for (int t = 0; t < tunes; ++t) wanted.emplace_back(type, side, side, t);
+    for (const int t : ev_.own_placements[static_cast<std::size_t>(type)]) wanted.emplace_back(type, side, side, t);
   }
   ev_.ensure(std::move(wanted));
   // Lower bounds for the incumbent rule: each block at its cheapest TUNE that holds it alone.
   double pass_lb = 0, stage_lb = 0;
   for (int i = 0; i < blocks; ++i) {
     double m = kInf;
-    for (int t = 0; t < tunes; ++t) {
-      const BlockCost& c = ev_.get(ev_.blocks[static_cast<std::size_t>(i)].type, side, side, t);
+    const int type = ev_.blocks[static_cast<std::size_t>(i)].type;
+    for (const int t : ev_.own_placements[static_cast<std::size_t>(type)]) {
+      const BlockCost& c = ev_.get(type, side, side, t);
       if (c.resident + c.buffers <= ev_.wafer.sram_data_per_pe_bytes()) m = std::min(m, c.cycles);
     }
     pass_lb += m;

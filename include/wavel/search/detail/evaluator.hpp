@@ -224,6 +224,9 @@ struct PlanEvaluator::Impl {
   std::vector<std::vector<int>> same_placement;
   /// A type's table columns: one per distinct placement of same_placement, in order of first use.
   static std::vector<int> columns_of(const std::vector<int>& same);
+  /// Per block type, the TUNEs that place it their own way (same_placement[t] == t), ascending: every
+  /// cost of the type is one of theirs, so tables are filled and minimised over these alone.
+  std::vector<std::vector<int>> own_placements;
   std::int64_t computed = 0;
   bool serial = false;  ///< run the parallel loops on Kokkos::Serial (tests compare the two)
 
