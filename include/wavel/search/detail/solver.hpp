@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <tuple>
 #include <unordered_map>
 #include <utility>
@@ -36,6 +37,24 @@ struct Plan {
   int tune = 0;
   int parts[2] = {-1, -1};  ///< group: the earlier blocks' plan, then the later ones'
   meshir::Rect offsets[2];
+};
+
+/// The solver's plans by id, in pages that never move: a search keeps millions, and one growing
+/// array spent a tenth of a dense decode search copying them into larger buffers.
+class PlanStore {
+ public:
+  [[nodiscard]] std::size_t size() const { return size_; }
+  void push_back(const Plan& p) {
+    if (size_ % kPagePlans == 0) pages_.emplace_back(new Plan[kPagePlans]);
+    pages_.back()[size_ % kPagePlans] = p;
+    ++size_;
+  }
+  const Plan& operator[](std::size_t id) const { return pages_[id / kPagePlans][id % kPagePlans]; }
+
+ private:
+  static constexpr std::size_t kPagePlans = 4096;
+  std::vector<std::unique_ptr<Plan[]>> pages_;
+  std::size_t size_ = 0;
 };
 
 /// log10(10^a + 10^b), exact for sizes far beyond any integer type.
@@ -131,7 +150,7 @@ class Solver {
   /// same and loses the tie, so best_tune skips it.
   std::map<std::vector<int>, std::vector<int>> distinct_tunes_;
   const std::vector<int>& distinct_tunes(const std::vector<int>& types);
-  std::vector<Plan> plans_;
+  PlanStore plans_;
 };
 
 }  // namespace wavel::search::detail
