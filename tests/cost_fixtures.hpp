@@ -67,4 +67,20 @@ inline meshir::Schedule strip_dispatches(std::int64_t w, std::int64_t h, std::in
   return s;
 }
 
+/// A two-stage pipeline on one 4 x 4 region: op 0 on stage 0, a transfer fed from it into stage 1
+/// (links only), op 2 on stage 1; one step each.
+inline meshir::Schedule two_stages() {
+  auto s = one_region(4, 4);
+  auto a = op_on(s.regions[0], meshir::Kernel::elementwise);
+  auto t = op_on(s.regions[0], meshir::Kernel::transfer);
+  auto b = op_on(s.regions[0], meshir::Kernel::elementwise);
+  t.step = 1;
+  t.stage = 1;
+  t.inputs = {0};
+  b.step = 2;
+  b.stage = 1;
+  s.ops = {a, t, b};
+  return s;
+}
+
 }  // namespace wavel::test

@@ -24,6 +24,7 @@ using namespace wavel;
 using wavel::test::one_region;
 using wavel::test::op_on;
 using wavel::test::round_params;
+using wavel::test::two_stages;
 using wavel::test::wse3;
 
 namespace {
@@ -37,22 +38,6 @@ const workload::Op& op_named(const workload::Layer& layer, const std::string& na
 workload::Workload tiny(std::int64_t requests, std::int64_t prompt) {
   const auto model = workload::load_hf_config(wavel::test::source_path("configs/models/tiny-llama/config.json").string());
   return workload::build_workload(model, {workload::Phase::prefill, requests, prompt, 0});
-}
-
-// Three steps: op 0 on stage 0 (100 cycles), a transfer from stage 0 into stage 1 (10, links only),
-// op 2 on stage 1 (50).
-meshir::Schedule two_stages() {
-  auto s = one_region(4, 4);
-  auto a = op_on(s.regions[0], meshir::Kernel::elementwise);
-  auto t = op_on(s.regions[0], meshir::Kernel::transfer);
-  auto b = op_on(s.regions[0], meshir::Kernel::elementwise);
-  t.step = 1;
-  t.stage = 1;
-  t.inputs = {0};
-  b.step = 2;
-  b.stage = 1;
-  s.ops = {a, t, b};
-  return s;
 }
 
 }  // namespace

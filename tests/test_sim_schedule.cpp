@@ -269,16 +269,7 @@ TEST_CASE("sim: fidelity levels agree on small kernels") {
 TEST_CASE("sim: the pipeline of micro-batches over stages, by hand") {
   // Three steps: op 0 on stage 0 (100 cycles), a transfer fed from stage 0 into stage 1 (10, links
   // only), op 2 on stage 1 (50). Two micro-batches.
-  auto s = one_region(4, 4);
-  auto a = op_on(s.regions[0], meshir::Kernel::elementwise);
-  auto t = op_on(s.regions[0], meshir::Kernel::transfer);
-  auto b = op_on(s.regions[0], meshir::Kernel::elementwise);
-  t.step = 1;
-  t.stage = 1;
-  t.inputs = {0};
-  b.step = 2;
-  b.stage = 1;
-  s.ops = {a, t, b};
+  auto s = wavel::test::two_stages();
   s.microbatches = 2;
   s.concurrent_requests = 2;
   const std::vector<double> cycles{100, 10, 50};
