@@ -140,6 +140,30 @@ TEST_CASE("chunked prefill: MeshIR writes prompt_chunks when set, reads it back,
   s.prompt_chunks = 0;
   const auto problems = meshir::verify(s, "chunks", {}, [](const meshir::PlacedOp&) { return 0; });
   CHECK(std::any_of(problems.begin(), problems.end(), [](const Diagnostic& d) { return d.key_path == "prompt_chunks"; }));
+  // A chunk of 64 tokens in 4 chunks attends to 64 .. 256 keys: its own and the earlier chunks'.
+  auto scores = op_on(s.regions[0], meshir::Kernel::gemm_t);
+  scores.name = "scores";
+  scores.attention = meshir::AttentionRole::scores;
+  scores.work.batch = 8;
+  scores.work.heads = 8;
+  scores.work.m = 64;
+  scores.work.k = 64;
+  s.ops = {scores};
+  s.prompt_chunks = 4;
+  const auto keys_refused = [&](std::int64_t keys) {
+    s.ops[0].work.n = keys;
+    const auto found = meshir::verify(s, "chunks", {}, [](const meshir::PlacedOp&) { return 0; });
+    return std::any_of(found.begin(), found.end(), [](const Diagnostic& d) {
+      return d.key_path == "ops[0].work" && d.message.find("chunks 0 to its own") != std::string::npos;
+    });
+  };
+  CHECK_FALSE(keys_refused(160));  // the mean of 64, 128, 192, 256
+  CHECK_FALSE(keys_refused(64));
+  CHECK_FALSE(keys_refused(256));
+  CHECK(keys_refused(63));   // fewer keys than its own tokens
+  CHECK(keys_refused(257));  // keys of a later chunk
+  s.prompt_chunks = 1;
+  CHECK_FALSE(keys_refused(1000));  // whole prompts: the rule is not the chunks'
 }
 
 TEST_CASE("chunked prefill: a PE's MeshGEMM loop costs as much for a chunk as for the prompt while its tokens fit one issue") {

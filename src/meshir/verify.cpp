@@ -385,6 +385,19 @@ void Checker::check_op(std::size_t i) {
                    "; softmax: " + kernels_that(can(AttentionFit::softmax)) + ")");
     }
   }
+  // Chunked prefill: a chunk of m tokens attends to the keys of its own and the earlier chunks, so
+  // its (mean) context lies between m and prompt_chunks x m.
+  if (op.attention != AttentionRole::none && s_.prompt_chunks > 1 && op.work.m > 0) {
+    const std::int64_t keys = op.attention == AttentionRole::values ? op.work.k : op.work.n;
+    const std::int64_t rows = op.work.m;
+    const bool past_last = keys / s_.prompt_chunks > rows || (keys / s_.prompt_chunks == rows && keys % s_.prompt_chunks != 0);
+    if (keys < rows || past_last) {
+      op_error(i, "work",
+               "attends to " + std::to_string(keys) + " keys with chunks of " + std::to_string(rows) + " tokens in " +
+                   std::to_string(s_.prompt_chunks) + " chunks: a chunk's keys are those of chunks 0 to its own, " +
+                   std::to_string(rows) + " to " + std::to_string(s_.prompt_chunks) + " x " + std::to_string(rows));
+    }
+  }
 
   // (a) and (b) placement.
   if (op.used.w < 1 || op.used.h < 1) {
