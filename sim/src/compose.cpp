@@ -73,13 +73,13 @@ Pipeline run_pipeline(const meshir::Schedule& schedule, const std::vector<double
   // without chunking); a unit is one chunk of one micro-batch.
   const auto groups = static_cast<std::size_t>(std::max<std::int64_t>(1, schedule.microbatches));
   const auto chunks = decode ? std::size_t{1} : static_cast<std::size_t>(std::max<std::int64_t>(1, schedule.prompt_chunks));
-  const std::size_t mb = groups * chunks;
+  const std::size_t units = groups * chunks;
   const int passes = decode ? std::max(2, rounds) : 1;
   std::vector<double> stage_free(stage_index.size(), 0.0);
-  std::vector<double> ready(mb, 0.0);          // when each micro-batch may start its next step
-  std::vector<double> pass_end(mb, 0.0), previous_end(mb, 0.0);
+  std::vector<double> ready(units, 0.0);  // when each unit may start its next step
+  std::vector<double> pass_end(units, 0.0), previous_end(units, 0.0);
   for (int pass = 0; pass < passes; ++pass) {
-    for (std::size_t j = 0; j < mb; ++j) {
+    for (std::size_t j = 0; j < units; ++j) {
       double t = ready[j];
       for (const Step& st : steps) {
         for (int s : st.stages) t = std::max(t, stage_free[static_cast<std::size_t>(s)]);
@@ -95,7 +95,7 @@ Pipeline run_pipeline(const meshir::Schedule& schedule, const std::vector<double
   if (decode) {
     // Steady state: the period between a micro-batch's last two tokens (the slowest micro-batch).
     double period = 0;
-    for (std::size_t j = 0; j < mb; ++j) period = std::max(period, pass_end[j] - previous_end[j]);
+    for (std::size_t j = 0; j < units; ++j) period = std::max(period, pass_end[j] - previous_end[j]);
     out.latency_s = period / clock_hz;
     out.tokens_per_s = period > 0 ? requests / out.latency_s : 0.0;
     out.tpr_tokens_per_s = period > 0 ? 1.0 / out.latency_s : 0.0;

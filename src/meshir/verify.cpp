@@ -390,8 +390,7 @@ void Checker::check_op(std::size_t i) {
   if (op.attention != AttentionRole::none && s_.prompt_chunks > 1 && op.work.m > 0) {
     const std::int64_t keys = op.attention == AttentionRole::values ? op.work.k : op.work.n;
     const std::int64_t rows = op.work.m;
-    const bool past_last = keys / s_.prompt_chunks > rows || (keys / s_.prompt_chunks == rows && keys % s_.prompt_chunks != 0);
-    if (keys < rows || past_last) {
+    if (keys < rows || (keys - 1) / s_.prompt_chunks >= rows) {  // the second: keys > chunks x rows, without overflow
       op_error(i, "work",
                "attends to " + std::to_string(keys) + " keys with chunks of " + std::to_string(rows) + " tokens in " +
                    std::to_string(s_.prompt_chunks) + " chunks: a chunk's keys are those of chunks 0 to its own, " +

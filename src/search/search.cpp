@@ -82,6 +82,13 @@ std::vector<std::int64_t> microbatch_choices(std::int64_t requests) { return wor
 
 }  // namespace
 
+std::unique_ptr<PlanEvaluator> make_evaluator(const workload::Workload& workload, const wafer::WaferParams& wafer,
+                                              const cost::CostParams& params, const SearchOptions& options,
+                                              std::int64_t microbatches, std::int64_t prompt_chunks) {
+  return std::make_unique<PlanEvaluator>(workload::chunk_prompt(workload, prompt_chunks), wafer, params, microbatches,
+                                         options.group_scales, options.expert_groups, options.tune_kinds());
+}
+
 std::vector<std::int64_t> prompt_chunk_choices(const workload::WorkloadShape& shape, const SearchOptions& options) {
   std::vector<std::int64_t> out{1};
   if (shape.phase != workload::Phase::prefill) return out;
@@ -201,9 +208,7 @@ PieceResult SearchWorkspace::run(const std::string& setting_key, const workload:
     impl_->solver.reset();
     impl_->evaluator.reset();
     impl_->costs.trim();
-    impl_->evaluator =
-        std::make_unique<PlanEvaluator>(workload::chunk_prompt(workload, piece.prompt_chunks), wafer, params,
-                                        piece.microbatches, options.group_scales, options.expert_groups, options.tune_kinds());
+    impl_->evaluator = make_evaluator(workload, wafer, params, options, piece.microbatches, piece.prompt_chunks);
     impl_->evaluator->impl().serial = options.serial;
     impl_->evaluator->impl().share_tables(impl_->costs);
     impl_->solver = std::make_unique<detail::Solver>(impl_->evaluator->impl(), options);
@@ -310,11 +315,7 @@ SearchResult assemble(const workload::Workload& workload, const wafer::WaferPara
     p.sram_headroom = c.sram_headroom;
     if (c.source == "search") {
       auto& builder = builders[{c.microbatches, c.prompt_chunks}];
-      if (!builder) {
-        builder = std::make_unique<PlanEvaluator>(workload::chunk_prompt(workload, c.prompt_chunks), wafer, params,
-                                                  c.microbatches, options.group_scales, options.expert_groups,
-                                                  options.tune_kinds());
-      }
+      if (!builder) builder = make_evaluator(workload, wafer, params, options, c.microbatches, c.prompt_chunks);
       p.schedule = builder->build(c.leaves);
       p.schedule.name = "wavel";
     } else {

@@ -138,9 +138,7 @@ SettingResult finish_pipeline(const config::Config& config, const config::Settin
     if (c.source == "search") {
       auto& b = builders[{p, c.microbatches, c.prompt_chunks}];
       if (!b) {
-        b = std::make_unique<search::PlanEvaluator>(workload::chunk_prompt(parts[p], c.prompt_chunks), config.wafer,
-                                                    config.cost.params, c.microbatches, options.group_scales,
-                                                    options.expert_groups, options.tune_kinds());
+        b = search::make_evaluator(parts[p], config.wafer, config.cost.params, options, c.microbatches, c.prompt_chunks);
       }
       return b->build(c.leaves);
     }
@@ -151,29 +149,34 @@ SettingResult finish_pipeline(const config::Config& config, const config::Settin
     throw InternalError("pipeline: a part's seed '" + name + "' has no schedule");
   };
 
-  // Per micro-batch count and prompt chunks, every part's fastest candidate, and every part's lowest-latency one: the
-  // slowest wafer paces the pipeline, and latency adds over the wafers. Lexicographic picks (ties
-  // on the first objective go to the other two, then to the first found): an incumbent prunes
-  // only what it strictly dominates, so it never prunes a pick or anything tied with one.
+  // Per micro-batch count and prompt chunks, every part's fastest candidate, and every part's
+  // lowest-latency one: the slowest wafer paces the pipeline, and latency adds over the wafers.
+  // Lexicographic picks (ties on the first objective go to the other two, then to the first found):
+  // an incumbent prunes only what it strictly dominates, so it never prunes a pick or anything tied
+  // with one.
+  const auto pick = [&](std::size_t p, std::int64_t mb, std::int64_t pc, bool by_latency) {
+    const auto rank = [by_latency](const search::Objectives& o) {
+      return by_latency ? std::make_tuple(o.latency_s, -o.tokens_per_s, o.pes)
+                        : std::make_tuple(-o.tokens_per_s, o.latency_s, o.pes);
+    };
+    const search::SearchCandidate* best = nullptr;
+    for (const auto& c : candidates[p]) {
+      if (c.microbatches != mb || c.prompt_chunks != pc || c.sram_headroom < 0.0 || !(c.objectives.tokens_per_s > 0)) {
+        continue;
+      }
+      if (best == nullptr || rank(c.objectives) < rank(best->objectives)) best = &c;
+    }
+    return best;
+  };
   std::vector<std::pair<std::string, Schedule>> joined;
   for (const std::int64_t pc : search::prompt_chunk_choices(setting.shape, options)) {
     for (const std::int64_t mb : workload::request_divisors(setting.shape.concurrent_requests)) {
       for (const bool by_latency : {false, true}) {
-        const auto rank = [by_latency](const search::Objectives& o) {
-          return by_latency ? std::make_tuple(o.latency_s, -o.tokens_per_s, o.pes)
-                            : std::make_tuple(-o.tokens_per_s, o.latency_s, o.pes);
-        };
         std::vector<Schedule> per_part;
         for (std::size_t p = 0; p < parts.size(); ++p) {
-          const search::SearchCandidate* pick = nullptr;
-          for (const auto& c : candidates[p]) {
-            if (c.microbatches != mb || c.prompt_chunks != pc || c.sram_headroom < 0.0 || !(c.objectives.tokens_per_s > 0)) {
-              continue;
-            }
-            if (pick == nullptr || rank(c.objectives) < rank(pick->objectives)) pick = &c;
-          }
-          if (pick == nullptr) break;
-          per_part.push_back(rebuild(p, *pick));
+          const search::SearchCandidate* c = pick(p, mb, pc, by_latency);
+          if (c == nullptr) break;
+          per_part.push_back(rebuild(p, *c));
         }
         if (per_part.size() == parts.size()) joined.emplace_back("search", j.join(per_part, "wavel"));
       }

@@ -231,4 +231,10 @@ class PlanEvaluator {
   Impl* impl_;
 };
 
+/// The evaluator the search uses for one (micro-batch count, prompt chunks) of a setting or part:
+/// one chunk's blocks (workload::chunk_prompt) with the options' TUNE choices.
+std::unique_ptr<PlanEvaluator> make_evaluator(const workload::Workload& workload, const wafer::WaferParams& wafer,
+                                              const cost::CostParams& params, const SearchOptions& options,
+                                              std::int64_t microbatches, std::int64_t prompt_chunks);
+
 }  // namespace wavel::search
