@@ -73,24 +73,31 @@ void send_lanes(Network& net, const Line& line, std::int64_t from, std::int64_t 
 }
 
 // Launch, then `rounds` of (local work share, streamed K-trees over consecutive pieces of `tree`
-// PEs); returns a join after the last round.
+// PEs); returns a join after the last round. The K-trees name every PE's task on its own, so the
+// tasks are made one by one: as lane groups they would only be written out again.
 ItemId reduce_line(Network& net, const KernelPlan& plan, const Line& line, const LineWork& work, ItemId gate) {
-  const Lanes launch = tasks_on(net, line, plan.launch_cycles, SpanKind::launch);
+  const auto n = static_cast<std::size_t>(line.count);
+  std::vector<ItemId> previous(n), ready(n);
+  for (std::size_t i = 0; i < n; ++i) previous[i] = net.task(line.at(static_cast<std::int64_t>(i)), plan.launch_cycles, SpanKind::launch);
   const std::int64_t tree = plan.tree_pes > 0 ? std::min(plan.tree_pes, line.count) : line.count;
   const double share = work.compute_cycles / static_cast<double>(plan.rounds);
   ItemId done = kNoItem;
-  Lanes previous = launch;
   for (std::int64_t round = 0; round < plan.rounds; ++round) {
     // A later round is a new task, woken when the previous result has arrived; each follows its PE's
     // previous task (the launch, then the last round's), so a PE's tasks never contend.
     const double cycles = share + (round > 0 ? plan.task_cycles : 0.0);
-    const Lanes ready = net.tasks_after(previous, cycles, SpanKind::compute);
-    previous = ready;
-    net.after(ready, round == 0 ? gate : done);
+    const ItemId wake = round == 0 ? gate : done;
+    for (std::size_t i = 0; i < n; ++i) {
+      ready[i] = net.task_after(previous[i], cycles, SpanKind::compute);
+      net.after(ready[i], wake);
+    }
+    previous.swap(ready);
     done = net.join();
     for (std::int64_t lo = 0; lo < line.count; lo += tree) {
       const Line piece{line.at(lo), line.stride, std::min(tree, line.count - lo)};
-      net.after(done, ktree_allreduce(net, piece, plan.group, work.message_bytes, ids_of(ready.sub(lo, piece.count)), 0));
+      const auto first = previous.begin() + lo;
+      net.after(done, ktree_allreduce(net, piece, plan.group, work.message_bytes,
+                                      std::vector<ItemId>(first, first + piece.count), 0));
     }
   }
   return done;
