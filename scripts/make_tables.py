@@ -40,7 +40,7 @@ except ImportError as error:  # Debian: apt-get install python3-h5py python3-num
 EX_CHECK = 1  # --check found a row where the search is below a placed baseline
 CHECK_RTOL = 1e-12  # Wavel counts as "at least" a baseline down to this relative shortfall (rounding)
 
-# The paper's numbers (Wavel, SOSP 2026; see shared/docs/domain.md §1). The first two were measured on
+# The paper's numbers (Wavel, SOSP 2026, as its abstract states them). The first two were measured on
 # WSE-3 hardware; the MoE figure is itself a cost-model prediction in the paper.
 PAPER_MEAN_VS_WAFERLLM = "1.31–1.35× (measured, WSE-3; mean per setting)"
 PAPER_MAX_VS_FULLCHIP_DENSE = "up to 1.85× (measured, WSE-3)"

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "test_support.hpp"
+#include "wavel/calibrate/crossval.hpp"
 #include "wavel/calibrate/fit.hpp"
 #include "wavel/calibrate/reference.hpp"
 #include "wavel/common/error.hpp"
@@ -447,6 +448,19 @@ TEST_CASE("the fit stays inside the registry bounds") {
   CHECK(result.fitted.scalar_op_cycles <= 50.0);
   CHECK(result.fitted.scalar_op_cycles > 49.75);
   CHECK(wavel::calibrate::parameters_on_bounds(result) == std::vector<std::string>{"scalar_op_cycles"});
+  // Every fold of the cross-validation ends there too, and its warning says which bound (issue 40).
+  const auto messages = wavel::calibrate::bound_messages(result);
+  REQUIRE(messages.size() == 1);
+  CHECK(messages[0].find("scalar_op_cycles ended on its upper bound, 50 cycles") == 0);
+  const auto cv = wavel::calibrate::cross_validate(set, synthetic_tpr, CostParams{}, {"scalar_op_cycles"},
+                                                   wavel::calibrate::FoldBy::model);
+  REQUIRE(cv.folds > 0);
+  REQUIRE(cv.bound_warnings.size() == static_cast<std::size_t>(cv.folds));
+  for (const auto& w : cv.bound_warnings) {
+    CAPTURE(w);
+    CHECK(w.find(": scalar_op_cycles ended on its upper bound, 50 cycles") != std::string::npos);
+    CHECK(w.find("(allowed ") != std::string::npos);
+  }
 }
 
 TEST_CASE("calibration refuses what it cannot do honestly") {

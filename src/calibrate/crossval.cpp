@@ -54,7 +54,7 @@ CrossValidation cross_validate(const ReferenceSet& set, const Predictor& predict
     }
     if (training < fit_names.size() || training == 0) continue;
     const CalibrationResult fit = calibrate(set, predict, start, fit_names, fold_options);
-    for (const auto& name : parameters_on_bounds(fit)) cv.bound_warnings.push_back(key + ": " + name);
+    for (const auto& m : bound_messages(fit)) cv.bound_warnings.push_back(key + ": " + m);
     ++cv.folds;
     for (std::size_t i = 0; i < n; ++i) {
       if (!fold_options.held_out[i]) continue;

@@ -180,6 +180,18 @@ std::vector<std::string> parameters_on_bounds(const CalibrationResult& result) {
   return out;
 }
 
+std::vector<std::string> bound_messages(const CalibrationResult& result) {
+  std::vector<std::string> out;
+  for (const auto& name : parameters_on_bounds(result)) {
+    for (const auto& info : cost::param_registry()) {
+      if (info.name == name) {
+        out.push_back(bound_warning(name, result.fitted.*(info.field), {info.min_value, info.max_value}, info.units));
+      }
+    }
+  }
+  return out;
+}
+
 io::Table validation_table(const ReferenceSet& set, const ValidationReport& report) {
   if (report.points.size() != set.points.size()) {
     throw InternalError("validation report has " + std::to_string(report.points.size()) + " points, reference set " +

@@ -301,7 +301,7 @@ LeaveOneSideOut leave_one_side_out(const std::vector<KernelPoint>& points, const
     if (training < names.size()) continue;
     const auto fit = calibrate(kernel_problem(points, held, wafer), PointSource{}, start, names);
     ++cv.folds;
-    for (const auto& name : parameters_on_bounds(fit)) cv.bound_warnings.push_back("P=" + std::to_string(side) + ": " + name);
+    for (const auto& m : bound_messages(fit)) cv.bound_warnings.push_back("P=" + std::to_string(side) + ": " + m);
     for (std::size_t i = 0; i < points.size(); ++i) {
       if (held[i]) cv.predicted[i] = fit.after.points[i].predicted;
     }

@@ -236,7 +236,7 @@ void calibrate_kernels_command(const std::vector<std::string>& kernel_paths, con
                          context.comm);
   if (context.rank != 0) return;
   std::cerr << warnings;
-  for (const auto& w : cv.bound_warnings) std::cerr << "warning: leave-one-P-out fold " << w << " ended on a bound\n";
+  for (const auto& w : cv.bound_warnings) std::cerr << "warning: leave-one-P-out fold " << w << "\n";
   std::cerr << sim_timing_bound_warnings(sim_fit);
   out << "Kernel calibration on " << points.size() << " " << wafer_preset << " hardware points";
   std::size_t skipped = 0;

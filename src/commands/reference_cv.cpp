@@ -44,7 +44,7 @@ CrossValidationReport cross_validation_report(const calibrate::ReferenceSet& set
     out << calibrate::to_string(cv->by) << " (" << cv->folds << " folds): MAPE " << pct(cv->mape_pct) << ", worst point "
         << pct(cv->max_abs_error_pct) << '\n';
     for (const auto& w : cv->bound_warnings) {
-      report.warnings += "warning: " + calibrate::to_string(cv->by) + " fold " + w + " ended on a bound\n";
+      report.warnings += "warning: " + calibrate::to_string(cv->by) + " fold " + w + "\n";
     }
     const std::string key = cv->by == calibrate::FoldBy::model ? "cv_model" : "cv_grid";
     report.attributes.push_back({key + "_mape_pct", cv->mape_pct});
@@ -57,14 +57,7 @@ CrossValidationReport cross_validation_report(const calibrate::ReferenceSet& set
 
 std::string bound_warnings(const calibrate::CalibrationResult& result) {
   std::string out;
-  for (const auto& name : calibrate::parameters_on_bounds(result)) {
-    for (const auto& info : cost::param_registry()) {
-      if (info.name != name) continue;
-      out += "warning: " +
-             calibrate::bound_warning(name, result.fitted.*(info.field), {info.min_value, info.max_value}, info.units) +
-             "\n";
-    }
-  }
+  for (const auto& m : calibrate::bound_messages(result)) out += "warning: " + m + "\n";
   return out;
 }
 

@@ -19,7 +19,7 @@ struct CrossValidation {
   std::vector<std::string> fold;         ///< per point: the fold it was held out in (model name or grid side)
   std::vector<double> predicted;         ///< per point, in the units of the measurements
   std::vector<double> rel_error;         ///< (predicted - measured) / measured
-  std::vector<std::string> bound_warnings;  ///< "fold: parameter" for each fold's parameter that ended on a bound
+  std::vector<std::string> bound_warnings;  ///< "fold: " + bound_warning for each fold's parameter that ended on a bound
   double mape_pct = 0;
   double max_abs_error_pct = 0;
   std::size_t folds = 0;

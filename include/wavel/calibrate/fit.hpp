@@ -106,6 +106,8 @@ ValidationReport validate(const LogFitProblem& problem, const cost::CostParams& 
 /// Names of the fitted parameters that ended within 1e-6 (relative) of a registry bound: a sign that
 /// the model's form, not the data, decided them.
 std::vector<std::string> parameters_on_bounds(const CalibrationResult& result);
+/// bound_warning for each of parameters_on_bounds: which bound, the value and the range.
+std::vector<std::string> bound_messages(const CalibrationResult& result);
 
 /// Table "validation": model, phase, grid, measured_tokens_per_s, predicted_tokens_per_s, rel_error,
 /// context_or_input_tokens, held_out (0/1), one row per point in file order.

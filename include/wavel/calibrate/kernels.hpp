@@ -85,7 +85,7 @@ LogFitProblem kernel_problem(const std::vector<KernelPoint>& points, const std::
 /// parameters keep NaN.
 struct LeaveOneSideOut {
   std::vector<double> predicted;            ///< per point, cycles; NaN where its fold could not be fitted
-  std::vector<std::string> bound_warnings;  ///< "P=side: parameter" for each fold's parameter that ended on a bound
+  std::vector<std::string> bound_warnings;  ///< "P=side: " + bound_warning for each fold's parameter that ended on a bound
   std::size_t folds = 0;
 };
 LeaveOneSideOut leave_one_side_out(const std::vector<KernelPoint>& points, const wafer::WaferParams& wafer,
