@@ -293,6 +293,10 @@ const KeyTable<SearchConfig>& search_keys() {
                   "(chunked prefill; only counts that divide input_tokens). The default `[1]` keeps prompts whole: "
                   "with WaferLLM's MeshGEMM a chunk costs a PE about as many instructions as the whole prompt, so "
                   "chunks never paid on the bundled settings (see [Search](search.md))"),
+      K::integers("head_groups", &S::head_groups, 1, 4096, false, "groups",
+                  "prefill: TUNE may also split each attention section's heads into this many groups, each on its "
+                  "own cell of the leaf in the same steps, Q, K and V moved in and the output back (split heads; only "
+                  "counts that divide the heads); `[1]` turns it off (see [Search](search.md))"),
       K::flag("fusion", &S::fusion,
               "TUNE may fuse operators that read one input (prefill Q/K/V and gate/up, MLA's down-projections; see "
               "[Search](search.md)); `false`: the space without it"),

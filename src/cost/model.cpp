@@ -320,14 +320,25 @@ void add_exchange_contention(const meshir::Schedule& schedule,
   }
 }
 
-// Movers of one step that leave the same region, or enter the same region, share that region's
-// boundary links: each waits for the wavelets of all of them. An expert CUT's exchanges cross its
-// strips' boundaries inside the rectangle instead (add_exchange_contention).
+// Movers of one step that leave the same region the same way, or enter the same region from the
+// same side, share those boundary links: each waits for the wavelets of all of them. A mover's way
+// is the dominant axis and sign from its source's centre to its destination's (ties to X), so the
+// cells of split heads, which lie on every side of the leaf's centre, leave it four ways. An expert
+// CUT's exchanges cross its strips' boundaries inside the rectangle instead (add_exchange_contention).
 void add_mover_contention(const meshir::Schedule& schedule, const wafer::WaferParams& wafer,
                           std::vector<OpCost>& costs) {
-  // Per region, dense (the search costs a block per call): reset after each step where touched.
-  std::vector<double> leaving(schedule.regions.size(), 0.0), entering(schedule.regions.size(), 0.0);
+  // Per (region, way), dense (the search costs a block per call): reset after each step where touched.
+  constexpr std::size_t kWays = 4;
+  std::vector<double> leaving(schedule.regions.size() * kWays, 0.0), entering(schedule.regions.size() * kWays, 0.0);
   const auto in_range = [&](int r) { return r >= 0 && static_cast<std::size_t>(r) < schedule.regions.size(); };
+  const auto way = [&](const PlacedOp& op) {
+    const Rect to = meshir::used_part(schedule, op.to_region);
+    const std::int64_t dx = (2 * to.x + to.w) - (2 * op.used.x + op.used.w);
+    const std::int64_t dy = (2 * to.y + to.h) - (2 * op.used.y + op.used.h);
+    return std::llabs(dx) >= std::llabs(dy) ? (dx >= 0 ? std::size_t{0} : 1) : (dy >= 0 ? std::size_t{2} : 3);
+  };
+  const auto out_of = [&](const PlacedOp& op) { return static_cast<std::size_t>(op.region) * kWays + way(op); };
+  const auto into = [&](const PlacedOp& op) { return static_cast<std::size_t>(op.to_region) * kWays + way(op); };
   std::vector<std::pair<std::size_t, meshir::Exchange>> exchanges;  // (op, flow) of the step, ascending
   for (std::size_t i = 0; i < schedule.ops.size();) {
     std::size_t end = i;
@@ -342,8 +353,8 @@ void add_mover_contention(const meshir::Schedule& schedule, const wafer::WaferPa
         exchanges.emplace_back(end, *e);
         continue;
       }
-      leaving[static_cast<std::size_t>(op.region)] += costs[end].link_cycles;
-      entering[static_cast<std::size_t>(op.to_region)] += costs[end].link_cycles;
+      leaving[out_of(op)] += costs[end].link_cycles;
+      entering[into(op)] += costs[end].link_cycles;
     }
     std::size_t next_exchange = 0;
     for (std::size_t k = i; k < end; ++k) {
@@ -353,16 +364,15 @@ void add_mover_contention(const meshir::Schedule& schedule, const wafer::WaferPa
         continue;
       }
       if (!meshir::moves_between_regions(op.kernel)) continue;
-      const double shared =
-          std::max(leaving[static_cast<std::size_t>(op.region)], entering[static_cast<std::size_t>(op.to_region)]);
+      const double shared = std::max(leaving[out_of(op)], entering[into(op)]);
       costs[k].total_cycles += shared - costs[k].link_cycles;
       costs[k].link_cycles = shared;
     }
     for (std::size_t k = i; k < end; ++k) {
       const PlacedOp& op = schedule.ops[k];
       if (!meshir::moves_between_regions(op.kernel)) continue;
-      leaving[static_cast<std::size_t>(op.region)] = 0.0;
-      entering[static_cast<std::size_t>(op.to_region)] = 0.0;
+      leaving[out_of(op)] = 0.0;
+      entering[into(op)] = 0.0;
     }
     if (!exchanges.empty()) add_exchange_contention(schedule, exchanges, wafer, costs);
     i = end;

@@ -326,6 +326,13 @@ void Placer::place(const workload::Layer& block, int region, const Rect used,  /
         continue;
       }
     }
+    if (!decode_ && tune.head_groups > 1 && op.kind == OpKind::attn_scores &&
+        attention_section(block) == static_cast<int>(i) && splits_heads(block, decode_, tune.head_groups) &&
+        head_cells(used, tune.head_groups).size() == static_cast<std::size_t>(tune.head_groups)) {
+      place_heads(block, i, resolve, placed, region, used, stage, tune);
+      i += 2;
+      continue;
+    }
     inputs_.clear();  // a member: the search's block table places millions of ops
     for (int in : op.inputs) {
       if (const int r = resolve(in); r >= 0) inputs_.push_back(r);

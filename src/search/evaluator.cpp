@@ -42,7 +42,19 @@ std::vector<meshir::Tune> tune_choices(bool decode, const std::vector<double>& s
     }
   }
   if (out.empty()) out = tunes;
-  return meshir::with_kinds(std::move(out), kinds.fusion, kinds.split_epilogues && decode, kinds.concurrent_branches);
+  out = meshir::with_kinds(std::move(out), kinds.fusion, kinds.split_epilogues && decode, kinds.concurrent_branches);
+  // Split heads (prefill): each choice so far again with every head-group count above 1.
+  if (decode) return out;
+  const std::size_t plain = out.size();
+  for (const std::int64_t g : kinds.head_groups) {
+    if (g < 2) continue;
+    for (std::size_t i = 0; i < plain; ++i) {
+      meshir::Tune t = out[i];
+      t.head_groups = g;
+      if (std::find(out.begin(), out.end(), t) == out.end()) out.push_back(t);
+    }
+  }
+  return out;
 }
 
 std::vector<std::int64_t> used_sides(std::int64_t side, const std::vector<double>& fractions) {
@@ -195,8 +207,15 @@ PlanEvaluator::Impl::Impl(const workload::Workload& w, const wafer::WaferParams&
   if (kinds.concurrent_branches) {
     for (const auto& b : blocks) branchable = branchable || meshir::has_concurrent_branch(b.ops);
   }
+  // Split heads likewise, only the counts some block's attention takes.
+  std::vector<std::int64_t> head_groups;
+  for (const std::int64_t g : kinds.head_groups) {
+    bool any = false;
+    for (const auto& b : blocks) any = any || meshir::splits_heads(b.ops, decode, g);
+    if (any) head_groups.push_back(g);
+  }
   tunes = detail::tune_choices(decode, group_scales, w.model.moe ? w.model.moe->num_experts : 0, expert_groups,
-                               TuneKinds{fusable, splittable, branchable});
+                               TuneKinds{fusable, splittable, branchable, head_groups});
   // A choice the placer ignores for a block's ops gives that block the placement of the TUNE without it.
   for (const int rep : representative) {
     const auto i = static_cast<std::size_t>(rep);
@@ -212,6 +231,7 @@ PlanEvaluator::Impl::Impl(const workload::Workload& w, const wafer::WaferParams&
       if (c.split_epilogues && !meshir::has_split_epilogue(ops_of(i, c), decode)) c.split_epilogues = false;
       if (c.expert_groups > 1 && !cuts) c.expert_groups = 1;
       if (c.concurrent_branches && !meshir::has_concurrent_branch(ops_of(i, c))) c.concurrent_branches = false;
+      if (c.head_groups > 1 && !meshir::splits_heads(ops_of(i, c), decode, c.head_groups)) c.head_groups = 1;
       const auto at = std::find(tunes.begin(), tunes.end(), c);
       same[k] = at == tunes.end() ? static_cast<int>(k) : static_cast<int>(at - tunes.begin());
     }
@@ -262,6 +282,7 @@ void PlanEvaluator::Impl::share_tables(detail::BlockCostCache& cache) {
   for (const auto& t : tunes) {
     context << ' ' << t.group_scale_x << ',' << t.group_scale_y << ',' << static_cast<int>(t.entry_features) << ','
             << t.expert_groups << (t.fuse ? ",f" : "") << (t.split_epilogues ? ",s" : "") << (t.concurrent_branches ? ",b" : "");
+    if (t.head_groups > 1) context << ",h" << t.head_groups;  // absent at 1: caches written before it still match
   }
   context << " | ";
   const std::string prefix = context.str();

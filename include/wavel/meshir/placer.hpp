@@ -29,12 +29,15 @@ struct Tune {
   /// The branch's strip: its FLOPs-balanced width divided by this (a grouped GEMM's per-expert loops
   /// make a routed FLOP slower than a shared one, so the balance by FLOPs is an upper end).
   std::int64_t branch_narrowing = 1;
+  /// Prefill: an attention section (scores, softmax, values) runs as this many head groups, each on
+  /// its own cell of the used rectangle, in the same steps (split heads; 1: the whole rectangle).
+  std::int64_t head_groups = 1;
 
   friend bool operator==(const Tune& a, const Tune& b) {
     return a.group_scale_x == b.group_scale_x && a.group_scale_y == b.group_scale_y &&
            a.entry_features == b.entry_features && a.expert_groups == b.expert_groups && a.fuse == b.fuse &&
            a.split_epilogues == b.split_epilogues && a.concurrent_branches == b.concurrent_branches &&
-           a.branch_narrowing == b.branch_narrowing;
+           a.branch_narrowing == b.branch_narrowing && a.head_groups == b.head_groups;
   }
 };
 
@@ -61,6 +64,17 @@ bool has_split_epilogue(const workload::Layer& block, bool decode);
 std::vector<std::size_t> beside_routed(const workload::Layer& block, std::size_t dispatch, std::size_t combine);
 /// True if `block` has an MoE section of several experts with ops beside it (Tune::concurrent_branches).
 bool has_concurrent_branch(const workload::Layer& block);
+
+/// The first op of an attention section of `block` (scores, softmax, values in a row, the softmax
+/// reading the scores and the values the softmax), or -1.
+int attention_section(const workload::Layer& block);
+/// True if Tune::head_groups = `groups` splits `block`'s attention: prefill, an attention section
+/// whose heads (and head-rows) `groups` divides.
+bool splits_heads(const workload::Layer& block, bool decode, std::int64_t groups);
+/// The cells of split heads: `groups` rectangles tiling `used` in a grid of gx x gy cells (gx gy =
+/// groups), the grid whose longest cell side is shortest (a MeshGEMM's ring), ties to fewer columns;
+/// empty if no grid fits.
+std::vector<Rect> head_cells(const Rect& used, std::int64_t groups);
 
 /// OpWork copied from a workload op.
 OpWork work_of(const workload::Op& op);
@@ -95,6 +109,12 @@ class Placer {
   int place_experts(const workload::Layer& block, std::size_t dispatch, std::size_t combine,
                     const std::vector<std::size_t>& branch, const std::function<int(int)>& resolve,
                     std::vector<int>& placed, int region, Rect used, int stage, const Tune& tune, std::int64_t groups);
+  /// Split heads: the attention section at `first` (attention_section) as tune.head_groups head
+  /// groups on cells of `used` (head_cells), each taking its share of Q, K and V in one step and
+  /// returning its output in one step; sets `placed` for the section's three ops (the first cell's
+  /// return, which the next op reads).
+  void place_heads(const workload::Layer& block, std::size_t first, const std::function<int(int)>& resolve,
+                   std::vector<int>& placed, int region, Rect used, int stage, const Tune& tune);
   int relayout(int producer, const Layout& target, const std::string& consumer);
   void move_input_to(int region, const Rect& used, int stage, const Tune& tune);
 

@@ -15,6 +15,7 @@ struct TuneKinds {
   bool fusion = true;
   bool split_epilogues = true;
   bool concurrent_branches = true;
+  std::vector<std::int64_t> head_groups{1};  ///< prefill: split heads into this many groups (Tune::head_groups)
 };
 
 /// Search settings.
@@ -30,6 +31,7 @@ struct SearchOptions {
   std::int64_t root_chunks = 4;                  ///< root CUT options split over this many pieces (units of distribution)
   std::vector<std::int64_t> expert_groups{1, 2, 4, 8};  ///< MoE: expert CUTs of a leaf into this many strips
   std::vector<std::int64_t> prompt_chunks{1};    ///< prefill: each prompt in this many token chunks (counts dividing it)
+  std::vector<std::int64_t> head_groups{1};      ///< prefill: attention heads split into this many groups on cells of the leaf (opt-in)
   bool fusion = true;                            ///< TUNE may fuse operators that share an input (fuse_shared_inputs)
   bool split_epilogues = true;                   ///< TUNE may split decode epilogues over both axes (Tune::split_epilogues)
   bool concurrent_branches = true;               ///< TUNE may run the shared experts beside the routed ones (Tune::concurrent_branches)
@@ -47,7 +49,7 @@ struct SearchOptions {
   /// SIGTERM/SIGUSR1, so a long piece cannot hold a checkpoint back). Not part of the results.
   const std::atomic<int>* stop_flag = nullptr;
 
-  [[nodiscard]] TuneKinds tune_kinds() const { return {fusion, split_epilogues, concurrent_branches}; }
+  [[nodiscard]] TuneKinds tune_kinds() const { return {fusion, split_epilogues, concurrent_branches, head_groups}; }
 };
 
 }  // namespace wavel::search
