@@ -7,7 +7,8 @@
 # every setting's best at least as fast, on tiny and the quickstart; on a tiny MoE with a shared expert
 # (one CUT level), pruned equals exhaustive, also under skewed routing, and the space with concurrent
 # branches holds the space without (search.concurrent_branches: false); on tiny prefill with chunked
-# prompts (one CUT level), pruned equals exhaustive and the space with chunks holds the space without.
+# prompts (one CUT level), pruned equals exhaustive and the space with chunks holds the space without;
+# likewise with split heads (search.head_groups) on tiny prefill.
 set -u
 exe=$1; src=$2; tmp=$3
 rm -rf "$tmp"; mkdir -p "$tmp"
@@ -43,6 +44,10 @@ chunks=(--set 'workloads.phases=[prefill]' --set 'workloads.concurrent_requests=
 run chunks_pruned 1 "$src/configs/tiny.yaml" "${chunks[@]}" --set 'search.prompt_chunks=[1, 2, 4]'
 run chunks_exhaustive 1 "$src/configs/tiny.yaml" "${chunks[@]}" --set 'search.prompt_chunks=[1, 2, 4]' --set search.exhaustive=true
 run chunks_none 1 "$src/configs/tiny.yaml" "${chunks[@]}"
+heads=(--set 'workloads.phases=[prefill]' --set search.max_cut_depth=1 --set sim.samples=0)
+run heads_pruned 1 "$src/configs/tiny.yaml" "${heads[@]}" --set 'search.head_groups=[1, 2, 4]'
+run heads_exhaustive 1 "$src/configs/tiny.yaml" "${heads[@]}" --set 'search.head_groups=[1, 2, 4]' --set search.exhaustive=true
+run heads_none 1 "$src/configs/tiny.yaml" "${heads[@]}"
 
 /usr/bin/python3 - "$tmp" <<'PY' || fail=1
 import csv, math, sys
@@ -58,7 +63,7 @@ def front(name):
         return sorted(zip(g["setting_id"][:], g["tokens_per_s"][:], g["latency_s"][:], g["pes_used"][:]))
 for p, e in (("pruned", "exhaustive"), ("pruned4", "exhaustive4"), ("pruned_anchors", "exhaustive_anchors"),
              ("moe_pruned", "moe_exhaustive"), ("moe_skew_pruned", "moe_skew_exhaustive"),
-             ("chunks_pruned", "chunks_exhaustive")):
+             ("chunks_pruned", "chunks_exhaustive"), ("heads_pruned", "heads_exhaustive")):
     if front(p) != front(e):
         print(f"FAIL: {p} and {e} fronts differ"); ok = False
 def total(name, column):
@@ -87,7 +92,7 @@ for name in ("pruned", "quick"):
             v = float(r[col])
             if not math.isnan(v) and v < 1.0:
                 print(f"FAIL: {name} setting {r['setting_id']} {col} = {v}"); ok = False
-# 4. The old space (no fusion; no concurrent branches; whole prompts) is a subset: never a faster best
+# 4. The old space (no fusion; no concurrent branches; whole prompts; whole heads) is a subset: never a faster best
 # there; the new kind wins somewhere (chunks: where a 512-token prompt does not fit the grid whole).
 def tokens(r):  # a setting nothing fits has no throughput
     try:
@@ -97,7 +102,8 @@ def tokens(r):  # a setting nothing fits has no throughput
     return 0.0 if math.isnan(v) else v
 for kind, pairs in (("fusion", (("pruned", "pruned_nofusion"), ("quick", "quick_nofusion"))),
                     ("concurrent branches", (("moe_pruned", "moe_nobranches"),)),
-                    ("prompt chunks", (("chunks_pruned", "chunks_none"),))):
+                    ("prompt chunks", (("chunks_pruned", "chunks_none"),)),
+                    ("split heads", (("heads_pruned", "heads_none"),))):
     gained = 0
     for new, old in pairs:
         best_old = {r["setting_id"]: tokens(r) for r in rows(old)}
