@@ -132,10 +132,11 @@ TEST_CASE("attention buffers hold one head at a time") {
   CHECK(meshir::op_sram_per_pe(w, 1, 10).buffer_bytes == 2 * 40);
 }
 
-TEST_CASE("movers of one step share their region's links, by hand") {
+TEST_CASE("movers of one step share their region's links the way they leave, by hand") {
   auto s = one_region(4, 4);
-  s.regions.push_back(meshir::Rect{10, 0, 4, 4});
-  s.regions.push_back(meshir::Rect{0, 10, 4, 4});
+  s.regions.push_back(meshir::Rect{10, 0, 4, 4});  // east, 10 hops centre to centre
+  s.regions.push_back(meshir::Rect{10, 4, 4, 4});  // east too (dx 20 > dy 8 in half-PEs), 14 hops
+  s.regions.push_back(meshir::Rect{0, 10, 4, 4});  // south, 10 hops
   for (int to : {1, 2}) {
     auto op = op_on(s.regions[0], meshir::Kernel::transfer);
     op.name = "xfer" + std::to_string(to);
@@ -143,14 +144,21 @@ TEST_CASE("movers of one step share their region's links, by hand") {
     op.work.input_bytes = 1600;
     s.ops.push_back(op);
   }
-  // Alone, each is 10 hops + 1600 B over 4 links (100 cycles) + 50 set-up = 160. In one step both
-  // leave region 0 through the same 4 links: 200 link cycles each.
+  // Alone, the first is 10 hops + 1600 B over 4 links (100 cycles) + 50 set-up = 160. In one step
+  // both leave region 0 eastward through the same 4 links: 200 link cycles each.
   const auto c = cost::evaluate(s, wse3(), round_params(), true, 1);
   CHECK(c.ops[0].total_cycles == doctest::Approx(260.0));
-  CHECK(c.ops[1].total_cycles == doctest::Approx(260.0));
+  CHECK(c.ops[1].total_cycles == doctest::Approx(264.0));
   s.ops[1].step = 1;  // in sequence, no contention
   const auto seq = cost::evaluate(s, wse3(), round_params(), true, 1);
-  CHECK(seq.ops[1].total_cycles == doctest::Approx(160.0));
+  CHECK(seq.ops[1].total_cycles == doctest::Approx(164.0));
+  // One east and one south leave through different edges: neither waits for the other.
+  s.ops[1].step = 0;
+  s.ops[1].to_region = 3;
+  s.ops[1].name = "xfer3";
+  const auto apart = cost::evaluate(s, wse3(), round_params(), true, 1);
+  CHECK(apart.ops[0].total_cycles == doctest::Approx(160.0));
+  CHECK(apart.ops[1].total_cycles == doctest::Approx(160.0));
 }
 
 TEST_CASE("a transfer inside a stage is on the stage's path; one between stages is not") {

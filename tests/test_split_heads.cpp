@@ -220,6 +220,7 @@ TEST_CASE("split heads are a search choice: the space without them is a subset, 
   const auto wafer = wse3();
   const auto params = cost::default_params(wafer);
   auto options = wavel::test::one_level_options();
+  options.head_groups = {1};
   const auto without = search::search_setting(w, wafer, params, options, {});
   options.head_groups = {1, 4, 16};
   const auto with = search::search_setting(w, wafer, params, options, {});

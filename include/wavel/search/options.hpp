@@ -31,7 +31,7 @@ struct SearchOptions {
   std::int64_t root_chunks = 4;                  ///< root CUT options split over this many pieces (units of distribution)
   std::vector<std::int64_t> expert_groups{1, 2, 4, 8};  ///< MoE: expert CUTs of a leaf into this many strips
   std::vector<std::int64_t> prompt_chunks{1};    ///< prefill: each prompt in this many token chunks (counts dividing it)
-  std::vector<std::int64_t> head_groups{1};      ///< prefill: attention heads split into this many groups on cells of the leaf (opt-in)
+  std::vector<std::int64_t> head_groups{1, 4, 16};  ///< prefill: attention heads split into this many groups on cells of the leaf
   bool fusion = true;                            ///< TUNE may fuse operators that share an input (fuse_shared_inputs)
   bool split_epilogues = true;                   ///< TUNE may split decode epilogues over both axes (Tune::split_epilogues)
   bool concurrent_branches = true;               ///< TUNE may run the shared experts beside the routed ones (Tune::concurrent_branches)
