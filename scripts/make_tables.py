@@ -81,11 +81,17 @@ class Source:
             raise NotResults(f"/settings lacks column(s) {', '.join(missing)}")
         # Each problem's choice over its wafer counts, as wavel-dse made it (absent with one count).
         self.wafer_counts = read_table(file, "wafer_counts", required=False)
+        # The texts of the three schedules each row reads, and no others: a run stores every front
+        # point's, and with split heads one text is over a megabyte.
         meshir = {}
         if "schedules" in file and "columns" in file["schedules"].attrs:
-            schedules = read_table(file, "schedules")
-            for sid, name, text in zip(schedules["setting_id"], schedules["schedule"], schedules["meshir"]):
-                meshir[(int(sid), name)] = text
+            group = file["schedules"]
+            ids = group["setting_id"][()].tolist()
+            names = [to_text(v) for v in group["schedule"][()].tolist()]
+            wanted = [i for i, name in enumerate(names) if name in ("wavel", "fullchip", "waferllm")]
+            texts = group["meshir"][wanted] if wanted else []
+            for i, text in zip(wanted, texts):
+                meshir[(int(ids[i]), names[i])] = to_text(text)
         self.rows = []
         for i, sid in enumerate(settings["setting_id"]):
             sid = int(sid)

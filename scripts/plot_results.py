@@ -151,6 +151,27 @@ def plot_pareto(settings, front, index, out_dir):
     return save(fig, os.path.join(out_dir, f"pareto_{sid}"), ["png"])
 
 
+class LazyTexts:
+    """A text column read one row at a time: a run stores every front point's MeshIR, and with
+    split heads one text is over a megabyte, while a floorplan reads one."""
+
+    def __init__(self, dataset):
+        self.dataset = dataset
+
+    def __getitem__(self, i):
+        return to_text(self.dataset[i])
+
+
+def read_schedules(file):
+    """The /schedules table with its MeshIR column read lazily."""
+    if "schedules" not in file or "columns" not in file["schedules"].attrs:
+        raise NotResults("it has no /schedules table")
+    group = file["schedules"]
+    return {"setting_id": group["setting_id"][()].tolist(),
+            "schedule": [to_text(v) for v in group["schedule"][()].tolist()],
+            "meshir": LazyTexts(group["meshir"])}
+
+
 def plot_floorplan(settings, schedules, index, schedule_name, out_dir):
     sid = int(settings["setting_id"][index])
     texts = [schedules["meshir"][i] for i in rows_where(schedules, "setting_id", sid)
@@ -484,7 +505,7 @@ def main(argv):
         with h5py.File(args.results, "r") as file:
             settings = read_table(file, "settings")
             front = read_table(file, "front")
-            schedules = read_table(file, "schedules")
+            schedules = read_schedules(file)
             ids = [int(v) for v in settings["setting_id"]]
             chosen = args.setting if args.setting else ids
             unknown = [v for v in chosen if v not in ids]
