@@ -33,7 +33,7 @@ import sys
 try:
     import h5py
     import numpy as np
-    from wavel_results import EX_CANTCREAT, EX_DATAERR, EX_NOINPUT, EX_USAGE, NotResults, UsageParser, read_table, to_text
+    from wavel_results import EX_CANTCREAT, EX_DATAERR, EX_NOINPUT, EX_USAGE, NotResults, UsageParser, read_schedules, read_table, to_text
 except ImportError as error:  # Debian: apt-get install python3-h5py python3-numpy
     sys.exit(f"make_tables.py: error: {error} (install python3-h5py and python3-numpy)")
 
@@ -84,14 +84,12 @@ class Source:
         # The texts of the three schedules each row reads, and no others: a run stores every front
         # point's, and with split heads one text is over a megabyte.
         meshir = {}
-        if "schedules" in file and "columns" in file["schedules"].attrs:
-            group = file["schedules"]
-            ids = group["setting_id"][()].tolist()
-            names = [to_text(v) for v in group["schedule"][()].tolist()]
+        schedules = read_schedules(file, required=False)
+        if schedules is not None:
+            names = schedules["schedule"]
             wanted = [i for i, name in enumerate(names) if name in ("wavel", "fullchip", "waferllm")]
-            texts = group["meshir"][wanted] if wanted else []
-            for i, text in zip(wanted, texts):
-                meshir[(int(ids[i]), names[i])] = to_text(text)
+            for i, text in zip(wanted, schedules["meshir"].take(wanted)):
+                meshir[(int(schedules["setting_id"][i]), names[i])] = text
         self.rows = []
         for i, sid in enumerate(settings["setting_id"]):
             sid = int(sid)

@@ -42,7 +42,7 @@ try:
     import plot_whatif
     import wavel_results
     from meshir_text import parse_meshir, block_of, blocks_label
-    from wavel_results import EX_CANTCREAT, EX_DATAERR, EX_NOINPUT, EX_USAGE, NotResults, UsageParser, to_text
+    from wavel_results import EX_CANTCREAT, EX_DATAERR, EX_NOINPUT, EX_USAGE, NotResults, UsageParser, read_schedules, to_text
 except ImportError as error:  # Debian: apt-get install python3-h5py python3-matplotlib
     sys.exit(f"plot_results.py: error: {error} (install python3-h5py and python3-matplotlib)")
 
@@ -149,27 +149,6 @@ def plot_pareto(settings, front, index, out_dir):
     ax.grid(True, alpha=0.3)
     ax.legend(handles=handles, fontsize=8, loc="best")
     return save(fig, os.path.join(out_dir, f"pareto_{sid}"), ["png"])
-
-
-class LazyTexts:
-    """A text column read one row at a time: a run stores every front point's MeshIR, and with
-    split heads one text is over a megabyte, while a floorplan reads one."""
-
-    def __init__(self, dataset):
-        self.dataset = dataset
-
-    def __getitem__(self, i):
-        return to_text(self.dataset[i])
-
-
-def read_schedules(file):
-    """The /schedules table with its MeshIR column read lazily."""
-    if "schedules" not in file or "columns" not in file["schedules"].attrs:
-        raise NotResults("it has no /schedules table")
-    group = file["schedules"]
-    return {"setting_id": group["setting_id"][()].tolist(),
-            "schedule": [to_text(v) for v in group["schedule"][()].tolist()],
-            "meshir": LazyTexts(group["meshir"])}
 
 
 def plot_floorplan(settings, schedules, index, schedule_name, out_dir):

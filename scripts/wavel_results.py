@@ -58,6 +58,34 @@ def read_columns(group, arrays=False):
     return columns
 
 
+class LazyTexts:
+    """A text column read only where asked: a run stores every front point's MeshIR, over a megabyte
+    each with split heads, and the scripts read a few."""
+
+    def __init__(self, dataset):
+        self.dataset = dataset
+
+    def __getitem__(self, i):
+        return to_text(self.dataset[i])
+
+    def take(self, rows):
+        """The texts of `rows` (ascending), in one read."""
+        return [to_text(v) for v in self.dataset[list(rows)]] if rows else []
+
+
+def read_schedules(file, required=True):
+    """The /schedules table, its MeshIR column read lazily (LazyTexts); None when it is absent and
+    not `required`."""
+    if "schedules" not in file or "columns" not in file["schedules"].attrs:
+        if required:
+            raise NotResults("it has no /schedules table")
+        return None
+    group = file["schedules"]
+    return {"setting_id": group["setting_id"][()].tolist(),
+            "schedule": [to_text(v) for v in group["schedule"][()].tolist()],
+            "meshir": LazyTexts(group["meshir"])}
+
+
 def read_table(file, name, required=True, arrays=False):
     """{column: values} of table `name`; None when it is absent and not `required`."""
     if name not in file or "columns" not in file[name].attrs:

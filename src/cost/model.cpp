@@ -331,30 +331,11 @@ void add_mover_contention(const meshir::Schedule& schedule, const wafer::WaferPa
   constexpr std::size_t kWays = 4;
   std::vector<double> leaving(schedule.regions.size() * kWays, 0.0), entering(schedule.regions.size() * kWays, 0.0);
   const auto in_range = [&](int r) { return r >= 0 && static_cast<std::size_t>(r) < schedule.regions.size(); };
-  // Each region's used part (meshir::used_part), in one pass: a mover's way is asked several times.
+  // Each region's used part, in one pass (only when a step has movers): a mover's way is asked
+  // several times.
   std::vector<Rect> parts;
   const auto part_of = [&](int region) -> const Rect& {
-    if (parts.empty()) {
-      parts.assign(schedule.regions.size(), Rect{});
-      std::vector<char> any(schedule.regions.size(), 0);
-      for (const PlacedOp& op : schedule.ops) {
-        if (!in_range(op.region) || op.used.w < 1 || op.used.h < 1) continue;
-        Rect& r = parts[static_cast<std::size_t>(op.region)];
-        if (!any[static_cast<std::size_t>(op.region)]) {
-          r = op.used;
-          any[static_cast<std::size_t>(op.region)] = 1;
-          continue;
-        }
-        const std::int64_t x1 = std::max(r.x + r.w, op.used.x + op.used.w), y1 = std::max(r.y + r.h, op.used.y + op.used.h);
-        r.x = std::min(r.x, op.used.x);
-        r.y = std::min(r.y, op.used.y);
-        r.w = x1 - r.x;
-        r.h = y1 - r.y;
-      }
-      for (std::size_t k = 0; k < parts.size(); ++k) {
-        if (!any[k]) parts[k] = schedule.regions[k];
-      }
-    }
+    if (parts.empty()) parts = meshir::used_parts(schedule);
     return parts[static_cast<std::size_t>(region)];
   };
   const auto way = [&](const PlacedOp& op) {

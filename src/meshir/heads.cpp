@@ -87,7 +87,8 @@ std::vector<Rect> head_cells(const Rect& used, std::int64_t groups) {
 }
 
 void Placer::place_heads(const workload::Layer& block, std::size_t first, const std::function<int(int)>& resolve,
-                         std::vector<int>& placed, int region, const Rect used, int stage, const Tune& tune) {
+                         std::vector<int>& placed, int region, const Rect used, const std::vector<Rect>& cells,
+                         int stage, const Tune& tune) {
   // `used` by value: the cells below grow s_.regions, which a caller's reference may point into.
   const std::int64_t groups = tune.head_groups;
   const workload::Op& scores = block.ops[first];
@@ -105,7 +106,6 @@ void Placer::place_heads(const workload::Layer& block, std::size_t first, const 
     }
   }
   const std::int64_t in_bytes = scores_g.input_bytes + scores_g.kv_cache_bytes + values_g.kv_cache_bytes;
-  const std::vector<Rect> cells = head_cells(used, groups);
   // The cells of an earlier block's split on this leaf are reused: their regions hold every layer's
   // heads, as the leaf holds every layer's weights.
   std::vector<int> cell_regions;
@@ -141,13 +141,7 @@ void Placer::place_heads(const workload::Layer& block, std::size_t first, const 
     t.in_layout = entering.empty() ? prefill_layout(used) : s_.ops[static_cast<std::size_t>(entering.front())].out_layout;
     t.out_layout = prefill_layout(cells[g]);
     t.inputs = entering;
-    if (g == 0) {
-      arrived[g] = append(std::move(t));
-    } else {
-      t.step = next_step_ - 1;
-      s_.ops.push_back(std::move(t));
-      arrived[g] = static_cast<int>(s_.ops.size()) - 1;
-    }
+    arrived[g] = add(std::move(t), g > 0);
   }
   // Scores, softmax and values: one step each, every cell at once.
   std::vector<int> last(cells.size());
@@ -167,12 +161,8 @@ void Placer::place_heads(const workload::Layer& block, std::size_t first, const 
     t.in_layout = s_.ops[static_cast<std::size_t>(last[g])].out_layout;
     t.out_layout = prefill_layout(used);
     t.inputs = {last[g]};
-    if (g == 0) {
-      out = append(std::move(t));
-    } else {
-      t.step = next_step_ - 1;
-      s_.ops.push_back(std::move(t));
-    }
+    const int at = add(std::move(t), g > 0);
+    if (g == 0) out = at;
   }
   for (std::size_t k = 0; k < 3; ++k) placed[first + k] = out;
 }

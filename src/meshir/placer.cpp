@@ -139,6 +139,13 @@ int Placer::append(PlacedOp op) {
   return static_cast<int>(s_.ops.size()) - 1;
 }
 
+int Placer::add(PlacedOp op, bool same_step) {
+  if (!same_step) return append(std::move(op));
+  op.step = next_step_ - 1;
+  s_.ops.push_back(std::move(op));
+  return static_cast<int>(s_.ops.size()) - 1;
+}
+
 int Placer::relayout(int producer, const Layout& target, const std::string& consumer) {
   const PlacedOp& p = s_.ops[static_cast<std::size_t>(producer)];
   PlacedOp r;
@@ -264,11 +271,7 @@ int Placer::place_op(const workload::Op& op, const std::string& name, int region
       }
     }
   }
-  if (same_step) {
-    p.step = next_step_ - 1;
-    s_.ops.push_back(std::move(p));
-    return static_cast<int>(s_.ops.size()) - 1;
-  }
+  if (same_step) return add(std::move(p), true);
   const int placed = append(std::move(p));
   return split && gather_now ? gather(placed, tune.entry_features, false) : placed;
 }
@@ -294,10 +297,7 @@ int Placer::gather(int piece, Axis entry, bool same_step) {
   g.work.input_bytes = p.work.output_bytes;
   g.work.output_bytes = p.work.output_bytes;
   g.inputs = {piece};
-  if (!same_step) return append(std::move(g));
-  g.step = next_step_ - 1;
-  s_.ops.push_back(std::move(g));
-  return static_cast<int>(s_.ops.size()) - 1;
+  return add(std::move(g), same_step);
 }
 
 void Placer::place(const workload::Layer& block, int region, const Rect used,  // by value: see place_experts
@@ -326,12 +326,13 @@ void Placer::place(const workload::Layer& block, int region, const Rect used,  /
         continue;
       }
     }
-    if (!decode_ && tune.head_groups > 1 && op.kind == OpKind::attn_scores &&
-        attention_section(block) == static_cast<int>(i) && splits_heads(block, decode_, tune.head_groups) &&
-        head_cells(used, tune.head_groups).size() == static_cast<std::size_t>(tune.head_groups)) {
-      place_heads(block, i, resolve, placed, region, used, stage, tune);
-      i += 2;
-      continue;
+    if (tune.head_groups > 1 && op.kind == OpKind::attn_scores && splits_heads(block, decode_, tune.head_groups) &&
+        attention_section(block) == static_cast<int>(i)) {
+      if (const auto cells = head_cells(used, tune.head_groups); !cells.empty()) {
+        place_heads(block, i, resolve, placed, region, used, cells, stage, tune);
+        i += 2;
+        continue;
+      }
     }
     inputs_.clear();  // a member: the search's block table places millions of ops
     for (int in : op.inputs) {

@@ -88,6 +88,26 @@ Rect used_part(const Schedule& schedule, int region) {
   return schedule.regions[static_cast<std::size_t>(region)];
 }
 
+std::vector<Rect> used_parts(const Schedule& schedule) {
+  std::vector<Rect> parts(schedule.regions);
+  std::vector<char> any(parts.size(), 0);
+  for (const PlacedOp& op : schedule.ops) {
+    if (op.region < 0 || static_cast<std::size_t>(op.region) >= parts.size() || op.used.w < 1 || op.used.h < 1) continue;
+    Rect& r = parts[static_cast<std::size_t>(op.region)];
+    if (any[static_cast<std::size_t>(op.region)] == 0) {
+      r = op.used;
+      any[static_cast<std::size_t>(op.region)] = 1;
+      continue;
+    }
+    const std::int64_t x1 = std::max(r.x + r.w, op.used.x + op.used.w), y1 = std::max(r.y + r.h, op.used.y + op.used.h);
+    r.x = std::min(r.x, op.used.x);
+    r.y = std::min(r.y, op.used.y);
+    r.w = x1 - r.x;
+    r.h = y1 - r.y;
+  }
+  return parts;
+}
+
 std::optional<Exchange> exchange_of(const Schedule& schedule, const PlacedOp& op) {
   if (op.kernel != Kernel::moe_dispatch && op.kernel != Kernel::moe_combine) return std::nullopt;
   if (op.to_region < 0 || static_cast<std::size_t>(op.to_region) >= schedule.regions.size()) return std::nullopt;

@@ -97,6 +97,8 @@ class Placer {
 
  private:
   int append(PlacedOp op);
+  /// append(), or with `same_step` into the step of the op placed last (a sibling's).
+  int add(PlacedOp op, bool same_step);
   /// Places one op; with `same_step` in the step of the op placed last (a sibling strip's). A split
   /// epilogue's piece is followed by its allgather unless `gather_now` is false (the caller gathers).
   int place_op(const workload::Op& op, const std::string& name, int region, const Rect& used, int stage,
@@ -110,11 +112,12 @@ class Placer {
                     const std::vector<std::size_t>& branch, const std::function<int(int)>& resolve,
                     std::vector<int>& placed, int region, Rect used, int stage, const Tune& tune, std::int64_t groups);
   /// Split heads: the attention section at `first` (attention_section) as tune.head_groups head
-  /// groups on cells of `used` (head_cells), each taking its share of Q, K and V in one step and
+  /// groups on `cells` of `used` (head_cells), each taking its share of Q, K and V in one step and
   /// returning its output in one step; sets `placed` for the section's three ops (the first cell's
   /// return, which the next op reads).
   void place_heads(const workload::Layer& block, std::size_t first, const std::function<int(int)>& resolve,
-                   std::vector<int>& placed, int region, Rect used, int stage, const Tune& tune);
+                   std::vector<int>& placed, int region, Rect used, const std::vector<Rect>& cells, int stage,
+                   const Tune& tune);
   int relayout(int producer, const Layout& target, const std::string& consumer);
   void move_input_to(int region, const Rect& used, int stage, const Tune& tune);
 

@@ -195,6 +195,8 @@ std::optional<Axis> parse_axis(std::string_view text);
 /// in it (a mover runs in its source region), or the region itself when no op does. Movers carry data
 /// from this part of their source region to this part of their destination region.
 Rect used_part(const Schedule& schedule, int region);
+/// used_part of every region, in one pass over the ops.
+std::vector<Rect> used_parts(const Schedule& schedule);
 
 /// An expert CUT's all-to-all, seen from one strip: a dispatch from a rectangle to a strip inside it,
 /// or a combine from such a strip back to the rectangle. The strip spans the rectangle across `axis`
