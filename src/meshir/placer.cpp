@@ -39,11 +39,16 @@ Kernel kernel_for(OpKind kind, bool decode) {
 
 Axis flip(Axis a) { return a == Axis::x ? Axis::y : Axis::x; }
 
-std::int64_t group_along(Axis axis, const Rect& used, const Tune& tune) {
-  return axis == Axis::x ? tree_group(used.w, tune.group_scale_x) : tree_group(used.h, tune.group_scale_y);
+}  // namespace
+
+std::int64_t tree_group_for(const PlacedOp& op, const Tune& tune) {
+  if (op.kernel != Kernel::allreduce && op.kernel != Kernel::meshgemv) return 0;
+  return op.reduce_axis == Axis::x ? tree_group(op.used.w, tune.group_scale_x) : tree_group(op.used.h, tune.group_scale_y);
 }
 
-}  // namespace
+void regroup(Schedule& s, const Tune& tune) {
+  for (PlacedOp& op : s.ops) op.group = tree_group_for(op, tune);
+}
 
 std::int64_t tree_group(std::int64_t pes, double scale) {
   const auto g = std::llround(scale * std::sqrt(static_cast<double>(pes)));
@@ -215,15 +220,11 @@ int Placer::place_op(const workload::Op& op, const std::string& name, int region
   if (!decode_) {
     p.in_layout = prefill_layout(used);
     p.out_layout = p.in_layout;
-    if (p.kernel == Kernel::allreduce) {
-      p.reduce_axis = Axis::x;  // features lie on X in prefill
-      p.group = group_along(Axis::x, used, tune);
-    }
+    if (p.kernel == Kernel::allreduce) p.reduce_axis = Axis::x;  // features lie on X in prefill
   } else if (p.kernel == Kernel::meshgemv) {
     // Reduce along the axis that holds the input features; the output lies on the other axis, so
     // consecutive GEMVs alternate X and Y with no re-shuffle.
     p.reduce_axis = features_axis(incoming);
-    p.group = group_along(p.reduce_axis, used, tune);
     p.in_layout = features_on(p.reduce_axis, used);
     p.out_layout = features_on(flip(p.reduce_axis), used);
   } else if (split) {
@@ -232,11 +233,9 @@ int Placer::place_op(const workload::Op& op, const std::string& name, int region
   } else {
     p.in_layout = features_on(features_axis(incoming), used);
     p.out_layout = p.in_layout;
-    if (p.kernel == Kernel::allreduce) {
-      p.reduce_axis = features_axis(incoming);
-      p.group = group_along(p.reduce_axis, used, tune);
-    }
+    if (p.kernel == Kernel::allreduce) p.reduce_axis = features_axis(incoming);
   }
+  p.group = tree_group_for(p, tune);
   if (moves_between_regions(p.kernel)) p.to_region = region;
   if (p.kernel == Kernel::meshgemm || p.kernel == Kernel::gemm_t) {
     p.in_layout.tile_rows = (op.k + used.h - 1) / used.h;

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <map>
 #include <sstream>
+#include <tuple>
 
 #include "wavel/common/error.hpp"
 #include "wavel/cost/model.hpp"
@@ -175,6 +176,16 @@ using detail::BlockCost;
 using meshir::Axis;
 using meshir::Rect;
 
+namespace {
+
+bool same_but_scales(meshir::Tune a, const meshir::Tune& b) {
+  a.group_scale_x = b.group_scale_x;
+  a.group_scale_y = b.group_scale_y;
+  return a == b;
+}
+
+}  // namespace
+
 PlanEvaluator::Impl::Impl(const workload::Workload& w, const wafer::WaferParams& wf, const cost::CostParams& p,
                           std::int64_t mb, const std::vector<double>& group_scales,
                           const std::vector<std::int64_t>& expert_groups, TuneKinds kinds)
@@ -216,6 +227,11 @@ PlanEvaluator::Impl::Impl(const workload::Workload& w, const wafer::WaferParams&
   }
   tunes = detail::tune_choices(decode, group_scales, w.model.moe ? w.model.moe->num_experts : 0, expert_groups,
                                TuneKinds{fusable, splittable, branchable, head_groups});
+  for (std::size_t k = 0; k < tunes.size(); ++k) {
+    std::size_t first = 0;
+    while (!same_but_scales(tunes[first], tunes[k])) ++first;
+    scale_variant_of.push_back(static_cast<int>(first));
+  }
   // A choice the placer ignores for a block's ops gives that block the placement of the TUNE without it.
   for (const int rep : representative) {
     const auto i = static_cast<std::size_t>(rep);
@@ -303,44 +319,65 @@ meshir::Schedule PlanEvaluator::Impl::empty() const {
 }
 
 BlockCost PlanEvaluator::Impl::compute(int type, std::int64_t w, std::int64_t h, int tune) const {
-  const auto& t = tunes[static_cast<std::size_t>(tune)];
+  return compute_scales(type, w, h, {tune}).front();
+}
+
+std::vector<BlockCost> PlanEvaluator::Impl::compute_scales(int type, std::int64_t w, std::int64_t h,
+                                                           const std::vector<int>& tune_ids) const {
+  std::vector<meshir::Tune> ts;
+  for (const int id : tune_ids) ts.push_back(tunes[static_cast<std::size_t>(id)]);
+  const meshir::Tune& t = ts.front();
   const workload::Layer& block = ops_of(static_cast<std::size_t>(representative[static_cast<std::size_t>(type)]), t);
-  if (!t.concurrent_branches || !meshir::has_concurrent_branch(block)) return placed_cost(block, w, h, t);
+  if (!t.concurrent_branches || !meshir::has_concurrent_branch(block)) return placed_costs(block, w, h, ts);
   // The branch's strip: the fastest width that holds the block alone (else the least resident),
   // ties to the wider. The step time is the slower of the branch and the routed strips, one
   // shrinking and the other growing as the strip narrows, so the first width that is no faster ends
-  // the walk.
+  // a TUNE's walk.
   const auto need = [](const BlockCost& c) { return c.resident + c.buffers; };
   const std::int64_t sram = wafer.sram_data_per_pe_bytes();
-  BlockCost best;
+  std::vector<BlockCost> best(ts.size());
+  std::vector<std::size_t> walking(ts.size());  // the TUNEs whose walk goes on
+  for (std::size_t i = 0; i < ts.size(); ++i) walking[i] = i;
   bool first = true;
   for (const std::int64_t n : meshir::kBranchNarrowings) {
-    meshir::Tune narrowed = t;
-    narrowed.branch_narrowing = n;
-    BlockCost c = placed_cost(block, w, h, narrowed);
-    c.branch_narrowing = static_cast<int>(n);
-    const bool fits = need(c) <= sram, best_fits = need(best) <= sram;
-    if (!first && fits && best_fits && c.cycles >= best.cycles) break;
-    if (first || (fits && (!best_fits || c.cycles < best.cycles)) || (!fits && !best_fits && need(c) < need(best))) best = c;
+    std::vector<meshir::Tune> narrowed;
+    for (const std::size_t i : walking) {
+      narrowed.push_back(ts[i]);
+      narrowed.back().branch_narrowing = n;
+    }
+    const std::vector<BlockCost> costs = placed_costs(block, w, h, narrowed);
+    std::vector<std::size_t> next;
+    for (std::size_t j = 0; j < walking.size(); ++j) {
+      BlockCost c = costs[j];
+      c.branch_narrowing = static_cast<int>(n);
+      BlockCost& b = best[walking[j]];
+      const bool fits = need(c) <= sram, best_fits = need(b) <= sram;
+      if (!first && fits && best_fits && c.cycles >= b.cycles) continue;
+      if (first || (fits && (!best_fits || c.cycles < b.cycles)) || (!fits && !best_fits && need(c) < need(b))) b = c;
+      next.push_back(walking[j]);
+    }
+    walking = std::move(next);
     first = false;
+    if (walking.empty()) break;
   }
   return best;
 }
 
-BlockCost PlanEvaluator::Impl::placed_cost(const workload::Layer& block, std::int64_t w, std::int64_t h,
-                                           const meshir::Tune& t) const {
+std::vector<BlockCost> PlanEvaluator::Impl::placed_costs(const workload::Layer& block, std::int64_t w, std::int64_t h,
+                                                         const std::vector<meshir::Tune>& ts) const {
   meshir::Schedule s = empty();
   const Rect rect{0, 0, w, h};
   s.regions = {rect};
+  const meshir::Tune& t = ts.front();
   // Every op, a re-layout per input at most, and an expert CUT's copies: no regrowth while placing.
   s.ops.reserve(block.ops.size() * static_cast<std::size_t>(2 + std::max<std::int64_t>(1, t.expert_groups)));
   meshir::Placer placer(s, decode, routing, /*named=*/false);
   placer.place(block, 0, rect, 0, t);
   s.microbatches = 1;  // the block's own time, not a pipeline round
   s.concurrent_requests = 1;
+  // Residency and the first and last allreduce axes do not depend on the group scales.
   const auto sram = meshir::region_sram_per_pe(s, 0);
   BlockCost b;
-  b.cycles = cost::pass_cycles(s, wafer, params);  // scales a decoder block's steps
   b.resident = sram.resident_bytes;
   b.buffers = sram.buffer_bytes;
   for (const auto& op : s.ops) {
@@ -349,7 +386,14 @@ BlockCost PlanEvaluator::Impl::placed_cost(const workload::Layer& block, std::in
     if (b.first_axis < 0) b.first_axis = axis;
     b.last_axis = axis;
   }
-  return b;
+  std::vector<BlockCost> out;
+  out.reserve(ts.size());
+  for (std::size_t i = 0; i < ts.size(); ++i) {
+    if (i > 0) meshir::regroup(s, ts[i]);
+    b.cycles = cost::pass_cycles(s, wafer, params);  // scales a decoder block's steps
+    out.push_back(b);
+  }
+  return out;
 }
 
 void PlanEvaluator::Impl::ensure(std::vector<detail::TableKey> wanted) {
@@ -366,14 +410,29 @@ void PlanEvaluator::Impl::ensure(std::vector<detail::TableKey> wanted) {
 
 void PlanEvaluator::Impl::compute_missing(const std::vector<detail::TableKey>& missing) {
   if (missing.empty()) return;
+  // Entries of one block and size whose TUNEs differ only in group scales share a placement: one
+  // task each, its entries in `missing` order.
+  std::map<std::tuple<int, std::int64_t, std::int64_t, int>, std::size_t> task_of;
+  std::vector<std::vector<std::size_t>> tasks;
+  for (std::size_t i = 0; i < missing.size(); ++i) {
+    const auto& [type, w, h, tune] = missing[i];
+    const auto [it, added] =
+        task_of.emplace(std::make_tuple(type, w, h, scale_variant_of[static_cast<std::size_t>(tune)]), tasks.size());
+    if (added) tasks.emplace_back();
+    tasks[it->second].push_back(i);
+  }
   std::vector<BlockCost> out(missing.size());
-  // Each entry places and costs a whole block: worth a thread from two entries on.
-  detail::on_host_space(serial, missing.size(), 2, [&](auto space) {
+  // Each task places and costs a whole block: worth a thread from two tasks on.
+  detail::on_host_space(serial, tasks.size(), 2, [&](auto space) {
     Kokkos::parallel_for(
         "wavel::search::block_costs",
-        Kokkos::RangePolicy<decltype(space)>(space, 0, static_cast<int>(missing.size())), [&](const int i) {
-          const auto& [type, w, h, tune] = missing[static_cast<std::size_t>(i)];
-          out[static_cast<std::size_t>(i)] = compute(type, w, h, tune);
+        Kokkos::RangePolicy<decltype(space)>(space, 0, static_cast<int>(tasks.size())), [&](const int k) {
+          const std::vector<std::size_t>& task = tasks[static_cast<std::size_t>(k)];
+          const auto& [type, w, h, tune] = missing[task.front()];
+          std::vector<int> ids;
+          for (const std::size_t i : task) ids.push_back(std::get<3>(missing[i]));
+          const std::vector<BlockCost> costs = compute_scales(type, w, h, ids);
+          for (std::size_t j = 0; j < task.size(); ++j) out[task[j]] = costs[j];
         });
   });
   for (std::size_t i = 0; i < missing.size(); ++i) {

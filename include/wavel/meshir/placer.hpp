@@ -47,6 +47,13 @@ inline constexpr std::int64_t kBranchNarrowings[] = {1, 2, 4};
 
 /// The K-tree group size for a line of `pes` PEs under `scale`.
 std::int64_t tree_group(std::int64_t pes, double scale);
+/// A placed op's K-tree group under `tune`: along its reduce axis for an allreduce or a MeshGEMV, 0
+/// (none) for every other kernel. The Placer sets every op's group with it.
+std::int64_t tree_group_for(const PlacedOp& op, const Tune& tune);
+/// Every op's group under `tune`. Group scales change nothing else a placement holds, so a schedule
+/// placed under one TUNE and regrouped to another that differs only in its scales equals the one
+/// placed under that other (the search costs a placement at every scale this way).
+void regroup(Schedule& s, const Tune& tune);
 
 /// `tunes`, then each again with fusion on (if `fuse`), then all of those again with split epilogues
 /// on (if `split`), then all again with concurrent branches (if `branches`): each kind doubles the

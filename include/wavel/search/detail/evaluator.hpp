@@ -227,6 +227,9 @@ struct PlanEvaluator::Impl {
   /// Per block type, the TUNEs that place it their own way (same_placement[t] == t), ascending: every
   /// cost of the type is one of theirs, so tables are filled and minimised over these alone.
   std::vector<std::vector<int>> own_placements;
+  /// Per TUNE, the first TUNE equal to it apart from group scales: compute_missing places a block
+  /// once for all of them.
+  std::vector<int> scale_variant_of;
   std::int64_t computed = 0;
   bool serial = false;  ///< run the parallel loops on Kokkos::Serial (tests compare the two)
 
@@ -244,9 +247,13 @@ struct PlanEvaluator::Impl {
   [[nodiscard]] meshir::Schedule empty() const;
   /// One block alone on a w x h region, scored by the cost model itself.
   [[nodiscard]] detail::BlockCost compute(int type, std::int64_t w, std::int64_t h, int tune) const;
-  /// `block` placed alone on a w x h rectangle under `t`, costed.
-  [[nodiscard]] detail::BlockCost placed_cost(const workload::Layer& block, std::int64_t w, std::int64_t h,
-                                              const meshir::Tune& t) const;
+  /// compute() for several TUNEs that differ only in group scales (same scale_variant_of), in order.
+  [[nodiscard]] std::vector<detail::BlockCost> compute_scales(int type, std::int64_t w, std::int64_t h,
+                                                              const std::vector<int>& tunes) const;
+  /// `block` placed alone on a w x h rectangle under each of `ts` (which differ only in group
+  /// scales: placed once, meshir::regroup'ed for the others), costed.
+  [[nodiscard]] std::vector<detail::BlockCost> placed_costs(const workload::Layer& block, std::int64_t w,
+                                                            std::int64_t h, const std::vector<meshir::Tune>& ts) const;
   /// Computes the missing table entries in parallel; every entry is independent and pure.
   void ensure(std::vector<detail::TableKey> wanted);
   /// Costs `missing` (sorted, distinct, none in the tables) and stores them.
