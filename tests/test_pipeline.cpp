@@ -3,7 +3,9 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <functional>
 #include <map>
+#include <random>
 #include <tuple>
 #include <set>
 #include <string>
@@ -336,4 +338,51 @@ TEST_CASE("a pipeline's front does not depend on the order incumbents arrive in"
   CHECK(backward.second > 0);
   CHECK(forward.first == alone.first);
   CHECK(backward.first == alone.first);
+}
+
+TEST_CASE("a pipeline's parts are picked for the joined pipeline, not each for itself") {
+  using deploy::StageOption;
+  // Prefill, 4 micro-batches: a pipeline takes pass + 3 x slowest stage. Alone, part 0's B is faster
+  // (130 + 3 x 20 = 190 against 100 + 3 x 40 = 220), but part 1's stage of 60 paces the joined
+  // pipeline, so A's shorter pass wins there: 200 + 180 = 380 against 230 + 180 = 410.
+  const auto prefill = [](double pass, double stage) { return pass + 3 * stage; };
+  const std::vector<std::vector<StageOption>> options{{{100, 40}, {130, 20}}, {{100, 60}}};
+  CHECK(deploy::pick_parts(options, {1, 1}, prefill) == std::vector<std::size_t>{0, 0});
+  // Part 0 on three wafers: its pass counts three times, so B's shorter stage no longer pays either.
+  CHECK(deploy::pick_parts({{{100, 40}, {101, 20}}, {{100, 30}}}, {3, 1}, prefill) == std::vector<std::size_t>{1, 0});
+  CHECK(deploy::pick_parts({{{100, 40}, {101, 20}}, {}}, {1, 1}, prefill).empty());
+
+  // Against every combination, for both pipeline rules.
+  std::mt19937 rng(7);
+  std::uniform_int_distribution<int> cycles(1, 50), count(1, 4);
+  const auto decode = [](double pass, double stage) { return std::max(pass, 4 * stage); };
+  for (int trial = 0; trial < 300; ++trial) {
+    std::vector<std::vector<StageOption>> opts(3);
+    for (auto& part : opts) {
+      for (int i = count(rng); i > 0; --i) {
+        const double stage = cycles(rng);
+        part.push_back(StageOption{stage + cycles(rng), stage});  // a stage is part of the pass
+      }
+    }
+    const std::vector<std::int64_t> copies{1, 2, 1};
+    for (const auto& rule : {std::function<double(double, double)>(prefill), std::function<double(double, double)>(decode)}) {
+      const auto cost_of = [&](const std::vector<std::size_t>& pick) {
+        double pass = 0, stage = 0;
+        for (std::size_t p = 0; p < opts.size(); ++p) {
+          pass += static_cast<double>(copies[p]) * opts[p][pick[p]].pass_cycles;
+          stage = std::max(stage, opts[p][pick[p]].stage_cycles);
+        }
+        return rule(pass, stage);
+      };
+      double best = 1e300;
+      for (std::size_t a = 0; a < opts[0].size(); ++a) {
+        for (std::size_t b = 0; b < opts[1].size(); ++b) {
+          for (std::size_t c = 0; c < opts[2].size(); ++c) best = std::min(best, cost_of({a, b, c}));
+        }
+      }
+      const auto pick = deploy::pick_parts(opts, copies, rule);
+      REQUIRE(pick.size() == 3);
+      CHECK(cost_of(pick) == best);
+    }
+  }
 }

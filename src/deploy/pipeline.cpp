@@ -233,4 +233,44 @@ meshir::Schedule join_stages(const PipelinePlan& plan, const std::vector<const m
   return out;
 }
 
+std::vector<std::size_t> pick_parts(const std::vector<std::vector<StageOption>>& options,
+                                    const std::vector<std::int64_t>& copies,
+                                    const std::function<double(double, double)>& cost) {
+  if (copies.size() != options.size()) throw InternalError("pick_parts: one copy count per part needed");
+  std::vector<double> thresholds;
+  for (const auto& part : options) {
+    if (part.empty()) return {};
+    for (const auto& o : part) thresholds.push_back(o.stage_cycles);
+  }
+  std::sort(thresholds.begin(), thresholds.end());
+  thresholds.erase(std::unique(thresholds.begin(), thresholds.end()), thresholds.end());
+  std::vector<std::size_t> best, pick(options.size());
+  double best_cost = 0;
+  for (const double limit : thresholds) {
+    double pass = 0, slowest = 0;
+    bool all = true;
+    for (std::size_t p = 0; p < options.size() && all; ++p) {
+      std::size_t chosen = options[p].size();
+      for (std::size_t i = 0; i < options[p].size(); ++i) {
+        const auto& o = options[p][i];
+        if (o.stage_cycles <= limit && (chosen == options[p].size() || o.pass_cycles < options[p][chosen].pass_cycles)) {
+          chosen = i;
+        }
+      }
+      all = chosen < options[p].size();
+      if (!all) break;
+      pick[p] = chosen;
+      pass += static_cast<double>(copies[p]) * options[p][chosen].pass_cycles;
+      slowest = std::max(slowest, options[p][chosen].stage_cycles);
+    }
+    if (!all) continue;
+    const double c = cost(pass, slowest);
+    if (best.empty() || c < best_cost) {
+      best = pick;
+      best_cost = c;
+    }
+  }
+  return best;
+}
+
 }  // namespace wavel::deploy

@@ -497,6 +497,7 @@ double PlanEvaluator::Impl::transfer(const Rect& from_used, const Rect& to_used,
 }
 
 Objectives PlanEvaluator::Impl::objectives(double pass, double bottleneck, std::int64_t pes) const {
+  if (pipeline_part) return stage_objectives(pass, bottleneck, pes, wafer.clock_hz);
   const cost::Composition c =
       cost::pipeline(pass, bottleneck, microbatches, prompt_chunks, requests, wafer.clock_hz, decode, prompt_tokens);
   return Objectives{c.tokens_per_s, c.latency_s, pes, 0};

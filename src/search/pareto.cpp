@@ -26,6 +26,10 @@ bool dominates(const Objectives& a, const Objectives& b, const ObjectiveSet& s) 
   return no_worse(a, b, s) && better;
 }
 
+Objectives stage_objectives(double pass_cycles, double stage_cycles, std::int64_t pes, double clock_hz) {
+  return Objectives{stage_cycles > 0 ? clock_hz / stage_cycles : 0.0, pass_cycles / clock_hz, pes, 0};
+}
+
 std::vector<Objectives> pareto_front(std::vector<Objectives> points, const ObjectiveSet& set) {
   std::sort(points.begin(), points.end(), [](const Objectives& a, const Objectives& b) {
     return std::make_tuple(-a.tokens_per_s, a.latency_s, a.pes, a.id) <

@@ -160,7 +160,8 @@ SearchSizeEstimate estimate_search_size(const workload::Workload& workload, cons
 
 std::vector<SearchCandidate> seed_candidates(const workload::Workload& workload, const wafer::WaferParams& wafer,
                                              const cost::CostParams& params,
-                                             const std::vector<std::pair<std::string, meshir::Schedule>>& seeds) {
+                                             const std::vector<std::pair<std::string, meshir::Schedule>>& seeds,
+                                             bool pipeline_part) {
   const bool decode = workload.shape.phase == workload::Phase::decode;
   std::vector<SearchCandidate> out;
   for (const auto& [name, schedule] : seeds) {
@@ -171,11 +172,14 @@ std::vector<SearchCandidate> seed_candidates(const workload::Workload& workload,
       continue;
     }
     SearchCandidate cand;
-    cand.objectives = Objectives{c.tokens_per_s, c.latency_s, c.pes_used, 0};
+    cand.objectives = pipeline_part ? stage_objectives(c.pass_cycles, c.bottleneck_stage_cycles, c.pes_used, wafer.clock_hz)
+                                    : Objectives{c.tokens_per_s, c.latency_s, c.pes_used, 0};
     cand.source = "seed:" + name;
     cand.microbatches = schedule.microbatches;
     cand.prompt_chunks = schedule.prompt_chunks;
     cand.sram_headroom = c.sram_headroom;
+    cand.pass_cycles = c.pass_cycles;
+    cand.stage_cycles = c.bottleneck_stage_cycles;
     out.push_back(std::move(cand));
   }
   return out;
@@ -210,6 +214,7 @@ PieceResult SearchWorkspace::run(const std::string& setting_key, const workload:
     impl_->costs.trim();
     impl_->evaluator = make_evaluator(workload, wafer, params, options, piece.microbatches, piece.prompt_chunks);
     impl_->evaluator->impl().serial = options.serial;
+    impl_->evaluator->impl().pipeline_part = options.pipeline_part;
     impl_->evaluator->impl().share_tables(impl_->costs);
     impl_->solver = std::make_unique<detail::Solver>(impl_->evaluator->impl(), options);
     impl_->key = key;
@@ -267,11 +272,15 @@ PieceResult SearchWorkspace::run(const std::string& setting_key, const workload:
     const auto& p = points[static_cast<std::size_t>(o.id)];
     solver.leaves_of(p.plan, p.offset, cand.leaves);
     const auto c = cost::evaluate(evaluator.build(cand.leaves), wafer, params, decode, workload.shape.input_tokens);
-    cand.objectives = Objectives{c.tokens_per_s, c.latency_s, c.pes_used, 0};
+    cand.objectives = options.pipeline_part
+                          ? stage_objectives(c.pass_cycles, c.bottleneck_stage_cycles, c.pes_used, wafer.clock_hz)
+                          : Objectives{c.tokens_per_s, c.latency_s, c.pes_used, 0};
     cand.source = "search";
     cand.microbatches = piece.microbatches;
     cand.prompt_chunks = piece.prompt_chunks;
     cand.sram_headroom = c.sram_headroom;
+    cand.pass_cycles = c.pass_cycles;
+    cand.stage_cycles = c.bottleneck_stage_cycles;
     out.candidates.push_back(std::move(cand));
   }
   out.stats.block_costs = ev.computed - computed_before;

@@ -44,28 +44,37 @@ struct Joiner {
 
 // Full-Chip or WaferLLM on every wafer with the pipeline's split, at the micro-batch count (every
 // divisor of the requests) whose joined schedule has the best throughput; WaferLLM's square side is
-// tuned per part at each count, as its own tuning does on one wafer.
+// tuned per part at each count, as its own tuning does on one wafer: each part's fastest alone, or
+// the parts that make the joined pipeline fastest (deploy::pick_parts), whichever joins faster.
 std::optional<Schedule> pipeline_baseline(const Joiner& j, const std::string& name, std::string& na_reason) {
   const std::vector<std::int64_t> sides = waferllm_sides(j.config);
+  std::vector<std::int64_t> copies(j.parts.size(), 0);
+  for (const std::size_t p : j.plan.part_of) ++copies[p];
   std::optional<Schedule> best;
   double best_tokens_per_s = 0;
   std::string why;  // the first part that could not be placed, and why
   for (const std::int64_t mb : workload::request_divisors(j.setting.shape.concurrent_requests)) {
-    std::vector<Schedule> per_part;
+    // Per part, every placement that fits (in TUNE or side order) and the fastest alone.
+    std::vector<std::vector<Schedule>> placed(j.parts.size());
+    std::vector<std::vector<deploy::StageOption>> options(j.parts.size());
+    std::vector<std::size_t> fastest;
     for (std::size_t p = 0; p < j.parts.size(); ++p) {
       const auto& w = j.parts[p];
-      std::optional<Schedule> part_best;
       double part_tokens_per_s = 0;
+      std::size_t part_best = 0;
       std::string reason = "its SRAM overflows";
-      if (name == "fullchip") {
-        for (const auto& tune : baselines::fullchip_tunes(w)) {
-          Schedule s = baselines::build_fullchip(w, j.config.wafer, mb, tune);
-          const auto c = j.evaluate(s);
-          if (fits(c) && c.tokens_per_s > part_tokens_per_s) {  // ties keep the earlier TUNE
-            part_tokens_per_s = c.tokens_per_s;
-            part_best = std::move(s);
-          }
+      const auto consider = [&](Schedule s) {
+        const auto c = j.evaluate(s);
+        if (!fits(c)) return;
+        if (c.tokens_per_s > part_tokens_per_s) {  // ties keep the earlier TUNE or the smaller side
+          part_tokens_per_s = c.tokens_per_s;
+          part_best = placed[p].size();
         }
+        placed[p].push_back(std::move(s));
+        options[p].push_back(deploy::StageOption{c.pass_cycles, c.bottleneck_stage_cycles});
+      };
+      if (name == "fullchip") {
+        for (const auto& tune : baselines::fullchip_tunes(w)) consider(baselines::build_fullchip(w, j.config.wafer, mb, tune));
       } else {
         for (const std::int64_t side : sides) {
           std::string side_reason;
@@ -74,14 +83,10 @@ std::optional<Schedule> pipeline_baseline(const Joiner& j, const std::string& na
             reason = side_reason;
             continue;
           }
-          const auto c = j.evaluate(*s);
-          if (fits(c) && c.tokens_per_s > part_tokens_per_s) {  // ties keep the smaller side
-            part_tokens_per_s = c.tokens_per_s;
-            part_best = std::move(s);
-          }
+          consider(std::move(*s));
         }
       }
-      if (!part_best) {
+      if (placed[p].empty()) {
         if (why.empty()) {
           const auto& part = j.plan.parts[p];
           why = "the part with layers " + std::to_string(part.first_layer) + "-" +
@@ -91,14 +96,25 @@ std::optional<Schedule> pipeline_baseline(const Joiner& j, const std::string& na
         }
         break;
       }
-      per_part.push_back(std::move(*part_best));
+      fastest.push_back(part_best);
     }
-    if (per_part.size() != j.parts.size()) continue;
-    Schedule joined = j.join(per_part, name);
-    const auto c = j.evaluate(joined);
-    if (fits(c) && c.tokens_per_s > best_tokens_per_s) {  // ties keep fewer micro-batches
-      best_tokens_per_s = c.tokens_per_s;
-      best = std::move(joined);
+    if (fastest.size() != j.parts.size()) continue;
+    const auto joint = deploy::pick_parts(options, copies, [&](double pass, double stage) {
+      return 1.0 / cost::pipeline(pass, stage, mb, 1, j.setting.shape.concurrent_requests, j.config.wafer.clock_hz,
+                                  j.decode, j.setting.shape.input_tokens)
+                       .tokens_per_s;
+    });
+    std::vector<std::vector<std::size_t>> choices{fastest};
+    if (!joint.empty() && joint != fastest) choices.push_back(joint);
+    for (const auto& picked : choices) {
+      std::vector<Schedule> per_part;
+      for (std::size_t p = 0; p < j.parts.size(); ++p) per_part.push_back(placed[p][picked[p]]);
+      Schedule joined = j.join(per_part, name);
+      const auto c = j.evaluate(joined);
+      if (fits(c) && c.tokens_per_s > best_tokens_per_s) {  // ties keep fewer micro-batches, then each part's fastest
+        best_tokens_per_s = c.tokens_per_s;
+        best = std::move(joined);
+      }
     }
   }
   if (!best) {
@@ -149,36 +165,53 @@ SettingResult finish_pipeline(const config::Config& config, const config::Settin
     throw InternalError("pipeline: a part's seed '" + name + "' has no schedule");
   };
 
-  // Per micro-batch count and prompt chunks, every part's fastest candidate, and every part's
-  // lowest-latency one: the slowest wafer paces the pipeline, and latency adds over the wafers.
-  // Lexicographic picks (ties on the first objective go to the other two, then to the first found):
-  // an incumbent prunes only what it strictly dominates, so it never prunes a pick or anything tied
-  // with one.
-  const auto pick = [&](std::size_t p, std::int64_t mb, std::int64_t pc, bool by_latency) {
-    const auto rank = [by_latency](const search::Objectives& o) {
-      return by_latency ? std::make_tuple(o.latency_s, -o.tokens_per_s, o.pes)
-                        : std::make_tuple(-o.tokens_per_s, o.latency_s, o.pes);
-    };
-    const search::SearchCandidate* best = nullptr;
-    for (const auto& c : candidates[p]) {
-      if (c.microbatches != mb || c.prompt_chunks != pc || c.sram_headroom < 0.0 || !(c.objectives.tokens_per_s > 0)) {
-        continue;
+  // Per micro-batch count and prompt chunks, the parts that make the joined pipeline fastest, and
+  // those that give it the lowest latency, under cost::pipeline's rule (deploy::pick_parts; a part's
+  // fastest alone can pace the joined pipeline worse than another). The parts were searched with
+  // search::stage_objectives, and only a part's front under them is offered: incumbents prune only
+  // what a found schedule strictly dominates, so whatever order they arrive in, nothing on it.
+  std::vector<std::int64_t> copies(parts.size(), 0);
+  for (const std::size_t p : plan.part_of) ++copies[p];
+  const search::ObjectiveSet part_objectives = detail::part_search_options(config, setting).objectives;
+  const auto joint_pick = [&](std::int64_t mb, std::int64_t pc, bool by_latency) {
+    std::vector<std::vector<const search::SearchCandidate*>> usable(parts.size());
+    std::vector<std::vector<deploy::StageOption>> stage_options(parts.size());
+    for (std::size_t p = 0; p < parts.size(); ++p) {
+      std::vector<search::Objectives> points;
+      for (std::size_t i = 0; i < candidates[p].size(); ++i) {
+        const auto& c = candidates[p][i];
+        if (c.microbatches != mb || c.prompt_chunks != pc || c.sram_headroom < 0.0 || !(c.objectives.tokens_per_s > 0)) {
+          continue;
+        }
+        points.push_back(c.objectives);
+        points.back().id = static_cast<std::int64_t>(i);
       }
-      if (best == nullptr || rank(c.objectives) < rank(best->objectives)) best = &c;
+      std::vector<std::size_t> on_front;
+      for (const auto& o : search::pareto_front(points, part_objectives)) on_front.push_back(static_cast<std::size_t>(o.id));
+      std::sort(on_front.begin(), on_front.end());  // pick_parts breaks ties to the first
+      for (const std::size_t i : on_front) {
+        usable[p].push_back(&candidates[p][i]);
+        stage_options[p].push_back(deploy::StageOption{candidates[p][i].pass_cycles, candidates[p][i].stage_cycles});
+      }
     }
-    return best;
+    const auto chosen = deploy::pick_parts(stage_options, copies, [&](double pass, double stage) {
+      const auto c = cost::pipeline(pass, stage, mb, pc, setting.shape.concurrent_requests, config.wafer.clock_hz,
+                                    j.decode, setting.shape.input_tokens);
+      return by_latency ? c.latency_s : 1.0 / c.tokens_per_s;
+    });
+    std::vector<const search::SearchCandidate*> out;
+    for (std::size_t p = 0; p < chosen.size(); ++p) out.push_back(usable[p][chosen[p]]);
+    return out;
   };
   std::vector<std::pair<std::string, Schedule>> joined;
   for (const std::int64_t pc : search::prompt_chunk_choices(setting.shape, options)) {
     for (const std::int64_t mb : workload::request_divisors(setting.shape.concurrent_requests)) {
-      for (const bool by_latency : {false, true}) {
+      const auto fastest = joint_pick(mb, pc, false), soonest = joint_pick(mb, pc, true);
+      for (const auto* picked : {&fastest, &soonest}) {
+        if (picked->size() != parts.size() || (picked == &soonest && soonest == fastest)) continue;
         std::vector<Schedule> per_part;
-        for (std::size_t p = 0; p < parts.size(); ++p) {
-          const search::SearchCandidate* c = pick(p, mb, pc, by_latency);
-          if (c == nullptr) break;
-          per_part.push_back(rebuild(p, *c));
-        }
-        if (per_part.size() == parts.size()) joined.emplace_back("search", j.join(per_part, "wavel"));
+        for (std::size_t p = 0; p < parts.size(); ++p) per_part.push_back(rebuild(p, *(*picked)[p]));
+        joined.emplace_back("search", j.join(per_part, "wavel"));
       }
     }
   }

@@ -23,6 +23,15 @@ std::vector<std::int64_t> waferllm_sides(const config::Config& config) {
              : baselines::waferllm_sides(config.wafer, b.waferllm_side_step_pes, b.waferllm_sides);
 }
 
+search::SearchOptions part_search_options(const config::Config& config, const config::Setting& setting) {
+  search::SearchOptions options = config.search.options();
+  if (setting.wafers > 1) {
+    options.pipeline_part = true;
+    options.objectives = search::ObjectiveSet{};
+  }
+  return options;
+}
+
 void simulate_sample(const std::string& name, const meshir::Schedule& schedule, const config::Config& config,
                      const workload::WorkloadShape& shape, SettingResult& out) {
   const bool decode = shape.phase == workload::Phase::decode;
@@ -281,7 +290,7 @@ std::string run_baselines(const config::Config& config, const config::Setting& s
   }
   s.schedules.push_back(detail::score("fullchip", fullchip, config, w, fullchip_na));
   s.schedules.push_back(detail::score("waferllm", waferllm, config, waferllm_w, waferllm ? "" : waferllm_na));
-  const auto candidates = search::seed_candidates(w, config.wafer, config.cost.params, seeds);
+  const auto candidates = search::seed_candidates(w, config.wafer, config.cost.params, seeds, setting.wafers > 1);
   for (const auto& c : candidates) counters.found.push_back(c.objectives);
   counters.evaluations = static_cast<std::int64_t>(seeds.size());
   Packer p;
@@ -293,10 +302,10 @@ std::string run_baselines(const config::Config& config, const config::Setting& s
 std::string run_piece(const config::Config& config, const config::Setting& setting, const workload::Workload& w,
                       const search::SearchPiece& piece, const std::vector<search::Objectives>& incumbents,
                       search::SearchWorkspace& workspace, TaskCounters& counters, const std::atomic<int>* stop_flag) {
-  search::SearchOptions options = config.search.options();
+  search::SearchOptions options = detail::part_search_options(config, setting);
   options.stop_flag = stop_flag;
-  // A pipeline part's incumbents are of its own micro-batch count (sweep_job.cpp), and its finish
-  // picks lexicographically, so whatever order they arrive in they prune no pick.
+  // A pipeline part's incumbents are of its own micro-batch count and chunks (sweep_job.cpp), and its
+  // finish picks among the part's front, so whatever order they arrive in they prune no pick.
   // One key per part of a pipeline (their layer names say which part it is).
   const auto result = workspace.run(std::to_string(setting.id) + "." + w.layers.front().name, w, config.wafer,
                                     config.cost.params, options, piece, incumbents);

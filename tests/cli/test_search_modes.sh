@@ -8,7 +8,7 @@
 # (one CUT level), pruned equals exhaustive, also under skewed routing, and the space with concurrent
 # branches holds the space without (search.concurrent_branches: false); on tiny prefill with chunked
 # prompts (one CUT level), pruned equals exhaustive and the space with chunks holds the space without;
-# likewise with split heads (search.head_groups) on tiny prefill.
+# likewise with split heads (search.head_groups) on tiny prefill, on one wafer and pipelines of 2 and 4.
 set -u
 exe=$1; src=$2; tmp=$3
 rm -rf "$tmp"; mkdir -p "$tmp"
@@ -48,6 +48,10 @@ heads=(--set 'workloads.phases=[prefill]' --set search.max_cut_depth=1 --set sim
 run heads_pruned 1 "$src/configs/tiny.yaml" "${heads[@]}" --set 'search.head_groups=[1, 2, 4]'
 run heads_exhaustive 1 "$src/configs/tiny.yaml" "${heads[@]}" --set 'search.head_groups=[1, 2, 4]' --set search.exhaustive=true
 run heads_none 1 "$src/configs/tiny.yaml" "${heads[@]}"
+# Pipelines over 2 and 4 wafers: the joined best with split heads at least the joined best without.
+wafers=(--set 'cluster.wafers=[2, 4]' --set 'workloads.concurrent_requests=[1, 4]')
+run heads_wafers 1 "$src/configs/tiny.yaml" "${heads[@]}" "${wafers[@]}" --set 'search.head_groups=[1, 2, 4]'
+run heads_wafers_none 1 "$src/configs/tiny.yaml" "${heads[@]}" "${wafers[@]}"
 
 /usr/bin/python3 - "$tmp" <<'PY' || fail=1
 import csv, math, sys
@@ -103,7 +107,7 @@ def tokens(r):  # a setting nothing fits has no throughput
 for kind, pairs in (("fusion", (("pruned", "pruned_nofusion"), ("quick", "quick_nofusion"))),
                     ("concurrent branches", (("moe_pruned", "moe_nobranches"),)),
                     ("prompt chunks", (("chunks_pruned", "chunks_none"),)),
-                    ("split heads", (("heads_pruned", "heads_none"),))):
+                    ("split heads", (("heads_pruned", "heads_none"), ("heads_wafers", "heads_wafers_none")))):
     gained = 0
     for new, old in pairs:
         best_old = {r["setting_id"]: tokens(r) for r in rows(old)}

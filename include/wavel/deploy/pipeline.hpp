@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -60,5 +61,21 @@ workload::Workload part_workload(const workload::ModelSpec& model, const workloa
 meshir::Schedule join_stages(const PipelinePlan& plan, const std::vector<const meshir::Schedule*>& per_part,
                              const std::vector<const workload::Workload*>& parts, const wafer::ClusterParams& cluster,
                              std::int64_t layers_total, bool decode, const std::string& name);
+
+/// One schedule a part may run: its pass and its slowest stage (cost::evaluate's, in cycles).
+struct StageOption {
+  double pass_cycles = 0;
+  double stage_cycles = 0;
+};
+
+/// For each part, the index of the option that makes the joined pipeline cheapest under `cost`, a
+/// function of the pipeline's pass (the sum over wafers of their parts' passes, part p on `copies[p]`
+/// wafers) and its slowest stage (the largest part's), nondecreasing in both: the slowest stage is
+/// tried at each option's value, and under it each part takes its shortest pass, so the answer is
+/// exact over every combination (the links between wafers left out). Ties go to the smaller slowest
+/// stage, then to the lower index. Empty if a part has no option.
+std::vector<std::size_t> pick_parts(const std::vector<std::vector<StageOption>>& options,
+                                    const std::vector<std::int64_t>& copies,
+                                    const std::function<double(double pass_cycles, double stage_cycles)>& cost);
 
 }  // namespace wavel::deploy

@@ -45,6 +45,9 @@ struct SearchOptions {
   std::int64_t sram_used_step_pes = 0;           ///< used sizes also from SRAM need, rounded up to this many PEs (0: none)
   std::vector<double> sram_footprints;           ///< footprints holding the resident bytes at these SRAM fills
   ObjectiveSet objectives;                       ///< what the fronts compare
+  /// A part of a multi-wafer pipeline: its objectives are stage_objectives' (the sweep sets this and
+  /// every objective on), so its front holds every part schedule the joined pipeline could want.
+  bool pipeline_part = false;
   /// Checked between subproblems: nonzero abandons the piece with search::Cancelled (a pending
   /// SIGTERM/SIGUSR1, so a long piece cannot hold a checkpoint back). Not part of the results.
   const std::atomic<int>* stop_flag = nullptr;

@@ -23,6 +23,12 @@ struct Objectives {
   }
 };
 
+/// A pipeline part's objectives: the rate of its slowest stage (clock / stage cycles, in the
+/// throughput slot), its pass in seconds (in the latency slot) and its PEs. A joined pipeline's
+/// round or makespan grows with the sum of its parts' passes and the largest of their stages
+/// (cost::pipeline), so the best joined pipeline can be made of parts on these fronts.
+Objectives stage_objectives(double pass_cycles, double stage_cycles, std::int64_t pes, double clock_hz);
+
 /// Which objectives a front is built on (search.objectives); the others are carried, not compared.
 struct ObjectiveSet {
   bool throughput = true;

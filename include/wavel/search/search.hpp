@@ -143,6 +143,8 @@ struct SearchCandidate {
   std::int64_t microbatches = 1;
   std::int64_t prompt_chunks = 1;
   double sram_headroom = 0;
+  double pass_cycles = 0;                ///< from cost::evaluate: what a multi-wafer pipeline adds up
+  double stage_cycles = 0;               ///< its slowest stage: what paces such a pipeline
   std::vector<Leaf> leaves;              ///< search candidates only
 
   template <class Self, class Visit>
@@ -152,6 +154,8 @@ struct SearchCandidate {
     v("microbatches", "1", r.microbatches);
     v("prompt_chunks", "1", r.prompt_chunks);
     v("sram_headroom", "1", r.sram_headroom);
+    v("pass_cycles", "cycles", r.pass_cycles);
+    v("stage_cycles", "cycles", r.stage_cycles);
     v("leaves", "", r.leaves);
   }
 };
@@ -161,10 +165,12 @@ struct PieceResult {
   SearchStats stats;
 };
 
-/// Scores seed schedules; the ones that do not fit or do not verify are left out.
+/// Scores seed schedules; the ones that do not fit or do not verify are left out. A pipeline part's
+/// (`pipeline_part`) take stage_objectives.
 std::vector<SearchCandidate> seed_candidates(const workload::Workload& workload, const wafer::WaferParams& wafer,
                                              const cost::CostParams& params,
-                                             const std::vector<std::pair<std::string, meshir::Schedule>>& seeds);
+                                             const std::vector<std::pair<std::string, meshir::Schedule>>& seeds,
+                                             bool pipeline_part = false);
 
 /// Runs pieces; keeps the last (setting, micro-batch count)'s block costs and memo between calls.
 class SearchWorkspace {

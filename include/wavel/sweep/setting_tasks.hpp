@@ -93,6 +93,9 @@ std::string run_finish(const config::Config& config, const config::Setting& sett
 namespace detail {
 /// The square sides WaferLLM's tuning tries under the config's `baselines` section.
 std::vector<std::int64_t> waferllm_sides(const config::Config& config);
+/// The search options a setting's pieces run with: a pipeline's parts (wafers > 1) with
+/// SearchOptions::pipeline_part and every objective on.
+search::SearchOptions part_search_options(const config::Config& config, const config::Setting& setting);
 /// run_finish over several wafers.
 SettingResult finish_pipeline(const config::Config& config, const config::Setting& setting,
                               const deploy::PipelinePlan& plan, const std::vector<workload::Workload>& parts,

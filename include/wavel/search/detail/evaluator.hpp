@@ -232,6 +232,7 @@ struct PlanEvaluator::Impl {
   std::vector<int> scale_variant_of;
   std::int64_t computed = 0;
   bool serial = false;  ///< run the parallel loops on Kokkos::Serial (tests compare the two)
+  bool pipeline_part = false;  ///< objectives() gives stage_objectives (SearchOptions::pipeline_part)
 
   Impl(const workload::Workload& w, const wafer::WaferParams& wf, const cost::CostParams& p, std::int64_t mb,
        const std::vector<double>& group_scales, const std::vector<std::int64_t>& expert_groups, TuneKinds kinds);
