@@ -165,54 +165,97 @@ SettingResult finish_pipeline(const config::Config& config, const config::Settin
     throw InternalError("pipeline: a part's seed '" + name + "' has no schedule");
   };
 
-  // Per micro-batch count and prompt chunks, the parts that make the joined pipeline fastest, and
-  // those that give it the lowest latency, under cost::pipeline's rule (deploy::pick_parts; a part's
-  // fastest alone can pace the joined pipeline worse than another). The parts were searched with
-  // search::stage_objectives, and only a part's front under them is offered: incumbents prune only
-  // what a found schedule strictly dominates, so whatever order they arrive in, nothing on it.
+  // Per micro-batch count and prompt chunks, a few choices of every part's schedule are joined and
+  // costed whole, and the joined pipelines fastest and with the lowest latency kept:
+  // - the parts that make the joined pipeline fastest, and those that give it the lowest latency,
+  //   under cost::pipeline's rule (deploy::pick_parts; a part's fastest alone can pace the pipeline
+  //   worse than another);
+  // - each part's fastest alone, and its lowest latency alone (ties to the other objective, then PEs):
+  //   the rule leaves out what joining adds (the links, a re-layout where a wafer's input arrives
+  //   in another layout), which can favour those.
+  // The parts were searched with search::stage_objectives, and only a part's front under them is
+  // offered: incumbents prune only what a found schedule strictly dominates, so whatever order they
+  // arrive in, nothing on it.
   std::vector<std::int64_t> copies(parts.size(), 0);
   for (const std::size_t p : plan.part_of) ++copies[p];
   const search::ObjectiveSet part_objectives = detail::part_search_options(config, setting).objectives;
-  const auto joint_pick = [&](std::int64_t mb, std::int64_t pc, bool by_latency) {
-    std::vector<std::vector<const search::SearchCandidate*>> usable(parts.size());
-    std::vector<std::vector<deploy::StageOption>> stage_options(parts.size());
-    for (std::size_t p = 0; p < parts.size(); ++p) {
-      std::vector<search::Objectives> points;
-      for (std::size_t i = 0; i < candidates[p].size(); ++i) {
-        const auto& c = candidates[p][i];
-        if (c.microbatches != mb || c.prompt_chunks != pc || c.sram_headroom < 0.0 || !(c.objectives.tokens_per_s > 0)) {
-          continue;
-        }
-        points.push_back(c.objectives);
-        points.back().id = static_cast<std::int64_t>(i);
-      }
-      std::vector<std::size_t> on_front;
-      for (const auto& o : search::pareto_front(points, part_objectives)) on_front.push_back(static_cast<std::size_t>(o.id));
-      std::sort(on_front.begin(), on_front.end());  // pick_parts breaks ties to the first
-      for (const std::size_t i : on_front) {
-        usable[p].push_back(&candidates[p][i]);
-        stage_options[p].push_back(deploy::StageOption{candidates[p][i].pass_cycles, candidates[p][i].stage_cycles});
-      }
-    }
-    const auto chosen = deploy::pick_parts(stage_options, copies, [&](double pass, double stage) {
-      const auto c = cost::pipeline(pass, stage, mb, pc, setting.shape.concurrent_requests, config.wafer.clock_hz,
-                                    j.decode, setting.shape.input_tokens);
-      return by_latency ? c.latency_s : 1.0 / c.tokens_per_s;
-    });
-    std::vector<const search::SearchCandidate*> out;
-    for (std::size_t p = 0; p < chosen.size(); ++p) out.push_back(usable[p][chosen[p]]);
-    return out;
+  const auto alone = [&](const search::SearchCandidate& c) {  // a part's own pipeline
+    return cost::pipeline(c.pass_cycles, c.stage_cycles, c.microbatches, c.prompt_chunks,
+                          setting.shape.concurrent_requests, config.wafer.clock_hz, j.decode, setting.shape.input_tokens);
   };
+  using Picked = std::vector<const search::SearchCandidate*>;
   std::vector<std::pair<std::string, Schedule>> joined;
   for (const std::int64_t pc : search::prompt_chunk_choices(setting.shape, options)) {
     for (const std::int64_t mb : workload::request_divisors(setting.shape.concurrent_requests)) {
-      const auto fastest = joint_pick(mb, pc, false), soonest = joint_pick(mb, pc, true);
-      for (const auto* picked : {&fastest, &soonest}) {
-        if (picked->size() != parts.size() || (picked == &soonest && soonest == fastest)) continue;
-        std::vector<Schedule> per_part;
-        for (std::size_t p = 0; p < parts.size(); ++p) per_part.push_back(rebuild(p, *(*picked)[p]));
-        joined.emplace_back("search", j.join(per_part, "wavel"));
+      std::vector<Picked> fronts(parts.size());
+      std::vector<std::vector<deploy::StageOption>> stage_options(parts.size());
+      for (std::size_t p = 0; p < parts.size(); ++p) {
+        std::vector<search::Objectives> points;
+        for (std::size_t i = 0; i < candidates[p].size(); ++i) {
+          const auto& c = candidates[p][i];
+          if (c.microbatches != mb || c.prompt_chunks != pc || c.sram_headroom < 0.0 || !(c.objectives.tokens_per_s > 0)) {
+            continue;
+          }
+          points.push_back(c.objectives);
+          points.back().id = static_cast<std::int64_t>(i);
+        }
+        std::vector<std::size_t> on_front;
+        for (const auto& o : search::pareto_front(points, part_objectives)) on_front.push_back(static_cast<std::size_t>(o.id));
+        std::sort(on_front.begin(), on_front.end());  // ties go to the first
+        for (const std::size_t i : on_front) {
+          fronts[p].push_back(&candidates[p][i]);
+          stage_options[p].push_back(deploy::StageOption{candidates[p][i].pass_cycles, candidates[p][i].stage_cycles});
+        }
       }
+      std::vector<Picked> choices;
+      for (const bool by_latency : {false, true}) {
+        const auto chosen = deploy::pick_parts(stage_options, copies, [&](double pass, double stage) {
+          const auto c = cost::pipeline(pass, stage, mb, pc, setting.shape.concurrent_requests, config.wafer.clock_hz,
+                                        j.decode, setting.shape.input_tokens);
+          return by_latency ? c.latency_s : 1.0 / c.tokens_per_s;
+        });
+        if (chosen.empty()) continue;
+        Picked joint, own;
+        for (std::size_t p = 0; p < parts.size(); ++p) {
+          joint.push_back(fronts[p][chosen[p]]);
+          const auto rank = [&](const search::SearchCandidate* c) {
+            const auto a = alone(*c);
+            return by_latency ? std::make_tuple(a.latency_s, -a.tokens_per_s, c->objectives.pes)
+                              : std::make_tuple(-a.tokens_per_s, a.latency_s, c->objectives.pes);
+          };
+          own.push_back(*std::min_element(fronts[p].begin(), fronts[p].end(),
+                                          [&](const auto* a, const auto* b) { return rank(a) < rank(b); }));
+        }
+        for (auto& picked : {joint, own}) {
+          if (std::find(choices.begin(), choices.end(), picked) == choices.end()) choices.push_back(picked);
+        }
+      }
+      // Each choice joined and costed; the fastest and the lowest-latency kept (ties to the first).
+      std::vector<std::pair<Schedule, cost::ScheduleCost>> costed;
+      for (const Picked& picked : choices) {
+        std::vector<Schedule> per_part;
+        for (std::size_t p = 0; p < parts.size(); ++p) per_part.push_back(rebuild(p, *picked[p]));
+        Schedule schedule = j.join(per_part, "wavel");
+        const auto c = j.evaluate(schedule);
+        if (fits(c)) costed.emplace_back(std::move(schedule), c);
+      }
+      if (costed.empty()) continue;
+      const auto best_by = [&](bool by_latency) {
+        std::size_t best = 0;
+        for (std::size_t i = 1; i < costed.size(); ++i) {
+          const auto& a = costed[i].second;
+          const auto& b = costed[best].second;
+          const auto ka = by_latency ? std::make_tuple(a.latency_s, -a.tokens_per_s, a.pes_used)
+                                     : std::make_tuple(-a.tokens_per_s, a.latency_s, a.pes_used);
+          const auto kb = by_latency ? std::make_tuple(b.latency_s, -b.tokens_per_s, b.pes_used)
+                                     : std::make_tuple(-b.tokens_per_s, b.latency_s, b.pes_used);
+          if (ka < kb) best = i;
+        }
+        return best;
+      };
+      const std::size_t fastest = best_by(false), soonest = best_by(true);
+      joined.emplace_back("search", costed[fastest].first);
+      if (soonest != fastest) joined.emplace_back("search", costed[soonest].first);
     }
   }
   // The baselines on the same wafers; they seed the front as on one wafer.
