@@ -217,7 +217,7 @@ namespace {
 // A checkpoint whose checksum is right but whose contents are forged by `body`.
 std::string forged_checkpoint(const std::function<void(wavel::Packer&)>& body) {
   wavel::Packer p;
-  p.put(std::uint32_t{7});  // this build's format: the forgeries must reach the decoder
+  p.put(wavel::engine::kCheckpointFormat);  // this build's format: the forgeries must reach the decoder
   p.put(std::string("hash"));
   p.put(std::uint64_t{0});   // no input fingerprints
   p.put(std::uint64_t{42});

@@ -21,7 +21,7 @@ namespace {
 constexpr const char* kMagic = "WAVEL-DSE CHECKPOINT\n";
 /// Far above any real checkpoint (12 MB at 10^5 settings): /dev/zero or a stray file is refused at once.
 constexpr std::uint64_t kMaxCheckpointBytes = std::uint64_t{1} << 30;
-constexpr std::uint32_t kFormat = 7;  // 7: slots as the job's opaque bytes; 6: input fingerprints; 5: pipeline parts and deployments; 4: results carry weight streaming; 3: finished settings in the spool file
+constexpr std::uint32_t kFormat = kCheckpointFormat;
 
 }  // namespace
 

@@ -37,6 +37,12 @@ struct Joiner {
     return deploy::join_stages(plan, schedules, workloads, config.cluster,
                                config.workloads.models.at(setting.model_index).spec.num_layers, decode, name);
   }
+  /// Per part, how many wafers hold it.
+  [[nodiscard]] std::vector<std::int64_t> copies() const {
+    std::vector<std::int64_t> out(parts.size(), 0);
+    for (const std::size_t p : plan.part_of) ++out[p];
+    return out;
+  }
   [[nodiscard]] cost::ScheduleCost evaluate(const Schedule& s) const {
     return cost::evaluate(s, config.wafer, config.cost.params, decode, setting.shape.input_tokens);
   }
@@ -48,8 +54,7 @@ struct Joiner {
 // the parts that make the joined pipeline fastest (deploy::pick_parts), whichever joins faster.
 std::optional<Schedule> pipeline_baseline(const Joiner& j, const std::string& name, std::string& na_reason) {
   const std::vector<std::int64_t> sides = waferllm_sides(j.config);
-  std::vector<std::int64_t> copies(j.parts.size(), 0);
-  for (const std::size_t p : j.plan.part_of) ++copies[p];
+  const std::vector<std::int64_t> copies = j.copies();
   std::optional<Schedule> best;
   double best_tokens_per_s = 0;
   std::string why;  // the first part that could not be placed, and why
@@ -176,8 +181,7 @@ SettingResult finish_pipeline(const config::Config& config, const config::Settin
   // The parts were searched with search::stage_objectives, and only a part's front under them is
   // offered: incumbents prune only what a found schedule strictly dominates, so whatever order they
   // arrive in, nothing on it.
-  std::vector<std::int64_t> copies(parts.size(), 0);
-  for (const std::size_t p : plan.part_of) ++copies[p];
+  const std::vector<std::int64_t> copies = j.copies();
   const search::ObjectiveSet part_objectives = detail::part_search_options(config, setting).objectives;
   const auto alone = [&](const search::SearchCandidate& c) {  // a part's own pipeline
     return cost::pipeline(c.pass_cycles, c.stage_cycles, c.microbatches, c.prompt_chunks,
