@@ -158,6 +158,17 @@ SearchSizeEstimate estimate_search_size(const workload::Workload& workload, cons
   return size;
 }
 
+namespace {
+
+// A candidate's objectives from its cost: its own throughput and latency, or a pipeline part's
+// stage_objectives.
+Objectives candidate_objectives(const cost::ScheduleCost& c, bool pipeline_part, double clock_hz) {
+  return pipeline_part ? stage_objectives(c.pass_cycles, c.bottleneck_stage_cycles, c.pes_used, clock_hz)
+                       : Objectives{c.tokens_per_s, c.latency_s, c.pes_used, 0};
+}
+
+}  // namespace
+
 std::vector<SearchCandidate> seed_candidates(const workload::Workload& workload, const wafer::WaferParams& wafer,
                                              const cost::CostParams& params,
                                              const std::vector<std::pair<std::string, meshir::Schedule>>& seeds,
@@ -172,8 +183,7 @@ std::vector<SearchCandidate> seed_candidates(const workload::Workload& workload,
       continue;
     }
     SearchCandidate cand;
-    cand.objectives = pipeline_part ? stage_objectives(c.pass_cycles, c.bottleneck_stage_cycles, c.pes_used, wafer.clock_hz)
-                                    : Objectives{c.tokens_per_s, c.latency_s, c.pes_used, 0};
+    cand.objectives = candidate_objectives(c, pipeline_part, wafer.clock_hz);
     cand.source = "seed:" + name;
     cand.microbatches = schedule.microbatches;
     cand.prompt_chunks = schedule.prompt_chunks;
@@ -272,9 +282,7 @@ PieceResult SearchWorkspace::run(const std::string& setting_key, const workload:
     const auto& p = points[static_cast<std::size_t>(o.id)];
     solver.leaves_of(p.plan, p.offset, cand.leaves);
     const auto c = cost::evaluate(evaluator.build(cand.leaves), wafer, params, decode, workload.shape.input_tokens);
-    cand.objectives = options.pipeline_part
-                          ? stage_objectives(c.pass_cycles, c.bottleneck_stage_cycles, c.pes_used, wafer.clock_hz)
-                          : Objectives{c.tokens_per_s, c.latency_s, c.pes_used, 0};
+    cand.objectives = candidate_objectives(c, options.pipeline_part, wafer.clock_hz);
     cand.source = "search";
     cand.microbatches = piece.microbatches;
     cand.prompt_chunks = piece.prompt_chunks;

@@ -20,6 +20,12 @@ using meshir::Schedule;
 
 bool fits(const cost::ScheduleCost& c) { return c.sram_headroom >= 0.0 && c.tokens_per_s > 0.0; }
 
+// Lexicographic order, smallest best: by throughput (then latency, then PEs) or by latency (then
+// throughput, then PEs).
+std::tuple<double, double, std::int64_t> rank(double tokens_per_s, double latency_s, std::int64_t pes, bool by_latency) {
+  return by_latency ? std::make_tuple(latency_s, -tokens_per_s, pes) : std::make_tuple(-tokens_per_s, latency_s, pes);
+}
+
 struct Joiner {
   const config::Config& config;
   const config::Setting& setting;
@@ -189,6 +195,7 @@ SettingResult finish_pipeline(const config::Config& config, const config::Settin
   };
   using Picked = std::vector<const search::SearchCandidate*>;
   std::vector<std::pair<std::string, Schedule>> joined;
+  std::vector<cost::ScheduleCost> costs;  // joined's, in order
   for (const std::int64_t pc : search::prompt_chunk_choices(setting.shape, options)) {
     for (const std::int64_t mb : workload::request_divisors(setting.shape.concurrent_requests)) {
       std::vector<Picked> fronts(parts.size());
@@ -222,13 +229,12 @@ SettingResult finish_pipeline(const config::Config& config, const config::Settin
         Picked joint, own;
         for (std::size_t p = 0; p < parts.size(); ++p) {
           joint.push_back(fronts[p][chosen[p]]);
-          const auto rank = [&](const search::SearchCandidate* c) {
+          const auto own_rank = [&](const search::SearchCandidate* c) {
             const auto a = alone(*c);
-            return by_latency ? std::make_tuple(a.latency_s, -a.tokens_per_s, c->objectives.pes)
-                              : std::make_tuple(-a.tokens_per_s, a.latency_s, c->objectives.pes);
+            return rank(a.tokens_per_s, a.latency_s, c->objectives.pes, by_latency);
           };
           own.push_back(*std::min_element(fronts[p].begin(), fronts[p].end(),
-                                          [&](const auto* a, const auto* b) { return rank(a) < rank(b); }));
+                                          [&](const auto* a, const auto* b) { return own_rank(a) < own_rank(b); }));
         }
         for (auto& picked : {joint, own}) {
           if (std::find(choices.begin(), choices.end(), picked) == choices.end()) choices.push_back(picked);
@@ -246,20 +252,22 @@ SettingResult finish_pipeline(const config::Config& config, const config::Settin
       if (costed.empty()) continue;
       const auto best_by = [&](bool by_latency) {
         std::size_t best = 0;
+        const auto key = [&](std::size_t i) {
+          const auto& c = costed[i].second;
+          return rank(c.tokens_per_s, c.latency_s, c.pes_used, by_latency);
+        };
         for (std::size_t i = 1; i < costed.size(); ++i) {
-          const auto& a = costed[i].second;
-          const auto& b = costed[best].second;
-          const auto ka = by_latency ? std::make_tuple(a.latency_s, -a.tokens_per_s, a.pes_used)
-                                     : std::make_tuple(-a.tokens_per_s, a.latency_s, a.pes_used);
-          const auto kb = by_latency ? std::make_tuple(b.latency_s, -b.tokens_per_s, b.pes_used)
-                                     : std::make_tuple(-b.tokens_per_s, b.latency_s, b.pes_used);
-          if (ka < kb) best = i;
+          if (key(i) < key(best)) best = i;
         }
         return best;
       };
       const std::size_t fastest = best_by(false), soonest = best_by(true);
-      joined.emplace_back("search", costed[fastest].first);
-      if (soonest != fastest) joined.emplace_back("search", costed[soonest].first);
+      const auto keep = [&](std::size_t i) {
+        joined.emplace_back("search", std::move(costed[i].first));
+        costs.push_back(costed[i].second);
+      };
+      keep(fastest);
+      if (soonest != fastest) keep(soonest);
     }
   }
   // The baselines on the same wafers; they seed the front as on one wafer.
@@ -267,14 +275,15 @@ SettingResult finish_pipeline(const config::Config& config, const config::Settin
     std::string na;
     const auto b = pipeline_baseline(j, name, na);
     s.schedules.push_back(score(name, b, config, parts.front(), na));
-    if (b && config.search.seed_baselines) joined.emplace_back("seed:" + name, *b);
+    if (b && config.search.seed_baselines) {
+      joined.emplace_back("seed:" + name, *b);
+      costs.push_back(j.evaluate(*b));
+    }
   }
 
   std::vector<search::Objectives> points;
-  std::vector<cost::ScheduleCost> costs;
   for (std::size_t i = 0; i < joined.size(); ++i) {
-    costs.push_back(j.evaluate(joined[i].second));
-    const auto& c = costs.back();
+    const auto& c = costs[i];
     if (!fits(c)) continue;
     points.push_back(search::Objectives{c.tokens_per_s, c.latency_s, c.pes_used, static_cast<std::int64_t>(i)});
   }

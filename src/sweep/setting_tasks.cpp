@@ -290,7 +290,8 @@ std::string run_baselines(const config::Config& config, const config::Setting& s
   }
   s.schedules.push_back(detail::score("fullchip", fullchip, config, w, fullchip_na));
   s.schedules.push_back(detail::score("waferllm", waferllm, config, waferllm_w, waferllm ? "" : waferllm_na));
-  const auto candidates = search::seed_candidates(w, config.wafer, config.cost.params, seeds, setting.wafers > 1);
+  const auto candidates = search::seed_candidates(w, config.wafer, config.cost.params, seeds,
+                                                  detail::part_search_options(config, setting).pipeline_part);
   for (const auto& c : candidates) counters.found.push_back(c.objectives);
   counters.evaluations = static_cast<std::int64_t>(seeds.size());
   Packer p;
