@@ -308,6 +308,11 @@ const KeyTable<SearchConfig>& search_keys() {
               "TUNE may run an MoE block's shared experts on a strip of their own beside the routed experts' "
               "strips, in the same steps, every token dispatched to them (see [Search](search.md)); `false`: the "
               "space without it"),
+      K::flag("sibling_branches", &S::sibling_branches,
+              "a block's cost may also run a merged matmul's products (Q/K/V, gate/up, MLA's down-projections) side "
+              "by side on strips of the leaf in one step, the input multicast to them and the outputs brought back, "
+              "where that is faster and needs no more SRAM per PE (see [Search](search.md)); `false`: the space "
+              "without it"),
       K::integer("cut_step_pes", &S::cut_step_pes, 0, kMaxPes, "PEs",
                  "two-way CUTs also at every multiple of this many PEs along a side, at every depth (absolute "
                  "positions); 0 = none"),

@@ -106,20 +106,8 @@ void Placer::place_heads(const workload::Layer& block, std::size_t first, const 
     }
   }
   const std::int64_t in_bytes = scores_g.input_bytes + scores_g.kv_cache_bytes + values_g.kv_cache_bytes;
-  // The cells of an earlier block's split on this leaf are reused: their regions hold every layer's
-  // heads, as the leaf holds every layer's weights.
   std::vector<int> cell_regions;
-  for (const Rect& c : cells) {
-    int found = -1;
-    for (std::size_t r = s_.regions.size(); r-- > 0 && found < 0;) {
-      if (s_.regions[r] == c && static_cast<int>(r) != region) found = static_cast<int>(r);
-    }
-    if (found < 0) {
-      s_.regions.push_back(c);
-      found = static_cast<int>(s_.regions.size()) - 1;
-    }
-    cell_regions.push_back(found);
-  }
+  for (const Rect& c : cells) cell_regions.push_back(cell_region(c, region));
   const auto name = [&](const std::string& what, std::size_t g) {
     return named_ ? block.name + "." + what + ".h" + std::to_string(g) : std::string();
   };
@@ -165,6 +153,14 @@ void Placer::place_heads(const workload::Layer& block, std::size_t first, const 
     if (g == 0) out = at;
   }
   for (std::size_t k = 0; k < 3; ++k) placed[first + k] = out;
+}
+
+int Placer::cell_region(const Rect& cell, int leaf) {
+  for (std::size_t r = s_.regions.size(); r-- > 0;) {
+    if (s_.regions[r] == cell && static_cast<int>(r) != leaf) return static_cast<int>(r);
+  }
+  s_.regions.push_back(cell);
+  return static_cast<int>(s_.regions.size()) - 1;
 }
 
 }  // namespace wavel::meshir

@@ -37,8 +37,6 @@ Kernel kernel_for(OpKind kind, bool decode) {
   return Kernel::elementwise;
 }
 
-Axis flip(Axis a) { return a == Axis::x ? Axis::y : Axis::x; }
-
 }  // namespace
 
 std::int64_t tree_group_for(const PlacedOp& op, const Tune& tune) {
@@ -322,6 +320,13 @@ void Placer::place(const workload::Layer& block, int region, const Rect used,  /
         const int out = place_experts(block, i, combine, branch, resolve, placed, region, used, stage, tune, groups);
         for (std::size_t k = i; k <= combine; ++k) placed[k] = out;
         i = combine;
+        continue;
+      }
+    }
+    if (tune.sibling_branches && op.kind == OpKind::matmul && op.merged.size() > 1) {
+      const int input = op.inputs.empty() ? -1 : resolve(op.inputs.front());
+      if (const int out = place_siblings(op, block.name, input, region, used, stage, tune); out >= 0) {
+        placed[i] = out;
         continue;
       }
     }

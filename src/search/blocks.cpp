@@ -41,7 +41,9 @@ std::string block_fingerprint(const workload::Layer& layer) {
     for (const auto count : op.vector) f << count << ',';
     f << '[';
     for (int in : op.inputs) f << in << ',';
-    f << "];";
+    f << ']';
+    for (const auto& part : op.merged) f << part.name << '=' << part.n << ',';
+    f << ';';
   }
   return f.str();
 }

@@ -225,6 +225,11 @@ PlanEvaluator::Impl::Impl(const workload::Workload& w, const wafer::WaferParams&
     for (const auto& b : blocks) any = any || meshir::splits_heads(b.ops, decode, g);
     if (any) head_groups.push_back(g);
   }
+  // Sibling branches likewise, only where some block (fused or not) has a merged matmul.
+  for (std::size_t i = 0; i < blocks.size() && kinds.sibling_branches && !sibling_branches; ++i) {
+    sibling_branches = meshir::has_sibling_branches(blocks[i].ops) ||
+                       (!fused_blocks.empty() && meshir::has_sibling_branches(fused_blocks[i]));
+  }
   tunes = detail::tune_choices(decode, group_scales, w.model.moe ? w.model.moe->num_experts : 0, expert_groups,
                                TuneKinds{fusable, splittable, branchable, head_groups});
   for (std::size_t k = 0; k < tunes.size(); ++k) {
@@ -294,6 +299,7 @@ void PlanEvaluator::Impl::share_tables(detail::BlockCostCache& cache) {
   for (const auto& info : cost::param_registry()) context << ' ' << params.*(info.field);
   context << (decode ? " decode " : " prefill ") << layer_scale << ' ' << routing.capacity_factor;
   if (routing.skew != 0) context << " skew " << routing.skew;  // absent at 0: caches written before it still match
+  if (sibling_branches) context << " sib";  // absent when off: caches written before it still match
   context << " t";
   for (const auto& t : tunes) {
     context << ' ' << t.group_scale_x << ',' << t.group_scale_y << ',' << static_cast<int>(t.entry_features) << ','
@@ -326,8 +332,23 @@ std::vector<BlockCost> PlanEvaluator::Impl::compute_scales(int type, std::int64_
                                                            const std::vector<int>& tune_ids) const {
   std::vector<meshir::Tune> ts;
   for (const int id : tune_ids) ts.push_back(tunes[static_cast<std::size_t>(id)]);
+  const workload::Layer& block = ops_of(static_cast<std::size_t>(representative[static_cast<std::size_t>(type)]), ts.front());
+  std::vector<BlockCost> best = narrowed_costs(block, w, h, ts);
+  if (!sibling_branches || !meshir::has_sibling_branches(block)) return best;
+  for (auto& t : ts) t.sibling_branches = true;
+  const std::vector<BlockCost> strips = narrowed_costs(block, w, h, ts);
+  for (std::size_t i = 0; i < best.size(); ++i) {
+    if (strips[i].cycles < best[i].cycles && strips[i].resident + strips[i].buffers <= best[i].resident + best[i].buffers) {
+      best[i] = strips[i];
+      best[i].sibling_branches = true;
+    }
+  }
+  return best;
+}
+
+std::vector<BlockCost> PlanEvaluator::Impl::narrowed_costs(const workload::Layer& block, std::int64_t w, std::int64_t h,
+                                                           const std::vector<meshir::Tune>& ts) const {
   const meshir::Tune& t = ts.front();
-  const workload::Layer& block = ops_of(static_cast<std::size_t>(representative[static_cast<std::size_t>(type)]), t);
   if (!t.concurrent_branches || !meshir::has_concurrent_branch(block)) return placed_costs(block, w, h, ts);
   // The branch's strip: the fastest width that holds the block alone (else the least resident),
   // ties to the wider. The step time is the slower of the branch and the routed strips, one
@@ -511,15 +532,17 @@ meshir::Schedule PlanEvaluator::Impl::build(const std::vector<Leaf>& leaves) con
     s.regions.push_back(leaf.region);
     const int region = static_cast<int>(s.regions.size()) - 1;  // expert CUTs append strip regions after it
     const Rect used = leaf.used();
-    std::map<int, std::int64_t> narrowing;  // per block type: the branch width its cost chose
+    std::map<int, BlockCost> chosen;  // per block type: the branch width and siblings its cost chose
     for (int i = leaf.first_block; i < leaf.end_block; ++i) {
       meshir::Tune tune = tunes[static_cast<std::size_t>(leaf.tune)];
       const workload::Layer& ops = ops_of(static_cast<std::size_t>(i), tune);
-      if (tune.concurrent_branches && meshir::has_concurrent_branch(ops)) {
+      if ((tune.concurrent_branches && meshir::has_concurrent_branch(ops)) ||
+          (sibling_branches && meshir::has_sibling_branches(ops))) {
         const int type = blocks[static_cast<std::size_t>(i)].type;
-        auto it = narrowing.find(type);
-        if (it == narrowing.end()) it = narrowing.emplace(type, compute(type, used.w, used.h, leaf.tune).branch_narrowing).first;
-        tune.branch_narrowing = it->second;
+        auto it = chosen.find(type);
+        if (it == chosen.end()) it = chosen.emplace(type, compute(type, used.w, used.h, leaf.tune)).first;
+        tune.branch_narrowing = it->second.branch_narrowing;
+        tune.sibling_branches = it->second.sibling_branches;
       }
       placer.place(ops, region, used, static_cast<int>(l), tune);
     }

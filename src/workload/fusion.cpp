@@ -39,6 +39,8 @@ bool merge(Layer& layer, const std::vector<std::string>& names, const std::strin
     fused.output_bytes = checked::add(fused.output_bytes, o.output_bytes);
   }
   fused.fused = share_reduction ? static_cast<std::int64_t>(at.size()) : 1;
+  fused.merged.clear();
+  for (int i : at) fused.merged.push_back({layer.ops[static_cast<std::size_t>(i)].name, layer.ops[static_cast<std::size_t>(i)].n});
   // New indices: the merged op at the first one's place, the others dropped.
   std::map<int, int> moved;
   std::vector<Op> ops;

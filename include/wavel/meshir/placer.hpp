@@ -32,12 +32,17 @@ struct Tune {
   /// Prefill: an attention section (scores, softmax, values) runs as this many head groups, each on
   /// its own cell of the used rectangle, in the same steps (split heads; 1: the whole rectangle).
   std::int64_t head_groups = 1;
+  /// The products of a merged matmul (workload::Op::merged: Q/K/V, gate/up, MLA's projections) run
+  /// side by side on strips of the leaf in one step, its input multicast to them and their outputs
+  /// brought back in one step (dense concurrent branches). Chosen where the block is costed.
+  bool sibling_branches = false;
 
   friend bool operator==(const Tune& a, const Tune& b) {
     return a.group_scale_x == b.group_scale_x && a.group_scale_y == b.group_scale_y &&
            a.entry_features == b.entry_features && a.expert_groups == b.expert_groups && a.fuse == b.fuse &&
            a.split_epilogues == b.split_epilogues && a.concurrent_branches == b.concurrent_branches &&
-           a.branch_narrowing == b.branch_narrowing && a.head_groups == b.head_groups;
+           a.branch_narrowing == b.branch_narrowing && a.head_groups == b.head_groups &&
+           a.sibling_branches == b.sibling_branches;
   }
 };
 
@@ -83,6 +88,12 @@ bool splits_heads(const workload::Layer& block, bool decode, std::int64_t groups
 /// empty if no grid fits.
 std::vector<Rect> head_cells(const Rect& used, std::int64_t groups);
 
+/// True if Tune::sibling_branches changes `block`: a matmul of it merged from several.
+bool has_sibling_branches(const workload::Layer& block);
+/// The strips of a merged matmul's products: `used` cut along `axis` (X: columns) in proportion to
+/// the products' widths, each at least one PE; empty if the side is shorter than the products.
+std::vector<Rect> sibling_strips(const Rect& used, const std::vector<workload::Op::Part>& parts, Axis axis);
+
 /// OpWork copied from a workload op.
 OpWork work_of(const workload::Op& op);
 
@@ -125,6 +136,14 @@ class Placer {
   void place_heads(const workload::Layer& block, std::size_t first, const std::function<int(int)>& resolve,
                    std::vector<int>& placed, int region, Rect used, const std::vector<Rect>& cells, int stage,
                    const Tune& tune);
+  /// Sibling branches: merged matmul `op` as its products on strips of `used`, the input multicast
+  /// in one step, the products in one step, the outputs back to the leaf in one step; returns the
+  /// first product's return (the op the consumers read), or -1 (placing nothing) where no strips fit.
+  int place_siblings(const workload::Op& op, const std::string& block_name, int input, int region, Rect used,
+                     int stage, const Tune& tune);
+  /// The region of a cell or strip inside leaf region `leaf`: one placed earlier on the same
+  /// rectangle (it holds every layer's share, as the leaf holds every layer's weights), else a new one.
+  int cell_region(const Rect& cell, int leaf);
   int relayout(int producer, const Layout& target, const std::string& consumer);
   void move_input_to(int region, const Rect& used, int stage, const Tune& tune);
 

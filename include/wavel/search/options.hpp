@@ -16,6 +16,7 @@ struct TuneKinds {
   bool split_epilogues = true;
   bool concurrent_branches = true;
   std::vector<std::int64_t> head_groups{1};  ///< prefill: split heads into this many groups (Tune::head_groups)
+  bool sibling_branches = true;  ///< a merged matmul's products may run on strips of the leaf (Tune::sibling_branches)
 };
 
 /// Search settings.
@@ -35,6 +36,7 @@ struct SearchOptions {
   bool fusion = true;                            ///< TUNE may fuse operators that share an input (fuse_shared_inputs)
   bool split_epilogues = true;                   ///< TUNE may split decode epilogues over both axes (Tune::split_epilogues)
   bool concurrent_branches = true;               ///< TUNE may run the shared experts beside the routed ones (Tune::concurrent_branches)
+  bool sibling_branches = true;                  ///< a block's cost may run a merged matmul's products on strips of the leaf (Tune::sibling_branches)
   std::int64_t cut_step_pes = 0;                 ///< two-way CUTs also at every multiple of this many PEs (0: none)
   std::int64_t sram_cuts = 0;                    ///< root two-way CUTs where the first part just holds n near-equal block runs
   bool sram_boundaries = true;                   ///< root CUTs also split the blocks where each child holds as many as fit
@@ -52,7 +54,7 @@ struct SearchOptions {
   /// SIGTERM/SIGUSR1, so a long piece cannot hold a checkpoint back). Not part of the results.
   const std::atomic<int>* stop_flag = nullptr;
 
-  [[nodiscard]] TuneKinds tune_kinds() const { return {fusion, split_epilogues, concurrent_branches, head_groups}; }
+  [[nodiscard]] TuneKinds tune_kinds() const { return {fusion, split_epilogues, concurrent_branches, head_groups, sibling_branches}; }
 };
 
 }  // namespace wavel::search

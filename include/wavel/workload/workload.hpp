@@ -71,6 +71,13 @@ struct Op : OpFigures {
   std::vector<int> inputs;             ///< indices of producer ops in the same layer (-1: layer input)
   std::int64_t experts = 0;            ///< routed-expert ops (dispatch, expert matmuls, combine): experts in the op
   std::int64_t experts_per_token = 0;  ///< ... and the top-k each token is routed to
+  /// A matmul that fuse_decode_reductions or fuse_shared_inputs merged: the merged ops' names and
+  /// widths (n), in order (empty: not merged). Tune::sibling_branches runs them side by side again.
+  struct Part {
+    std::string name;
+    std::int64_t n = 0;
+  };
+  std::vector<Part> merged;
 };
 
 /// One layer (embedding, decoder block, or head) with its ops in execution order.

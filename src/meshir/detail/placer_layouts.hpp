@@ -41,6 +41,8 @@ inline Layout features_on_both(const Rect& r) { return spread_over(r, Dim::featu
 
 inline Axis features_axis(const Layout& l) { return l.on_x == Dim::features ? Axis::x : Axis::y; }
 
+inline Axis flip(Axis a) { return a == Axis::x ? Axis::y : Axis::x; }
+
 // A split epilogue's piece, not yet gathered.
 inline bool is_split_piece(const PlacedOp& op) { return op.kernel == Kernel::elementwise && op.in_layout.features_on_both(); }
 

@@ -87,6 +87,7 @@ struct BlockCost {
   int first_axis = -1;        ///< allreduce axis of the first and last GEMV (-1: none)
   int last_axis = -1;
   int branch_narrowing = 1;   ///< Tune::concurrent_branches: the strip width chosen (meshir::kBranchNarrowings)
+  bool sibling_branches = false;  ///< Tune::sibling_branches chosen: faster, and no more SRAM per PE
 };
 
 /// A table entry: (block type, used width, used height, TUNE index).
@@ -233,6 +234,8 @@ struct PlanEvaluator::Impl {
   std::int64_t computed = 0;
   bool serial = false;  ///< run the parallel loops on Kokkos::Serial (tests compare the two)
   bool pipeline_part = false;  ///< objectives() gives stage_objectives (SearchOptions::pipeline_part)
+  /// A block with a merged matmul is also costed with its products on strips (TuneKinds::sibling_branches).
+  bool sibling_branches = false;
 
   Impl(const workload::Workload& w, const wafer::WaferParams& wf, const cost::CostParams& p, std::int64_t mb,
        const std::vector<double>& group_scales, const std::vector<std::int64_t>& expert_groups, TuneKinds kinds);
@@ -249,10 +252,16 @@ struct PlanEvaluator::Impl {
   /// One block alone on a w x h region, scored by the cost model itself.
   [[nodiscard]] detail::BlockCost compute(int type, std::int64_t w, std::int64_t h, int tune) const;
   /// compute() for several TUNEs that differ only in group scales (same scale_variant_of), in order.
+  /// Where sibling_branches, a block with a merged matmul is costed with and without its products on
+  /// strips and keeps the strips where they are faster and need no more SRAM per PE (so the space
+  /// without them stays a subset: no leaf that fitted stops fitting).
   [[nodiscard]] std::vector<detail::BlockCost> compute_scales(int type, std::int64_t w, std::int64_t h,
                                                               const std::vector<int>& tunes) const;
   /// `block` placed alone on a w x h rectangle under each of `ts` (which differ only in group
   /// scales: placed once, meshir::regroup'ed for the others), costed.
+  /// The same for one sibling choice: the fastest concurrent-branch width where the block has a branch.
+  [[nodiscard]] std::vector<detail::BlockCost> narrowed_costs(const workload::Layer& block, std::int64_t w,
+                                                              std::int64_t h, const std::vector<meshir::Tune>& ts) const;
   [[nodiscard]] std::vector<detail::BlockCost> placed_costs(const workload::Layer& block, std::int64_t w,
                                                             std::int64_t h, const std::vector<meshir::Tune>& ts) const;
   /// Computes the missing table entries in parallel; every entry is independent and pure.
