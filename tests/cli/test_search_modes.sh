@@ -4,7 +4,8 @@
 # used rectangles at every free corner and sized by SRAM need); 1 and 2 threads give identical files; on the quickstart the search alone
 # (search.seed_baselines: false) is at least as fast as both baselines in every setting, and bound and
 # incumbent pruning both fire; the space with fusion holds the space without (search.fusion: false):
-# every setting's best at least as fast, on tiny and the quickstart; on a tiny MoE with a shared expert
+# every setting's best at least as fast, on tiny and the quickstart, and so does the space with sibling
+# branches (search.sibling_branches: false); on a tiny MoE with a shared expert
 # (one CUT level), pruned equals exhaustive, also under skewed routing, and the space with concurrent
 # branches holds the space without (search.concurrent_branches: false); on tiny prefill with chunked
 # prompts (one CUT level), pruned equals exhaustive and the space with chunks holds the space without;
@@ -32,6 +33,8 @@ run threads2 2 "$src/configs/tiny.yaml"
 run quick 2 "$src/configs/quickstart.yaml" --set search.seed_baselines=false
 run pruned_nofusion 1 "$src/configs/tiny.yaml" --set search.fusion=false
 run quick_nofusion 2 "$src/configs/quickstart.yaml" --set search.seed_baselines=false --set search.fusion=false
+run pruned_nosiblings 1 "$src/configs/tiny.yaml" --set search.sibling_branches=false
+run quick_nosiblings 2 "$src/configs/quickstart.yaml" --set search.seed_baselines=false --set search.sibling_branches=false
 moe=(--set "workloads.models=[$src/configs/models/tiny-shared-moe/config.json]" --set 'search.expert_groups=[1, 2]'
      --set search.max_cut_depth=1 --set sim.samples=0)
 run moe_pruned 1 "$src/configs/tiny.yaml" "${moe[@]}"
@@ -96,7 +99,7 @@ for name in ("pruned", "quick"):
             v = float(r[col])
             if not math.isnan(v) and v < 1.0:
                 print(f"FAIL: {name} setting {r['setting_id']} {col} = {v}"); ok = False
-# 4. The old space (no fusion; no concurrent branches; whole prompts; whole heads) is a subset: never a faster best
+# 4. The old space (no fusion; no concurrent or sibling branches; whole prompts; whole heads) is a subset: never a faster best
 # there; the new kind wins somewhere (chunks: where a 512-token prompt does not fit the grid whole).
 def tokens(r):  # a setting nothing fits has no throughput
     try:
@@ -106,6 +109,7 @@ def tokens(r):  # a setting nothing fits has no throughput
     return 0.0 if math.isnan(v) else v
 for kind, pairs in (("fusion", (("pruned", "pruned_nofusion"), ("quick", "quick_nofusion"))),
                     ("concurrent branches", (("moe_pruned", "moe_nobranches"),)),
+                    ("sibling branches", (("pruned", "pruned_nosiblings"), ("quick", "quick_nosiblings"))),
                     ("prompt chunks", (("chunks_pruned", "chunks_none"),)),
                     ("split heads", (("heads_pruned", "heads_none"), ("heads_wafers", "heads_wafers_none")))):
     gained = 0
