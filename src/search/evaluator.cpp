@@ -337,8 +337,15 @@ std::vector<BlockCost> PlanEvaluator::Impl::compute_scales(int type, std::int64_
   if (!sibling_branches || !meshir::has_sibling_branches(block)) return best;
   for (auto& t : ts) t.sibling_branches = true;
   const std::vector<BlockCost> strips = narrowed_costs(block, w, h, ts);
+  // A leaf charges a route switch where a block's first GEMV on the leaf reduces along another axis
+  // than the leaf's last one, at this block's scale or a smaller one (the head's) after it. Moving a
+  // GEMV onto strips can change the block's first or last such axis: one switch more at most at
+  // either end, so the strips must win by that much to make every leaf holding the block faster.
+  const double scale = block_scale[static_cast<std::size_t>(representative[static_cast<std::size_t>(type)])];
   for (std::size_t i = 0; i < best.size(); ++i) {
-    if (strips[i].cycles < best[i].cycles && strips[i].resident + strips[i].buffers <= best[i].resident + best[i].buffers) {
+    const int ends_changed = (strips[i].first_axis != best[i].first_axis ? 1 : 0) + (strips[i].last_axis != best[i].last_axis ? 1 : 0);
+    const double worst = strips[i].cycles + params.route_switch_cycles * scale * ends_changed;
+    if (worst < best[i].cycles && strips[i].resident <= best[i].resident && strips[i].buffers <= best[i].buffers) {
       best[i] = strips[i];
       best[i].sibling_branches = true;
     }

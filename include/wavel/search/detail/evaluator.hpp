@@ -253,8 +253,9 @@ struct PlanEvaluator::Impl {
   [[nodiscard]] detail::BlockCost compute(int type, std::int64_t w, std::int64_t h, int tune) const;
   /// compute() for several TUNEs that differ only in group scales (same scale_variant_of), in order.
   /// Where sibling_branches, a block with a merged matmul is costed with and without its products on
-  /// strips and keeps the strips where they are faster and need no more SRAM per PE (so the space
-  /// without them stays a subset: no leaf that fitted stops fitting).
+  /// strips and keeps the strips where they are faster by any route switch they may add at the
+  /// block's ends and need no more resident bytes or buffers per PE: every leaf holding the block is
+  /// then at least as fast and still fits, so the space without them stays a subset.
   [[nodiscard]] std::vector<detail::BlockCost> compute_scales(int type, std::int64_t w, std::int64_t h,
                                                               const std::vector<int>& tunes) const;
   /// `block` placed alone on a w x h rectangle under each of `ts` (which differ only in group
