@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <string>
 
 #include "cost_fixtures.hpp"
 #include "search_fixtures.hpp"
@@ -248,8 +249,10 @@ TEST_CASE("sibling branches: the model's and the simulator's gain agree within 1
     const double model = cost::evaluate(a, wse3(), p, decode, 512).pass_cycles / cost::evaluate(b, wse3(), p, decode, 512).pass_cycles;
     const double simulated = sim::simulate(a, wse3(), decode, 512, round_options()).pass_cycles /
                              sim::simulate(b, wse3(), decode, 512, round_options()).pass_cycles;
-    MESSAGE((decode ? "decode" : "prefill") << ' ' << k.requests << " requests on " << k.w << 'x' << k.h
-                                            << ": gain model " << model << ", simulator " << simulated);
+    const std::string what = std::string(decode ? "decode " : "prefill ") + std::to_string(k.requests) + " requests on " +
+                             std::to_string(k.w) + "x" + std::to_string(k.h) + ": gain model " + std::to_string(model) +
+                             ", simulator " + std::to_string(simulated);
+    MESSAGE(what);
     CHECK(model == doctest::Approx(simulated).epsilon(0.10));
   }
 }

@@ -547,7 +547,11 @@ meshir::Schedule PlanEvaluator::Impl::build(const std::vector<Leaf>& leaves) con
           (sibling_branches && meshir::has_sibling_branches(ops))) {
         const int type = blocks[static_cast<std::size_t>(i)].type;
         auto it = chosen.find(type);
-        if (it == chosen.end()) it = chosen.emplace(type, compute(type, used.w, used.h, leaf.tune)).first;
+        if (it == chosen.end()) {
+          // The table's entry where the search costed this leaf, else the same choice made again.
+          const BlockCost* known = tables[static_cast<std::size_t>(type)]->find(used.w, used.h, leaf.tune);
+          it = chosen.emplace(type, known != nullptr ? *known : compute(type, used.w, used.h, leaf.tune)).first;
+        }
         tune.branch_narrowing = it->second.branch_narrowing;
         tune.sibling_branches = it->second.sibling_branches;
       }
