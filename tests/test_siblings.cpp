@@ -106,6 +106,13 @@ TEST_CASE("sibling strips: the side cut in proportion to the products' widths") 
   for (const auto& s : thin) CHECK(s.w == 1);
   CHECK(meshir::sibling_strips({0, 0, 2, 8}, qkv, meshir::Axis::x).empty());  // fewer columns than products
   CHECK(meshir::sibling_strips({0, 0, 8, 8}, {{"a", 4}}, meshir::Axis::x).empty());  // nothing to split
+  // Widths near the int64 range neither overflow nor wrap: halves stay halves, and a sum past the
+  // range gives no strips.
+  const std::int64_t big = std::int64_t{1} << 61;
+  const auto halves = meshir::sibling_strips({0, 0, 1000, 8}, {{"a", big}, {"b", big}}, meshir::Axis::x);
+  REQUIRE(halves.size() == 2);
+  CHECK(halves[0].w == 500);
+  CHECK(meshir::sibling_strips({0, 0, 1000, 8}, {{"a", big * 3}, {"b", big * 3}}, meshir::Axis::x).empty());
 }
 
 TEST_CASE("sibling branches in decode: Q/K/V and gate/up on strips along the reduction, in three steps each") {

@@ -4,6 +4,7 @@
 // the width, at the price of multicasting the input to the strips and bringing the outputs back.
 // A prefill MeshGEMM's ring is as long as its rectangle's longer side, so prefill cuts that side.
 #include <algorithm>
+#include <limits>
 
 #include "detail/placer_layouts.hpp"
 #include "wavel/meshir/placer.hpp"
@@ -15,10 +16,12 @@ using namespace detail;
 
 namespace {
 
-// `value` x part / whole, exactly where `value` is a multiple of `whole`, with no overflow on the way.
+__extension__ using Wide = __int128;  // products of two int64 values
+
+// floor(value x part / whole) for 0 <= part <= whole, with no overflow on the way.
 std::int64_t share_of(std::int64_t value, std::int64_t part, std::int64_t whole) {
   if (whole <= 0) return 0;
-  return value / whole * part + value % whole * part / whole;
+  return static_cast<std::int64_t>(Wide{value} * part / whole);
 }
 
 }  // namespace
@@ -32,18 +35,20 @@ bool has_sibling_branches(const workload::Layer& block) {
 std::vector<Rect> sibling_strips(const Rect& used, const std::vector<workload::Op::Part>& parts, Axis axis) {
   const std::int64_t side = axis == Axis::x ? used.w : used.h;
   const auto count = static_cast<std::int64_t>(parts.size());
-  std::int64_t total = 0;
+  Wide total = 0;
   for (const auto& p : parts) {
     if (p.n < 1) return {};
     total += p.n;
   }
+  if (total > std::numeric_limits<std::int64_t>::max()) return {};  // no merged op of a real model
   std::vector<Rect> strips;
   if (count < 2 || side < count) return strips;
   std::int64_t lo = 0, before = 0;
   for (std::int64_t i = 0; i < count; ++i) {
     before += parts[static_cast<std::size_t>(i)].n;
     // The cumulative share of the side, rounded, leaving at least one PE to each strip on both sides.
-    const std::int64_t hi = i + 1 == count ? side : std::clamp(share_of(side, before, total), lo + 1, side - (count - 1 - i));
+    const std::int64_t hi =
+        i + 1 == count ? side : std::clamp(share_of(side, before, static_cast<std::int64_t>(total)), lo + 1, side - (count - 1 - i));
     strips.push_back(axis == Axis::x ? Rect{used.x + lo, used.y, hi - lo, used.h} : Rect{used.x, used.y + lo, used.w, hi - lo});
     lo = hi;
   }
