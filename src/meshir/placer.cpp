@@ -323,8 +323,8 @@ void Placer::place(const workload::Layer& block, int region, const Rect used,  /
         continue;
       }
     }
-    if (tune.sibling_branches && op.kind == OpKind::matmul && op.merged.size() > 1) {
-      const int input = op.inputs.empty() ? -1 : resolve(op.inputs.front());
+    if (tune.sibling_branches && splits_siblings(op)) {
+      const int input = resolve(op.inputs.front());
       if (const int out = place_siblings(op, block.name, input, region, used, stage, tune); out >= 0) {
         placed[i] = out;
         continue;

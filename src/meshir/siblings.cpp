@@ -26,10 +26,12 @@ std::int64_t share_of(std::int64_t value, std::int64_t part, std::int64_t whole)
 
 }  // namespace
 
+bool splits_siblings(const workload::Op& op) {
+  return op.kind == OpKind::matmul && op.merged.size() > 1 && op.inputs.size() == 1;
+}
+
 bool has_sibling_branches(const workload::Layer& block) {
-  return std::any_of(block.ops.begin(), block.ops.end(), [](const workload::Op& op) {
-    return op.kind == OpKind::matmul && op.merged.size() > 1 && op.inputs.size() == 1;
-  });
+  return std::any_of(block.ops.begin(), block.ops.end(), splits_siblings);
 }
 
 std::vector<Rect> sibling_strips(const Rect& used, const std::vector<workload::Op::Part>& parts, Axis axis) {
@@ -58,7 +60,7 @@ std::vector<Rect> sibling_strips(const Rect& used, const std::vector<workload::O
 int Placer::place_siblings(const workload::Op& op, const std::string& block_name, int input, int region,
                            const Rect used, int stage, const Tune& tune) {
   // `used` by value: the strips below grow s_.regions, which a caller's reference may point into.
-  if (input < 0 || op.inputs.size() != 1) return -1;
+  if (input < 0 || !splits_siblings(op)) return -1;
   const Layout incoming = s_.ops[static_cast<std::size_t>(input)].out_layout;
   const Axis axis = decode_ ? features_axis(incoming) : (used.w >= used.h ? Axis::x : Axis::y);
   const std::vector<Rect> strips = sibling_strips(used, op.merged, axis);

@@ -299,7 +299,7 @@ void PlanEvaluator::Impl::share_tables(detail::BlockCostCache& cache) {
   for (const auto& info : cost::param_registry()) context << ' ' << params.*(info.field);
   context << (decode ? " decode " : " prefill ") << layer_scale << ' ' << routing.capacity_factor;
   if (routing.skew != 0) context << " skew " << routing.skew;  // absent at 0: caches written before it still match
-  if (sibling_branches) context << " sib";  // absent when off: caches written before it still match
+  if (sibling_branches) context << " sib";  // a block may take strips: other costs than without
   context << " t";
   for (const auto& t : tunes) {
     context << ' ' << t.group_scale_x << ',' << t.group_scale_y << ',' << static_cast<int>(t.entry_features) << ','

@@ -88,7 +88,10 @@ bool splits_heads(const workload::Layer& block, bool decode, std::int64_t groups
 /// empty if no grid fits.
 std::vector<Rect> head_cells(const Rect& used, std::int64_t groups);
 
-/// True if Tune::sibling_branches changes `block`: a matmul of it merged from several.
+/// True if Tune::sibling_branches may run `op` as its products on strips: a matmul merged from
+/// several, reading one input.
+bool splits_siblings(const workload::Op& op);
+/// True if Tune::sibling_branches changes `block`: some op of it splits_siblings.
 bool has_sibling_branches(const workload::Layer& block);
 /// The strips of a merged matmul's products: `used` cut along `axis` (X: columns) in proportion to
 /// the products' widths, each at least one PE; empty if the side is shorter than the products.

@@ -87,7 +87,7 @@ struct BlockCost {
   int first_axis = -1;        ///< allreduce axis of the first and last GEMV (-1: none)
   int last_axis = -1;
   int branch_narrowing = 1;   ///< Tune::concurrent_branches: the strip width chosen (meshir::kBranchNarrowings)
-  bool sibling_branches = false;  ///< Tune::sibling_branches chosen: faster, and no more SRAM per PE
+  bool sibling_branches = false;  ///< Tune::sibling_branches chosen (the rule: PlanEvaluator::Impl::compute_scales)
 };
 
 /// A table entry: (block type, used width, used height, TUNE index).
@@ -258,11 +258,12 @@ struct PlanEvaluator::Impl {
   /// then at least as fast and still fits, so the space without them stays a subset.
   [[nodiscard]] std::vector<detail::BlockCost> compute_scales(int type, std::int64_t w, std::int64_t h,
                                                               const std::vector<int>& tunes) const;
-  /// `block` placed alone on a w x h rectangle under each of `ts` (which differ only in group
-  /// scales: placed once, meshir::regroup'ed for the others), costed.
-  /// The same for one sibling choice: the fastest concurrent-branch width where the block has a branch.
+  /// placed_costs() for one sibling choice, at the fastest concurrent-branch width where the block
+  /// has a branch.
   [[nodiscard]] std::vector<detail::BlockCost> narrowed_costs(const workload::Layer& block, std::int64_t w,
                                                               std::int64_t h, const std::vector<meshir::Tune>& ts) const;
+  /// `block` placed alone on a w x h rectangle under each of `ts` (which differ only in group
+  /// scales: placed once, meshir::regroup'ed for the others), costed.
   [[nodiscard]] std::vector<detail::BlockCost> placed_costs(const workload::Layer& block, std::int64_t w,
                                                             std::int64_t h, const std::vector<meshir::Tune>& ts) const;
   /// Computes the missing table entries in parallel; every entry is independent and pure.
