@@ -325,19 +325,14 @@ void add_exchange_contention(const meshir::Schedule& schedule,
 // is the dominant axis and sign from its source's centre to its destination's (ties to X), so the
 // cells of split heads, which lie on every side of the leaf's centre, leave it four ways. An expert
 // CUT's exchanges cross its strips' boundaries inside the rectangle instead (add_exchange_contention).
-void add_mover_contention(const meshir::Schedule& schedule, const wafer::WaferParams& wafer,
+void add_mover_contention(const meshir::Schedule& schedule, const std::vector<Rect>& parts, const wafer::WaferParams& wafer,
                           std::vector<OpCost>& costs) {
   // Per (region, way), dense (the search costs a block per call): reset after each step where touched.
   constexpr std::size_t kWays = 4;
   std::vector<double> leaving(schedule.regions.size() * kWays, 0.0), entering(schedule.regions.size() * kWays, 0.0);
   const auto in_range = [&](int r) { return r >= 0 && static_cast<std::size_t>(r) < schedule.regions.size(); };
-  // Each region's used part, in one pass (only when a step has movers): a mover's way is asked
-  // several times.
-  std::vector<Rect> parts;
-  const auto part_of = [&](int region) -> const Rect& {
-    if (parts.empty()) parts = meshir::used_parts(schedule);
-    return parts[static_cast<std::size_t>(region)];
-  };
+  // parts: each region's used part (meshir::used_parts), when the schedule has movers.
+  const auto part_of = [&](int region) -> const Rect& { return parts[static_cast<std::size_t>(region)]; };
   const auto way = [&](const PlacedOp& op) {
     const Rect& to = part_of(op.to_region);
     const std::int64_t dx = (2 * to.x + to.w) - (2 * op.used.x + op.used.w);
@@ -356,7 +351,7 @@ void add_mover_contention(const meshir::Schedule& schedule, const wafer::WaferPa
       if (!in_range(op.region) || !in_range(op.to_region)) {
         throw InternalError("op '" + op.name + "' moves data between invalid regions");
       }
-      if (const auto e = meshir::exchange_of(schedule, op)) {
+      if (const auto e = meshir::exchange_of(schedule, op, part_of(op.to_region))) {
         exchanges.emplace_back(end, *e);
         continue;
       }
@@ -431,8 +426,12 @@ OpCost link_crossing_cost(const meshir::Schedule& schedule, const PlacedOp& op, 
 
 int colours_needed(const PlacedOp& op) { return meshir::kernel_info(op.kernel).route_colours; }
 
-OpCost op_cost(const meshir::Schedule& schedule, const PlacedOp& op, const wafer::WaferParams& wafer,
-               const CostParams& params) {
+namespace {
+
+// op_cost with the used part of a mover's destination region given: timed_ops has every region's
+// from one pass over the ops.
+OpCost op_cost_to(const meshir::Schedule& schedule, const PlacedOp& op, const Rect& to_part,
+                  const wafer::WaferParams& wafer, const CostParams& params) {
   OpCost c;
   switch (op.kernel) {
     case Kernel::meshgemv:
@@ -462,18 +461,25 @@ OpCost op_cost(const meshir::Schedule& schedule, const PlacedOp& op, const wafer
         c = link_crossing_cost(schedule, op, wafer, params);
         break;
       }
-      if (const auto e = meshir::exchange_of(schedule, op)) {
+      if (const auto e = meshir::exchange_of(schedule, op, to_part)) {
         c = exchange_cost(*e, static_cast<double>(op.work.input_bytes), wafer, params);
         break;
       }
       // From the PEs holding the data (the mover's used rectangle) to the used part of the
       // destination region, as the search costs it.
-      c = transfer_cost(op.used, meshir::used_part(schedule, op.to_region), static_cast<double>(op.work.input_bytes),
-                        wafer, params);
+      c = transfer_cost(op.used, to_part, static_cast<double>(op.work.input_bytes), wafer, params);
       break;
     }
   }
   return c;
+}
+
+}  // namespace
+
+OpCost op_cost(const meshir::Schedule& schedule, const PlacedOp& op, const wafer::WaferParams& wafer,
+               const CostParams& params) {
+  const Rect to = meshir::moves_between_regions(op.kernel) ? meshir::used_part(schedule, op.to_region) : Rect{};
+  return op_cost_to(schedule, op, to, wafer, params);
 }
 
 std::vector<double> route_switch_cycles(const meshir::Schedule& schedule, const CostParams& params) {
@@ -583,13 +589,19 @@ std::vector<OpCost> timed_ops(const meshir::Schedule& schedule, const wafer::Waf
   std::vector<OpCost> ops;
   ops.reserve(schedule.ops.size());
   const std::vector<double> switches = route_switch_cycles(schedule, params);
+  // Every region's used part in one pass, for the movers (used_part per mover is quadratic in ops).
+  const bool movers = std::any_of(schedule.ops.begin(), schedule.ops.end(),
+                                  [](const PlacedOp& op) { return meshir::moves_between_regions(op.kernel); });
+  const std::vector<Rect> parts = movers ? meshir::used_parts(schedule) : std::vector<Rect>{};
   for (std::size_t i = 0; i < schedule.ops.size(); ++i) {
-    OpCost c = op_cost(schedule, schedule.ops[i], wafer, params);
+    const PlacedOp& op = schedule.ops[i];
+    const bool to_valid = op.to_region >= 0 && static_cast<std::size_t>(op.to_region) < parts.size();
+    OpCost c = op_cost_to(schedule, op, to_valid ? parts[static_cast<std::size_t>(op.to_region)] : Rect{}, wafer, params);
     c.overhead_cycles += switches[i];
     c.total_cycles += switches[i];
     ops.push_back(c);
   }
-  add_mover_contention(schedule, wafer, ops);
+  add_mover_contention(schedule, parts, wafer, ops);
   totals.clear();
   totals.reserve(ops.size());
   for (const OpCost& c : ops) totals.push_back(c.total_cycles);

@@ -110,11 +110,16 @@ std::vector<Rect> used_parts(const Schedule& schedule) {
 
 std::optional<Exchange> exchange_of(const Schedule& schedule, const PlacedOp& op) {
   if (op.kernel != Kernel::moe_dispatch && op.kernel != Kernel::moe_combine) return std::nullopt;
+  return exchange_of(schedule, op, used_part(schedule, op.to_region));
+}
+
+std::optional<Exchange> exchange_of(const Schedule& schedule, const PlacedOp& op, const Rect& to_part) {
+  if (op.kernel != Kernel::moe_dispatch && op.kernel != Kernel::moe_combine) return std::nullopt;
   if (op.to_region < 0 || static_cast<std::size_t>(op.to_region) >= schedule.regions.size()) return std::nullopt;
   if (crosses_wafers(schedule, op)) return std::nullopt;
   Exchange e;
   e.into_strip = op.kernel == Kernel::moe_dispatch;
-  const Rect other = used_part(schedule, op.to_region);
+  const Rect& other = to_part;
   e.outer = e.into_strip ? op.used : other;
   e.strip = e.into_strip ? other : op.used;
   const Rect& o = e.outer;

@@ -219,6 +219,8 @@ struct Exchange {
 /// The exchange `op` is part of, if it is an MoE dispatch into (combine out of) a strip that lies
 /// inside the other end's used part and spans it across one axis; nullopt for every other op.
 std::optional<Exchange> exchange_of(const Schedule& schedule, const PlacedOp& op);
+/// The same, with the used part of op's destination region already known (used_parts, once for all ops).
+std::optional<Exchange> exchange_of(const Schedule& schedule, const PlacedOp& op, const Rect& to_part);
 
 /// A schedule named `name` with no region or op yet, on `wafer`: its grid, SRAM per PE and
 /// reserved SRAM, routable colours and defective PEs.
