@@ -93,6 +93,16 @@ struct BlockCost {
 /// A table entry: (block type, used width, used height, TUNE index).
 using TableKey = std::tuple<int, std::int64_t, std::int64_t, int>;
 
+/// MurmurHash3's 64-bit finaliser: every bit of x reaches the low bits, for tables indexed by them.
+inline std::uint64_t mix64(std::uint64_t x) {
+  x ^= x >> 33;
+  x *= 0xff51afd7ed558ccdULL;
+  x ^= x >> 33;
+  x *= 0xc4ceb9fe1a85ec53ULL;
+  x ^= x >> 33;
+  return x;
+}
+
 /// One block's costs by (used width, used height, TUNE). Each used size is a row of every distinct
 /// placement's cost side by side, found by open addressing in one array: the search reads a size's
 /// TUNEs together, so a row costs one cache miss instead of one per TUNE, and millions of entries
@@ -135,12 +145,7 @@ class CostTable {
     return (static_cast<std::uint64_t>(w) << 32) | static_cast<std::uint64_t>(h);  // nonzero: w >= 1
   }
   [[nodiscard]] std::size_t slot_of(std::uint64_t key) const {
-    key ^= key >> 33;  // MurmurHash3's finaliser: every key bit reaches the low bits
-    key *= 0xff51afd7ed558ccdULL;
-    key ^= key >> 33;
-    key *= 0xc4ceb9fe1a85ec53ULL;
-    key ^= key >> 33;
-    return static_cast<std::size_t>(key) & (slots_.size() - 1);
+    return static_cast<std::size_t>(mix64(key)) & (slots_.size() - 1);
   }
   std::vector<int> column_of_;
   std::size_t columns_ = 0;
