@@ -39,6 +39,8 @@ double log10_add(double a, double b) {
   if (a == -kInf) return b;
   if (b == -kInf) return a;
   const double hi = std::max(a, b), lo = std::min(a, b);
+  // Below 10^-16 the smaller adds nothing: 1 + x rounds to exactly 1 (x < 2^-53), so skip the pow.
+  if (lo - hi < -16.0) return hi;
   return hi + std::log10(1.0 + std::pow(10.0, lo - hi));
 }
 
