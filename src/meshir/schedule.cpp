@@ -119,9 +119,8 @@ std::optional<Exchange> exchange_of(const Schedule& schedule, const PlacedOp& op
   if (crosses_wafers(schedule, op)) return std::nullopt;
   Exchange e;
   e.into_strip = op.kernel == Kernel::moe_dispatch;
-  const Rect& other = to_part;
-  e.outer = e.into_strip ? op.used : other;
-  e.strip = e.into_strip ? other : op.used;
+  e.outer = e.into_strip ? op.used : to_part;
+  e.strip = e.into_strip ? to_part : op.used;
   const Rect& o = e.outer;
   const Rect& s = e.strip;
   if (s.w < 1 || s.h < 1 || s.x < o.x || s.y < o.y || s.x + s.w > o.x + o.w || s.y + s.h > o.y + o.h) return std::nullopt;
