@@ -24,6 +24,7 @@
 #include "wavel/sweep/setting_tasks.hpp"
 #include "wavel/meshir/text.hpp"
 #include "wavel/meshir/verify.hpp"
+#include "wavel/search/search.hpp"
 #include "wavel/sim/simulate.hpp"
 #include "wavel/workload/model.hpp"
 #include "wavel/workload/workload.hpp"
@@ -127,6 +128,56 @@ TEST_CASE("a 2-wafer decode pipeline derived by hand: the wafers, the link, the 
   CHECK(joined.tokens_per_s == doctest::Approx(8.0 / joined.latency_s).epsilon(1e-12));
   // Each wafer's PEs count once per wafer.
   CHECK(joined.pes_used == s0.pes_used + s1.pes_used);
+}
+
+TEST_CASE("a part's crossing legs and the links' own time add up to the joined crossings (WaferLLM squares, by hand)") {
+  const auto wafer = test::wse3();
+  const auto params = test::round_params();
+  auto cluster = wafer::cluster_preset("cs3");
+  cluster.io_edge = wafer::Edge::east;  // WaferLLM fills its squares from the west
+  const workload::ModelSpec model = four_layer_llama();
+  const workload::WorkloadShape shape{workload::Phase::decode, 8, 2048, 128};
+  deploy::PipelinePlan plan;
+  plan.wafers = {{0, 2, true, false, 0}, {2, 2, false, true, 0}};
+  plan.part_of = {0, 1};
+  plan.parts = plan.wafers;
+  std::vector<workload::Workload> parts;
+  std::vector<meshir::Schedule> stages;
+  for (const auto& p : plan.parts) {
+    parts.push_back(deploy::part_workload(model, shape, p, workload::MoeRouting{}));
+    const auto s = baselines::build_waferllm(parts.back(), wafer, 300, 1);
+    REQUIRE(s.has_value());
+    stages.push_back(*s);
+  }
+  const auto joined = deploy::join_stages(plan, {&stages[0], &stages[1]}, {&parts[0], &parts[1]}, cluster, 4, true, "pipe");
+  const auto c = cost::evaluate(joined, wafer, params, true, 2048);
+  search::SearchOptions options;
+  options.pipeline_part = true;
+  options.io_edge = cluster.io_edge;
+  options.link_bytes_per_s = cluster.link_bytes_per_s;
+  const double legs0 = search::crossing_cycles(stages[0], parts[0], options, wafer, params);
+  const double legs1 = search::crossing_cycles(stages[1], parts[1], options, wafer, params);
+  // East edge, alpha 1 cycle per hop, set-up 50 per leg; every leg's lanes outpace the link. Part 0:
+  // the token ids land on its embedding's square, the activation leaves its last square; part 1 the
+  // other way round. Each leg's hops: from the square's east side to the grid's (755 PEs wide).
+  const auto hops = [](const meshir::Rect& r) { return 755.0 - static_cast<double>(r.x + r.w); };
+  const auto entry = [](const meshir::Schedule& s) { return meshir::used_part(s, s.ops.front().region); };
+  CHECK(legs0 == doctest::Approx(100.0 + hops(entry(stages[0])) + hops(stages[0].ops.back().used)).epsilon(1e-12));
+  CHECK(legs1 == doctest::Approx(100.0 + hops(entry(stages[1])) + hops(stages[1].ops.back().used)).epsilon(1e-12));
+  CHECK(legs0 > 100.0);  // the legs have hops
+  // The two crossings: each the link's latency and bytes, plus the legs.
+  double links = 0;
+  for (std::size_t i = 0; i < joined.ops.size(); ++i) {
+    if (meshir::crosses_wafers(joined, joined.ops[i])) links += c.ops[i].total_cycles;
+  }
+  const double own = 2 * 5500.0 + 65536.0 / 150e9 * 1.1e9 + 32.0 / 150e9 * 1.1e9;
+  CHECK(links == doctest::Approx(own + legs0 + legs1).epsilon(1e-12));
+  // So the joined pass is each part's pass with its legs, plus the links' own time (no re-layout here).
+  const double pass0 = cost::evaluate(stages[0], wafer, params, true, 2048).pass_cycles;
+  const double pass1 = cost::evaluate(stages[1], wafer, params, true, 2048).pass_cycles;
+  CHECK(c.pass_cycles == doctest::Approx(pass0 + legs0 + pass1 + legs1 + own).epsilon(1e-12));
+  // Outside a pipeline part there are no crossings.
+  CHECK(search::crossing_cycles(stages[0], parts[0], search::SearchOptions{}, wafer, params) == 0.0);
 }
 
 TEST_CASE("two micro-batches keep both wafers busy: the slowest wafer or link sets the round") {

@@ -2,9 +2,11 @@
 // deterministic, the baselines are never beaten by their own seeds, and Pareto utilities by hand.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <csignal>
+#include <tuple>
 
 #include "test_support.hpp"
 #include "wavel/baselines/baselines.hpp"
@@ -536,4 +538,42 @@ TEST_CASE("MoE prefill: expert GEMMs are grouped over their experts, over a stri
     }
   }
   for (const auto& op : s.ops) CHECK(op.work.products == 1);
+}
+
+TEST_CASE("a pipeline part's front carries its crossing legs, and pruned equals exhaustive with them") {
+  const auto wafer = small_wafer(16, 16);
+  const auto params = cost::default_params(wafer);
+  const auto model = workload::load_hf_config(wavel::test::source_path("configs/models/tiny-llama/config.json").string());
+  for (const auto edge : {wafer::Edge::east, wafer::Edge::south}) {
+    // A middle part of one layer (two blocks): the activation crosses in and out.
+    const auto w = workload::stage_workload(model, {workload::Phase::decode, 4, 128, 32}, 1, 1, false, false);
+    auto options = small_options();
+    options.group_scales = {1.0};
+    options.all_anchors = true;  // used rectangles at every corner: some nearer the I/O edge than others
+    options.pipeline_part = true;
+    options.objectives = search::ObjectiveSet{};
+    options.io_edge = edge;
+    options.link_bytes_per_s = 150e9;
+    const auto pruned = search::search_setting(w, wafer, params, options, {});
+    options.exhaustive = true;
+    const auto exhaustive = search::search_setting(w, wafer, params, options, {});
+    const auto objectives = [](const search::SearchResult& r) {
+      std::vector<std::tuple<double, double, std::int64_t>> out;
+      for (const auto& p : r.front) out.emplace_back(p.objectives.tokens_per_s, p.objectives.latency_s, p.objectives.pes);
+      std::sort(out.begin(), out.end());
+      return out;
+    };
+    REQUIRE(!pruned.front.empty());
+    CHECK(objectives(pruned) == objectives(exhaustive));
+    bool hops = false;
+    for (const auto& p : pruned.front) {
+      // The latency objective is the pass with both legs; each leg is at least its set-up.
+      const double legs = search::crossing_cycles(p.schedule, w, options, wafer, params);
+      CHECK(legs >= 2 * params.shift_fixed_cycles);
+      hops = hops || legs > 2 * params.shift_fixed_cycles;
+      const auto c = cost::evaluate(p.schedule, wafer, params, true, 128);
+      CHECK(p.objectives.latency_s == doctest::Approx((c.pass_cycles + legs) / wafer.clock_hz).epsilon(1e-12));
+    }
+    CHECK(hops);  // some front schedule lies away from the I/O edge
+  }
 }

@@ -226,7 +226,7 @@ meshir::Schedule join_stages(const PipelinePlan& plan, const std::vector<const m
     t.inputs = {static_cast<int>(out.ops.size()) - 1};
     t.step = next_step;
     t.stage = next_stage;
-    t.work.input_bytes = (out.concurrent_requests + out.microbatches - 1) / out.microbatches * 4;
+    t.work.input_bytes = workload::sampled_token_bytes(out.concurrent_requests, out.microbatches);
     t.work.output_bytes = t.work.input_bytes;
     out.ops.push_back(t);
   }

@@ -62,12 +62,16 @@ bool crosses_wafers(const Schedule& schedule, const PlacedOp& op) {
 }
 
 Rect io_rect(const Schedule& schedule, const Rect& from) {
+  return io_rect(schedule.io_edge, schedule.grid_w_pes, schedule.grid_h_pes, from);
+}
+
+Rect io_rect(Edge edge, std::int64_t grid_w, std::int64_t grid_h, const Rect& from) {
   Rect r = from;
-  switch (schedule.io_edge) {
+  switch (edge) {
     case Edge::west: r.x = 0; break;
-    case Edge::east: r.x = schedule.grid_w_pes - from.w; break;
+    case Edge::east: r.x = grid_w - from.w; break;
     case Edge::north: r.y = 0; break;
-    case Edge::south: r.y = schedule.grid_h_pes - from.h; break;
+    case Edge::south: r.y = grid_h - from.h; break;
   }
   return r;
 }

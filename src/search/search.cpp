@@ -160,36 +160,51 @@ SearchSizeEstimate estimate_search_size(const workload::Workload& workload, cons
 
 namespace {
 
-// A candidate's objectives from its cost: its own throughput and latency, or a pipeline part's
-// stage_objectives.
-Objectives candidate_objectives(const cost::ScheduleCost& c, bool pipeline_part, double clock_hz) {
-  return pipeline_part ? stage_objectives(c.pass_cycles, c.bottleneck_stage_cycles, c.pes_used, clock_hz)
-                       : Objectives{c.tokens_per_s, c.latency_s, c.pes_used, 0};
+// A candidate scored: its own throughput and latency, or a pipeline part's stage_objectives with
+// its crossing legs in the pass (as the solver's root points carry them).
+SearchCandidate scored(const meshir::Schedule& s, const workload::Workload& w, const wafer::WaferParams& wafer,
+                       const cost::CostParams& params, const SearchOptions& options) {
+  const bool decode = w.shape.phase == workload::Phase::decode;
+  const auto c = cost::evaluate(s, wafer, params, decode, w.shape.input_tokens);
+  SearchCandidate cand;
+  cand.microbatches = s.microbatches;
+  cand.prompt_chunks = s.prompt_chunks;
+  cand.sram_headroom = c.sram_headroom;
+  cand.pass_cycles = c.pass_cycles;
+  cand.stage_cycles = c.bottleneck_stage_cycles;
+  if (options.pipeline_part) {
+    cand.crossing_cycles = crossing_cycles(s, w, options, wafer, params);
+    cand.objectives = stage_objectives(c.pass_cycles + cand.crossing_cycles, c.bottleneck_stage_cycles, c.pes_used,
+                                       wafer.clock_hz);
+  } else {
+    cand.objectives = Objectives{c.tokens_per_s, c.latency_s, c.pes_used, 0};
+  }
+  return cand;
 }
 
 }  // namespace
 
+double crossing_cycles(const meshir::Schedule& part, const workload::Workload& w, const SearchOptions& options,
+                       const wafer::WaferParams& wafer, const cost::CostParams& params) {
+  if (part.ops.empty()) return 0.0;
+  return detail::part_crossings(w, options, wafer, part.microbatches, part.ops.front().work.input_bytes,
+                                part.ops.back().work.output_bytes)
+      .legs(part, wafer, params);
+}
+
 std::vector<SearchCandidate> seed_candidates(const workload::Workload& workload, const wafer::WaferParams& wafer,
                                              const cost::CostParams& params,
                                              const std::vector<std::pair<std::string, meshir::Schedule>>& seeds,
-                                             bool pipeline_part) {
-  const bool decode = workload.shape.phase == workload::Phase::decode;
+                                             const SearchOptions& options) {
   std::vector<SearchCandidate> out;
   for (const auto& [name, schedule] : seeds) {
-    const auto c = cost::evaluate(schedule, wafer, params, decode, workload.shape.input_tokens);
+    SearchCandidate cand = scored(schedule, workload, wafer, params, options);
     // A seed that does not fit or does not verify (e.g. a used rectangle on a defective PE) is not a schedule.
-    if (c.sram_headroom < 0 ||
+    if (cand.sram_headroom < 0 ||
         !meshir::verify(schedule, name, {}, [](const meshir::PlacedOp& op) { return cost::colours_needed(op); }).empty()) {
       continue;
     }
-    SearchCandidate cand;
-    cand.objectives = candidate_objectives(c, pipeline_part, wafer.clock_hz);
     cand.source = "seed:" + name;
-    cand.microbatches = schedule.microbatches;
-    cand.prompt_chunks = schedule.prompt_chunks;
-    cand.sram_headroom = c.sram_headroom;
-    cand.pass_cycles = c.pass_cycles;
-    cand.stage_cycles = c.bottleneck_stage_cycles;
     out.push_back(std::move(cand));
   }
   return out;
@@ -225,6 +240,12 @@ PieceResult SearchWorkspace::run(const std::string& setting_key, const workload:
     impl_->evaluator = make_evaluator(workload, wafer, params, options, piece.microbatches, piece.prompt_chunks);
     impl_->evaluator->impl().serial = options.serial;
     impl_->evaluator->impl().pipeline_part = options.pipeline_part;
+    const auto& blocks = impl_->evaluator->impl().blocks;
+    if (!blocks.empty() && !blocks.front().ops.ops.empty()) {
+      impl_->evaluator->impl().crossings =
+          detail::part_crossings(workload, options, wafer, piece.microbatches,
+                                 blocks.front().ops.ops.front().input_bytes, blocks.back().output_bytes);
+    }
     impl_->evaluator->impl().share_tables(impl_->costs);
     impl_->solver = std::make_unique<detail::Solver>(impl_->evaluator->impl(), options);
     impl_->key = key;
@@ -276,19 +297,15 @@ PieceResult SearchWorkspace::run(const std::string& setting_key, const workload:
   }
   out.stats.candidates_evaluated = static_cast<std::int64_t>(points.size());
   // Only points on this piece's own front can reach the setting's front: build and score those.
-  const bool decode = workload.shape.phase == workload::Phase::decode;
   for (const auto& o : pareto_front(objs, options.objectives)) {
-    SearchCandidate cand;
     const auto& p = points[static_cast<std::size_t>(o.id)];
-    solver.leaves_of(p.plan, p.offset, cand.leaves);
-    const auto c = cost::evaluate(evaluator.build(cand.leaves), wafer, params, decode, workload.shape.input_tokens);
-    cand.objectives = candidate_objectives(c, options.pipeline_part, wafer.clock_hz);
+    std::vector<Leaf> leaves;
+    solver.leaves_of(p.plan, p.offset, leaves);
+    SearchCandidate cand = scored(evaluator.build(leaves), workload, wafer, params, options);
+    cand.leaves = std::move(leaves);
     cand.source = "search";
     cand.microbatches = piece.microbatches;
     cand.prompt_chunks = piece.prompt_chunks;
-    cand.sram_headroom = c.sram_headroom;
-    cand.pass_cycles = c.pass_cycles;
-    cand.stage_cycles = c.bottleneck_stage_cycles;
     out.candidates.push_back(std::move(cand));
   }
   out.stats.block_costs = ev.computed - computed_before;
@@ -359,7 +376,7 @@ SearchResult search_setting(const workload::Workload& workload, const wafer::Waf
                             const cost::CostParams& params, const SearchOptions& options,
                             const std::vector<std::pair<std::string, meshir::Schedule>>& seeds) {
   const auto start = std::chrono::steady_clock::now();
-  std::vector<SearchCandidate> candidates = seed_candidates(workload, wafer, params, seeds);
+  std::vector<SearchCandidate> candidates = seed_candidates(workload, wafer, params, seeds, options);
   SearchStats stats;
   SearchWorkspace workspace;
   for (const auto& piece : search_pieces(workload, wafer, options)) {

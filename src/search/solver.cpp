@@ -63,7 +63,10 @@ std::vector<Point> Solver::root_points(const Rect& rect, int chunk, int chunks, 
   const int b = static_cast<int>(ev_.blocks.size());
   ++stats_->subproblems;
   std::vector<Point> points;
-  if (chunk == 0) points = leaf_points(rect, 0, b);
+  if (chunk == 0) {
+    points = leaf_points(rect, 0, b);
+    add_crossings(points);
+  }
   if (b >= 2 && opt_.max_cut_depth > 0 && !out_of_time()) cut_points(rect, 0, b, 0, points, RootSlice{chunk, chunks, &incumbents});
   if (!opt_.exhaustive) points = filter(std::move(points), 0, b, true);
   return points;
@@ -383,8 +386,14 @@ void Solver::cut_points(const Rect& rect, int a, int b, int depth, std::vector<P
       }
       chain = opt_.exhaustive || i + 1 == c.rects.size() ? std::move(next) : filter(std::move(next), a, c.bounds[i + 1], false);
     }
+    if (root) add_crossings(chain);
     points.insert(points.end(), chain.begin(), chain.end());
   }
+}
+
+void Solver::add_crossings(std::vector<Point>& points) const {
+  if (!ev_.crossings.any()) return;
+  for (Point& p : points) p.pass += ev_.crossings.legs(p.entry, p.exit, ev_.wafer, ev_.params);
 }
 
 }  // namespace wavel::search::detail

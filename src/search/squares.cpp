@@ -142,7 +142,9 @@ std::vector<Point> Solver::square_points(std::int64_t side, const std::vector<Ob
       auto& v = next[static_cast<std::size_t>(b)];
       if (!opt_.exhaustive) v = filter(std::move(v), 0, b, false);
     }
-    for (const Point& p : next[static_cast<std::size_t>(blocks)]) out.push_back(p);
+    std::vector<Point> complete = next[static_cast<std::size_t>(blocks)];
+    add_crossings(complete);
+    out.insert(out.end(), complete.begin(), complete.end());
     std::swap(prev, next);
   }
   return out;

@@ -52,6 +52,13 @@ struct Joiner {
   [[nodiscard]] cost::ScheduleCost evaluate(const Schedule& s) const {
     return cost::evaluate(s, config.wafer, config.cost.params, decode, setting.shape.input_tokens);
   }
+  /// A part's schedule as the pick of parts sees it: its pass with its crossings' legs, its slowest stage.
+  [[nodiscard]] deploy::StageOption option(std::size_t part, const Schedule& s, const cost::ScheduleCost& c) const {
+    return deploy::StageOption{
+        c.pass_cycles + search::crossing_cycles(s, parts[part], detail::part_search_options(config, setting),
+                                                config.wafer, config.cost.params),
+        c.bottleneck_stage_cycles};
+  }
 };
 
 // Full-Chip or WaferLLM on every wafer with the pipeline's split, at the micro-batch count (every
@@ -81,8 +88,8 @@ std::optional<Schedule> pipeline_baseline(const Joiner& j, const std::string& na
           part_tokens_per_s = c.tokens_per_s;
           part_best = placed[p].size();
         }
+        options[p].push_back(j.option(p, s, c));
         placed[p].push_back(std::move(s));
-        options[p].push_back(deploy::StageOption{c.pass_cycles, c.bottleneck_stage_cycles});
       };
       if (name == "fullchip") {
         for (const auto& tune : baselines::fullchip_tunes(w)) consider(baselines::build_fullchip(w, j.config.wafer, mb, tune));
@@ -180,13 +187,15 @@ SettingResult finish_pipeline(const config::Config& config, const config::Settin
   // costed whole, and the joined pipelines fastest and with the lowest latency kept:
   // - the parts that make the joined pipeline fastest, and those that give it the lowest latency,
   //   under cost::pipeline's rule (deploy::pick_parts; a part's fastest alone can pace the pipeline
-  //   worse than another);
+  //   worse than another). A part's pass there carries the on-wafer legs of its crossings
+  //   (SearchCandidate::crossing_cycles), which depend on where its first and last leaves lie; the
+  //   links' own time is the same for every choice;
   // - each part's fastest alone, and its lowest latency alone (ties to the other objective, then PEs):
-  //   the rule leaves out what joining adds (the links, a re-layout where a wafer's input arrives
-  //   in another layout), which can favour those.
-  // The parts were searched with search::stage_objectives, and only a part's front under them is
-  // offered: incumbents prune only what a found schedule strictly dominates, so whatever order they
-  // arrive in, nothing on it.
+  //   the rule still leaves out a link that paces the pipeline, both legs of one crossing slower
+  //   than the link, and a re-layout where a wafer's input arrives in another layout.
+  // The parts were searched with search::stage_objectives, crossing legs in the pass, and only a
+  // part's front under them is offered: incumbents prune only what a found schedule strictly
+  // dominates, so whatever order they arrive in, nothing on it.
   const std::vector<std::int64_t> copies = j.copies();
   const search::ObjectiveSet part_objectives = detail::part_search_options(config, setting).objectives;
   const auto alone = [&](const search::SearchCandidate& c) {  // a part's own pipeline
@@ -215,7 +224,8 @@ SettingResult finish_pipeline(const config::Config& config, const config::Settin
         std::sort(on_front.begin(), on_front.end());  // ties go to the first
         for (const std::size_t i : on_front) {
           fronts[p].push_back(&candidates[p][i]);
-          stage_options[p].push_back(deploy::StageOption{candidates[p][i].pass_cycles, candidates[p][i].stage_cycles});
+          const auto& c = candidates[p][i];
+          stage_options[p].push_back(deploy::StageOption{c.pass_cycles + c.crossing_cycles, c.stage_cycles});
         }
       }
       std::vector<Picked> choices;

@@ -28,6 +28,8 @@ search::SearchOptions part_search_options(const config::Config& config, const co
   if (setting.wafers > 1) {
     options.pipeline_part = true;
     options.objectives = search::ObjectiveSet{};
+    options.io_edge = config.cluster.io_edge;
+    options.link_bytes_per_s = config.cluster.link_bytes_per_s;
   }
   return options;
 }
@@ -291,7 +293,7 @@ std::string run_baselines(const config::Config& config, const config::Setting& s
   s.schedules.push_back(detail::score("fullchip", fullchip, config, w, fullchip_na));
   s.schedules.push_back(detail::score("waferllm", waferllm, config, waferllm_w, waferllm ? "" : waferllm_na));
   const auto candidates = search::seed_candidates(w, config.wafer, config.cost.params, seeds,
-                                                  detail::part_search_options(config, setting).pipeline_part);
+                                                  detail::part_search_options(config, setting));
   for (const auto& c : candidates) counters.found.push_back(c.objectives);
   counters.evaluations = static_cast<std::int64_t>(seeds.size());
   Packer p;

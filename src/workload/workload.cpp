@@ -402,6 +402,11 @@ wafer::VectorMix vector_mix(OpKind kind, Phase phase) {
   return mix;
 }
 
+std::int64_t sampled_token_bytes(std::int64_t requests, std::int64_t microbatches) {
+  if (microbatches < 1) throw InternalError("sampled_token_bytes: no micro-batches");
+  return (requests + microbatches - 1) / microbatches * kTokenIdBytes;
+}
+
 Workload build_workload(const ModelSpec& model, const WorkloadShape& shape) {
   check_buildable(model, shape);
 

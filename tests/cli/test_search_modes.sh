@@ -9,7 +9,9 @@
 # (one CUT level), pruned equals exhaustive, also under skewed routing, and the space with concurrent
 # branches holds the space without (search.concurrent_branches: false); on tiny prefill with chunked
 # prompts (one CUT level), pruned equals exhaustive and the space with chunks holds the space without;
-# likewise with split heads (search.head_groups) on tiny prefill, on one wafer and pipelines of 2 and 4.
+# likewise with split heads (search.head_groups) on tiny prefill, on one wafer and pipelines of 2 and 4;
+# on tiny decode pipelines of 2 and 4 wafers, pruned equals exhaustive and the space with sibling
+# branches holds the space without.
 set -u
 exe=$1; src=$2; tmp=$3
 rm -rf "$tmp"; mkdir -p "$tmp"
@@ -55,6 +57,12 @@ run heads_none 1 "$src/configs/tiny.yaml" "${heads[@]}"
 wafers=(--set 'cluster.wafers=[2, 4]' --set 'workloads.concurrent_requests=[1, 4]')
 run heads_wafers 1 "$src/configs/tiny.yaml" "${heads[@]}" "${wafers[@]}" --set 'search.head_groups=[1, 2, 4]'
 run heads_wafers_none 1 "$src/configs/tiny.yaml" "${heads[@]}" "${wafers[@]}"
+# Decode pipelines over 2 and 4 wafers (one CUT level): with the parts' crossing legs in their
+# fronts, pruned equals exhaustive, and the joined best with sibling branches is at least without.
+pipes=(--set search.max_cut_depth=1 --set sim.samples=0 "${wafers[@]}")
+run pipe_pruned 1 "$src/configs/tiny.yaml" "${pipes[@]}"
+run pipe_exhaustive 1 "$src/configs/tiny.yaml" "${pipes[@]}" --set search.exhaustive=true
+run pipe_nosiblings 1 "$src/configs/tiny.yaml" "${pipes[@]}" --set search.sibling_branches=false
 
 /usr/bin/python3 - "$tmp" <<'PY' || fail=1
 import csv, math, sys
@@ -70,7 +78,8 @@ def front(name):
         return sorted(zip(g["setting_id"][:], g["tokens_per_s"][:], g["latency_s"][:], g["pes_used"][:]))
 for p, e in (("pruned", "exhaustive"), ("pruned4", "exhaustive4"), ("pruned_anchors", "exhaustive_anchors"),
              ("moe_pruned", "moe_exhaustive"), ("moe_skew_pruned", "moe_skew_exhaustive"),
-             ("chunks_pruned", "chunks_exhaustive"), ("heads_pruned", "heads_exhaustive")):
+             ("chunks_pruned", "chunks_exhaustive"), ("heads_pruned", "heads_exhaustive"),
+             ("pipe_pruned", "pipe_exhaustive")):
     if front(p) != front(e):
         print(f"FAIL: {p} and {e} fronts differ"); ok = False
 def total(name, column):
@@ -109,7 +118,8 @@ def tokens(r):  # a setting nothing fits has no throughput
     return 0.0 if math.isnan(v) else v
 for kind, pairs in (("fusion", (("pruned", "pruned_nofusion"), ("quick", "quick_nofusion"))),
                     ("concurrent branches", (("moe_pruned", "moe_nobranches"),)),
-                    ("sibling branches", (("pruned", "pruned_nosiblings"), ("quick", "quick_nosiblings"))),
+                    ("sibling branches", (("pruned", "pruned_nosiblings"), ("quick", "quick_nosiblings"),
+                                          ("pipe_pruned", "pipe_nosiblings"))),
                     ("prompt chunks", (("chunks_pruned", "chunks_none"),)),
                     ("split heads", (("heads_pruned", "heads_none"), ("heads_wafers", "heads_wafers_none")))):
     gained = 0

@@ -62,7 +62,8 @@ meshir::Schedule join_stages(const PipelinePlan& plan, const std::vector<const m
                              const std::vector<const workload::Workload*>& parts, const wafer::ClusterParams& cluster,
                              std::int64_t layers_total, bool decode, const std::string& name);
 
-/// One schedule a part may run: its pass and its slowest stage (cost::evaluate's, in cycles).
+/// One schedule a part may run: its pass (cost::evaluate's, plus the on-wafer legs of its crossings
+/// to the wafers around it: search::crossing_cycles) and its slowest stage, in cycles.
 struct StageOption {
   double pass_cycles = 0;
   double stage_cycles = 0;
@@ -72,7 +73,7 @@ struct StageOption {
 /// function of the pipeline's pass (the sum over wafers of their parts' passes, part p on `copies[p]`
 /// wafers) and its slowest stage (the largest part's), nondecreasing in both: the slowest stage is
 /// tried at each option's value, and under it each part takes its shortest pass, so the answer is
-/// exact over every combination (the links between wafers left out). Ties go to the smaller slowest
+/// exact over every combination (of the links between wafers, only the legs the options carry). Ties go to the smaller slowest
 /// stage, then to the lower index. Empty if a part has no option.
 std::vector<std::size_t> pick_parts(const std::vector<std::vector<StageOption>>& options,
                                     const std::vector<std::int64_t>& copies,

@@ -11,11 +11,12 @@
 
 namespace wavel::engine {
 
-/// The checkpoint format this build writes and reads. 8: search candidates carry pass and stage
+/// The checkpoint format this build writes and reads. 9: search candidates carry their crossing
+/// legs, and pipeline parts' objectives include them; 8: search candidates carry pass and stage
 /// cycles, and pipeline parts' objectives are stage objectives; 7: slots as the job's opaque bytes;
 /// 6: input fingerprints; 5: pipeline parts and deployments; 4: results carry weight streaming;
 /// 3: finished settings in the spool file.
-inline constexpr std::uint32_t kCheckpointFormat = 8;
+inline constexpr std::uint32_t kCheckpointFormat = 9;
 
 /// One thing the results depend on beyond the resolved config's text: an input file's content or the build.
 struct InputFingerprint {

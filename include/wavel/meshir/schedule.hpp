@@ -179,6 +179,8 @@ bool crosses_wafers(const Schedule& schedule, const PlacedOp& op);
 /// The rectangle, against the wafer's I/O edge, that an activation held on `from` travels to (or
 /// arrives from) when it leaves (enters) the wafer: the same shape, moved flush to the edge.
 Rect io_rect(const Schedule& schedule, const Rect& from);
+/// The same on a grid_w x grid_h wafer whose I/O enters at `edge` (a part searched before it is joined).
+Rect io_rect(Edge edge, std::int64_t grid_w, std::int64_t grid_h, const Rect& from);
 
 std::string_view to_string(Kernel kernel);
 std::string_view to_string(Dim dim);

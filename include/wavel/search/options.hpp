@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "wavel/search/pareto.hpp"
+#include "wavel/wafer/cluster.hpp"
 
 namespace wavel::search {
 
@@ -50,6 +51,11 @@ struct SearchOptions {
   /// A part of a multi-wafer pipeline: its objectives are stage_objectives' (the sweep sets this and
   /// every objective on), so its front holds every part schedule the joined pipeline could want.
   bool pipeline_part = false;
+  /// A pipeline part's links (the sweep sets them with pipeline_part): where each wafer's I/O enters
+  /// its mesh and one system's link bandwidth. The part's pass carries the on-wafer legs of its
+  /// crossings (detail::Crossings), which depend on where its first and last leaves lie.
+  wafer::Edge io_edge = wafer::Edge::west;
+  double link_bytes_per_s = 0;
   /// Checked between subproblems: nonzero abandons the piece with search::Cancelled (a pending
   /// SIGTERM/SIGUSR1, so a long piece cannot hold a checkpoint back). Not part of the results.
   const std::atomic<int>* stop_flag = nullptr;

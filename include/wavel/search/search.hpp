@@ -145,6 +145,9 @@ struct SearchCandidate {
   double sram_headroom = 0;
   double pass_cycles = 0;                ///< from cost::evaluate: what a multi-wafer pipeline adds up
   double stage_cycles = 0;               ///< its slowest stage: what paces such a pipeline
+  /// A pipeline part's: what the on-wafer legs of its crossings add to the joined pass (detail::Crossings;
+  /// its objectives' latency includes them, pass_cycles does not)
+  double crossing_cycles = 0;
   std::vector<Leaf> leaves;              ///< search candidates only
 
   template <class Self, class Visit>
@@ -156,6 +159,7 @@ struct SearchCandidate {
     v("sram_headroom", "1", r.sram_headroom);
     v("pass_cycles", "cycles", r.pass_cycles);
     v("stage_cycles", "cycles", r.stage_cycles);
+    v("crossing_cycles", "cycles", r.crossing_cycles);
     v("leaves", "", r.leaves);
   }
 };
@@ -165,12 +169,17 @@ struct PieceResult {
   SearchStats stats;
 };
 
+/// What the on-wafer legs of a pipeline part's crossings add to the joined pipeline's pass
+/// (SearchCandidate::crossing_cycles): 0 unless options.pipeline_part and `w` is a pipeline stage.
+double crossing_cycles(const meshir::Schedule& part, const workload::Workload& w, const SearchOptions& options,
+                       const wafer::WaferParams& wafer, const cost::CostParams& params);
+
 /// Scores seed schedules; the ones that do not fit or do not verify are left out. A pipeline part's
-/// (`pipeline_part`) take stage_objectives.
+/// (options.pipeline_part) take stage_objectives, with their crossing legs in the pass.
 std::vector<SearchCandidate> seed_candidates(const workload::Workload& workload, const wafer::WaferParams& wafer,
                                              const cost::CostParams& params,
                                              const std::vector<std::pair<std::string, meshir::Schedule>>& seeds,
-                                             bool pipeline_part = false);
+                                             const SearchOptions& options = {});
 
 /// Runs pieces; keeps the last (setting, micro-batch count)'s block costs and memo between calls.
 class SearchWorkspace {

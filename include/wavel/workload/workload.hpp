@@ -125,6 +125,10 @@ struct Workload {
   std::optional<Stage> stage;
 };
 
+/// Bytes of the sampled token ids (int32) of one micro-batch, of `microbatches` over `requests`:
+/// what a decode pipeline sends from its last wafer back to its first one's embedding.
+std::int64_t sampled_token_bytes(std::int64_t requests, std::int64_t microbatches);
+
 /// Builds the op graph of every layer for one setting (domain.md §3).
 /// Throws wavel::DataError for shapes it cannot build (e.g. zero tokens).
 Workload build_workload(const ModelSpec& model, const WorkloadShape& shape);

@@ -17,6 +17,7 @@
 
 #include "wavel/common/error.hpp"
 #include "wavel/search/blocks.hpp"
+#include "wavel/search/detail/crossings.hpp"
 #include "wavel/search/search.hpp"
 
 namespace wavel::search::detail {
@@ -239,6 +240,9 @@ struct PlanEvaluator::Impl {
   std::int64_t computed = 0;
   bool serial = false;  ///< run the parallel loops on Kokkos::Serial (tests compare the two)
   bool pipeline_part = false;  ///< objectives() gives stage_objectives (SearchOptions::pipeline_part)
+  /// A pipeline part's crossings to the wafers around it (set with pipeline_part; none otherwise):
+  /// the solver adds their legs to the pass of every complete schedule of the part.
+  detail::Crossings crossings;
   /// A block with a merged matmul is also costed with its products on strips (TuneKinds::sibling_branches).
   bool sibling_branches = false;
 

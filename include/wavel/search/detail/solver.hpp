@@ -18,7 +18,7 @@ namespace wavel::search::detail {
 
 /// A partial schedule of a sub-problem, in coordinates relative to the sub-problem's corner.
 struct Point {
-  double pass = 0;         ///< all stages one after another, transfers inside included
+  double pass = 0;         ///< all stages one after another, transfers inside (and a root's crossing legs) included
   double stage = 0;        ///< slowest stage (transfers overlap with other micro-batches' compute)
   meshir::Rect entry;      ///< first leaf's used rectangle
   meshir::Rect exit;       ///< last leaf's used rectangle
@@ -129,6 +129,9 @@ class Solver {
   Point leaf_point(const meshir::Rect& rect, int a, int b, const meshir::Rect& used, int tune, double cycles);
   void cut_points(const meshir::Rect& rect, int a, int b, int depth, std::vector<Point>& points,
                   const RootSlice& slice);
+  /// Adds a pipeline part's crossing legs (PlanEvaluator::Impl::crossings) to the pass of complete
+  /// schedules (root points, whose rectangles are the wafer's own).
+  void add_crossings(std::vector<Point>& points) const;
   double min_block(int type, std::int64_t w, std::int64_t h, int depth);
   std::pair<double, double> lower_bounds(const CutOption& c, int depth);
   bool bound_pruned(const CutOption& c, const std::vector<Point>& points, double pass_lb, double stage_lb,
