@@ -176,6 +176,12 @@ TEST_CASE("a part's crossing legs and the links' own time add up to the joined c
   const double pass0 = cost::evaluate(stages[0], wafer, params, true, 2048).pass_cycles;
   const double pass1 = cost::evaluate(stages[1], wafer, params, true, 2048).pass_cycles;
   CHECK(c.pass_cycles == doctest::Approx(pass0 + legs0 + pass1 + legs1 + own).epsilon(1e-12));
+  // The link's own time for each part's crossing out: its latency and bytes (activation, token ids).
+  options.link_latency_s = cluster.link_latency_s;
+  CHECK(search::part_crossings(stages[0], parts[0], options, wafer, params).out_link_cycles ==
+        doctest::Approx(5500.0 + 65536.0 / 150e9 * 1.1e9).epsilon(1e-12));
+  CHECK(search::part_crossings(stages[1], parts[1], options, wafer, params).out_link_cycles ==
+        doctest::Approx(5500.0 + 32.0 / 150e9 * 1.1e9).epsilon(1e-12));
   // Outside a pipeline part there are no crossings.
   CHECK(search::crossing_cycles(stages[0], parts[0], search::SearchOptions{}, wafer, params) == 0.0);
 }
@@ -398,42 +404,61 @@ TEST_CASE("a pipeline's parts are picked for the joined pipeline, not each for i
   // pipeline, so A's shorter pass wins there: 200 + 180 = 380 against 230 + 180 = 410.
   const auto prefill = [](double pass, double stage) { return pass + 3 * stage; };
   const std::vector<std::vector<StageOption>> options{{{100, 40}, {130, 20}}, {{100, 60}}};
-  CHECK(deploy::pick_parts(options, {1, 1}, prefill) == std::vector<std::size_t>{0, 0});
+  CHECK(deploy::pick_parts(options, {0, 1}, false, prefill) == std::vector<std::size_t>{0, 0});
   // Part 0 on three wafers: its pass counts three times, so B's shorter stage no longer pays either.
-  CHECK(deploy::pick_parts({{{100, 40}, {101, 20}}, {{100, 30}}}, {3, 1}, prefill) == std::vector<std::size_t>{1, 0});
-  CHECK(deploy::pick_parts({{{100, 40}, {101, 20}}, {}}, {1, 1}, prefill).empty());
+  CHECK(deploy::pick_parts({{{100, 40}, {101, 20}}, {{100, 30}}}, {0, 0, 0, 1}, false, prefill) ==
+        std::vector<std::size_t>{1, 0});
+  CHECK(deploy::pick_parts({{{100, 40}, {101, 20}}, {}}, {0, 1}, false, prefill).empty());
+  // A link that outlasts every stage paces the pipeline. Part 0's A is faster alone and on its
+  // stages (pass 100 + 100, slowest 40), but its last leaf lies 30 cycles of hops from the I/O edge:
+  // the link (own time 45, legs 30 + 5) takes 80, so 200 + 45 + 3 x 80 = 485. B's pass is 10 longer
+  // and its leg 5: the link takes 55, 210 + 45 + 3 x 55 = 420.
+  const std::vector<std::vector<StageOption>> far{{{100, 40, 0, 30, 45}, {110, 40, 0, 5, 45}}, {{100, 40, 5, 0, 0}}};
+  CHECK(deploy::pick_parts(far, {0, 1}, false, prefill) == std::vector<std::size_t>{1, 0});
 
-  // Against every combination, for both pipeline rules.
+  // Against every combination, for both pipeline rules, with and without links that can pace.
   std::mt19937 rng(7);
-  std::uniform_int_distribution<int> cycles(1, 50), count(1, 4);
+  std::uniform_int_distribution<int> cycles(1, 50), count(1, 4), leg(0, 40);
   const auto decode = [](double pass, double stage) { return std::max(pass, 4 * stage); };
+  const std::vector<std::size_t> part_of{0, 1, 1, 2};
   for (int trial = 0; trial < 300; ++trial) {
+    const bool links = trial % 2 == 1;
     std::vector<std::vector<StageOption>> opts(3);
     for (auto& part : opts) {
+      const double own = links ? cycles(rng) : 0.0;  // the link's own time: the same for every option of a part
       for (int i = count(rng); i > 0; --i) {
         const double stage = cycles(rng);
-        part.push_back(StageOption{stage + cycles(rng), stage});  // a stage is part of the pass
+        const double in = links ? leg(rng) : 0.0, out = links ? leg(rng) : 0.0;
+        part.push_back(StageOption{stage + cycles(rng) + in + out, stage, in, out, own});  // a stage is part of the pass
       }
     }
-    const std::vector<std::int64_t> copies{1, 2, 1};
-    for (const auto& rule : {std::function<double(double, double)>(prefill), std::function<double(double, double)>(decode)}) {
-      const auto cost_of = [&](const std::vector<std::size_t>& pick) {
-        double pass = 0, stage = 0;
-        for (std::size_t p = 0; p < opts.size(); ++p) {
-          pass += static_cast<double>(copies[p]) * opts[p][pick[p]].pass_cycles;
-          stage = std::max(stage, opts[p][pick[p]].stage_cycles);
+    for (const bool token_return : {false, true}) {
+      for (const auto& rule : {std::function<double(double, double)>(prefill), std::function<double(double, double)>(decode)}) {
+        const auto cost_of = [&](const std::vector<std::size_t>& pick) {
+          double pass = 0, slowest = 0;
+          const auto at = [&](std::size_t w) -> const StageOption& { return opts[part_of[w]][pick[part_of[w]]]; };
+          for (std::size_t w = 0; w < part_of.size(); ++w) {
+            pass += at(w).pass_cycles;
+            slowest = std::max(slowest, at(w).stage_cycles);
+          }
+          std::vector<std::pair<std::size_t, std::size_t>> joins{{0, 1}, {1, 2}, {2, 3}};
+          if (token_return) joins.emplace_back(3, 0);
+          for (const auto& [from, to] : joins) {
+            pass += at(from).out_link_cycles;
+            slowest = std::max(slowest, at(from).out_link_cycles + at(from).out_leg_cycles + at(to).in_leg_cycles);
+          }
+          return rule(pass, slowest);
+        };
+        double best = 1e300;
+        for (std::size_t a = 0; a < opts[0].size(); ++a) {
+          for (std::size_t b = 0; b < opts[1].size(); ++b) {
+            for (std::size_t c = 0; c < opts[2].size(); ++c) best = std::min(best, cost_of({a, b, c}));
+          }
         }
-        return rule(pass, stage);
-      };
-      double best = 1e300;
-      for (std::size_t a = 0; a < opts[0].size(); ++a) {
-        for (std::size_t b = 0; b < opts[1].size(); ++b) {
-          for (std::size_t c = 0; c < opts[2].size(); ++c) best = std::min(best, cost_of({a, b, c}));
-        }
+        const auto pick = deploy::pick_parts(opts, part_of, token_return, rule);
+        REQUIRE(pick.size() == 3);
+        CHECK(cost_of(pick) == best);
       }
-      const auto pick = deploy::pick_parts(opts, copies, rule);
-      REQUIRE(pick.size() == 3);
-      CHECK(cost_of(pick) == best);
     }
   }
 }

@@ -234,20 +234,47 @@ meshir::Schedule join_stages(const PipelinePlan& plan, const std::vector<const m
 }
 
 std::vector<std::size_t> pick_parts(const std::vector<std::vector<StageOption>>& options,
-                                    const std::vector<std::int64_t>& copies,
+                                    const std::vector<std::size_t>& part_of, bool token_return,
                                     const std::function<double(double, double)>& cost) {
-  if (copies.size() != options.size()) throw InternalError("pick_parts: one copy count per part needed");
+  for (const std::size_t p : part_of) {
+    if (p >= options.size()) throw InternalError("pick_parts: a wafer names no part");
+  }
   std::vector<double> thresholds;
   for (const auto& part : options) {
     if (part.empty()) return {};
     for (const auto& o : part) thresholds.push_back(o.stage_cycles);
   }
+  // The links, as (from wafer, to wafer); a pick's pass and slowest element, links included.
+  std::vector<std::pair<std::size_t, std::size_t>> links;
+  for (std::size_t w = 0; w + 1 < part_of.size(); ++w) links.emplace_back(w, w + 1);
+  if (token_return && part_of.size() > 1) links.emplace_back(part_of.size() - 1, 0);
+  const auto option = [&](const std::vector<std::size_t>& pick, std::size_t wafer) -> const StageOption& {
+    return options[part_of[wafer]][pick[part_of[wafer]]];
+  };
+  struct Figures {
+    double pass = 0, stages = 0, slowest = 0;
+  };
+  const auto figures = [&](const std::vector<std::size_t>& pick) {
+    Figures f;
+    for (std::size_t w = 0; w < part_of.size(); ++w) {
+      f.pass += option(pick, w).pass_cycles;
+      f.stages = std::max(f.stages, option(pick, w).stage_cycles);
+    }
+    f.slowest = f.stages;
+    for (const auto& [from, to] : links) {
+      const double own = option(pick, from).out_link_cycles;
+      f.pass += own;
+      f.slowest = std::max(f.slowest, own + option(pick, from).out_leg_cycles + option(pick, to).in_leg_cycles);
+    }
+    return f;
+  };
   std::sort(thresholds.begin(), thresholds.end());
   thresholds.erase(std::unique(thresholds.begin(), thresholds.end()), thresholds.end());
+  // Each stage value as the ceiling, the links left out of the slowest element: a lower bound of
+  // every pick's cost, attained by a pick that no link paces.
   std::vector<std::size_t> best, pick(options.size());
   double best_cost = 0;
   for (const double limit : thresholds) {
-    double pass = 0, slowest = 0;
     bool all = true;
     for (std::size_t p = 0; p < options.size() && all; ++p) {
       std::size_t chosen = options[p].size();
@@ -258,17 +285,36 @@ std::vector<std::size_t> pick_parts(const std::vector<std::vector<StageOption>>&
         }
       }
       all = chosen < options[p].size();
-      if (!all) break;
       pick[p] = chosen;
-      pass += static_cast<double>(copies[p]) * options[p][chosen].pass_cycles;
-      slowest = std::max(slowest, options[p][chosen].stage_cycles);
     }
     if (!all) continue;
-    const double c = cost(pass, slowest);
+    const Figures f = figures(pick);
+    const double c = cost(f.pass, f.stages);
     if (best.empty() || c < best_cost) {
       best = pick;
       best_cost = c;
     }
+  }
+  const Figures f = figures(best);
+  if (f.slowest <= f.stages) return best;
+  // A link paces that pick: cost every combination, in index order (the first of equals stays).
+  double combinations = 1;
+  for (const auto& part : options) combinations *= static_cast<double>(part.size());
+  if (combinations > static_cast<double>(1 << 20)) return best;
+  std::vector<std::size_t> at(options.size(), 0);
+  best_cost = cost(f.pass, f.slowest);
+  double best_slowest = f.slowest;
+  for (;;) {
+    const Figures g = figures(at);
+    const double c = cost(g.pass, g.slowest);
+    if (c < best_cost || (c == best_cost && (g.slowest < best_slowest || (g.slowest == best_slowest && at < best)))) {
+      best = at;
+      best_cost = c;
+      best_slowest = g.slowest;
+    }
+    std::size_t p = options.size();
+    while (p > 0 && ++at[p - 1] == options[p - 1].size()) at[--p] = 0;
+    if (p == 0) break;
   }
   return best;
 }

@@ -24,11 +24,6 @@ double Crossings::legs(const meshir::Rect& entry, const meshir::Rect& exit, cons
   return in_leg(entry, wafer, params) + out_leg(exit, wafer, params);
 }
 
-double Crossings::legs(const meshir::Schedule& part, const wafer::WaferParams& wafer, const cost::CostParams& params) const {
-  if (!any() || part.ops.empty()) return 0.0;
-  return legs(meshir::used_part(part, part.ops.front().region), part.ops.back().used, wafer, params);
-}
-
 Crossings part_crossings(const workload::Workload& w, const SearchOptions& options, const wafer::WaferParams& wafer,
                          std::int64_t microbatches, std::int64_t first_input_bytes, std::int64_t last_output_bytes) {
   Crossings c;
@@ -40,6 +35,7 @@ Crossings part_crossings(const workload::Workload& w, const SearchOptions& optio
   // deploy::join_stages: the link's bandwidth as the joined schedule holds it (whole bytes per second).
   const double link_bytes_per_s = static_cast<double>(std::llround(options.link_bytes_per_s));
   const auto crossing = [&](double bytes) { return Crossing{bytes, bytes / link_bytes_per_s * wafer.clock_hz}; };
+  c.latency_cycles = static_cast<double>(std::llround(options.link_latency_s * 1e9)) * 1e-9 * wafer.clock_hz;
   const double tokens = static_cast<double>(workload::sampled_token_bytes(w.shape.concurrent_requests, microbatches));
   // The first wafer's embedding takes the token ids in (decode); any other part the activation.
   if (!w.stage->embedding || decode) c.in = crossing(static_cast<double>(first_input_bytes));

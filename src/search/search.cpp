@@ -173,8 +173,11 @@ SearchCandidate scored(const meshir::Schedule& s, const workload::Workload& w, c
   cand.pass_cycles = c.pass_cycles;
   cand.stage_cycles = c.bottleneck_stage_cycles;
   if (options.pipeline_part) {
-    cand.crossing_cycles = crossing_cycles(s, w, options, wafer, params);
-    cand.objectives = stage_objectives(c.pass_cycles + cand.crossing_cycles, c.bottleneck_stage_cycles, c.pes_used,
+    const PartCrossings x = part_crossings(s, w, options, wafer, params);
+    cand.crossing_in_cycles = x.in_leg_cycles;
+    cand.crossing_out_cycles = x.out_leg_cycles;
+    cand.link_out_cycles = x.out_link_cycles;
+    cand.objectives = stage_objectives(c.pass_cycles + x.in_leg_cycles + x.out_leg_cycles, c.bottleneck_stage_cycles, c.pes_used,
                                        wafer.clock_hz);
   } else {
     cand.objectives = Objectives{c.tokens_per_s, c.latency_s, c.pes_used, 0};
@@ -184,12 +187,23 @@ SearchCandidate scored(const meshir::Schedule& s, const workload::Workload& w, c
 
 }  // namespace
 
+PartCrossings part_crossings(const meshir::Schedule& part, const workload::Workload& w, const SearchOptions& options,
+                             const wafer::WaferParams& wafer, const cost::CostParams& params) {
+  PartCrossings out;
+  if (part.ops.empty()) return out;
+  const detail::Crossings c = detail::part_crossings(w, options, wafer, part.microbatches,
+                                                     part.ops.front().work.input_bytes, part.ops.back().work.output_bytes);
+  if (!c.any()) return out;
+  out.in_leg_cycles = c.in_leg(meshir::used_part(part, part.ops.front().region), wafer, params);
+  out.out_leg_cycles = c.out_leg(part.ops.back().used, wafer, params);
+  if (c.out.bytes > 0) out.out_link_cycles = c.latency_cycles + c.out.link_cycles;
+  return out;
+}
+
 double crossing_cycles(const meshir::Schedule& part, const workload::Workload& w, const SearchOptions& options,
                        const wafer::WaferParams& wafer, const cost::CostParams& params) {
-  if (part.ops.empty()) return 0.0;
-  return detail::part_crossings(w, options, wafer, part.microbatches, part.ops.front().work.input_bytes,
-                                part.ops.back().work.output_bytes)
-      .legs(part, wafer, params);
+  const PartCrossings x = part_crossings(part, w, options, wafer, params);
+  return x.in_leg_cycles + x.out_leg_cycles;
 }
 
 std::vector<SearchCandidate> seed_candidates(const workload::Workload& workload, const wafer::WaferParams& wafer,

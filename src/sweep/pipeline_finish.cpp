@@ -43,22 +43,18 @@ struct Joiner {
     return deploy::join_stages(plan, schedules, workloads, config.cluster,
                                config.workloads.models.at(setting.model_index).spec.num_layers, decode, name);
   }
-  /// Per part, how many wafers hold it.
-  [[nodiscard]] std::vector<std::int64_t> copies() const {
-    std::vector<std::int64_t> out(parts.size(), 0);
-    for (const std::size_t p : plan.part_of) ++out[p];
-    return out;
-  }
   [[nodiscard]] cost::ScheduleCost evaluate(const Schedule& s) const {
     return cost::evaluate(s, config.wafer, config.cost.params, decode, setting.shape.input_tokens);
   }
-  /// A part's schedule as the pick of parts sees it: its pass with its crossings' legs, its slowest stage.
+  /// A part's schedule as the pick of parts sees it: its pass with its crossings' legs, its slowest
+  /// stage, and the crossings apart.
   [[nodiscard]] deploy::StageOption option(std::size_t part, const Schedule& s, const cost::ScheduleCost& c) const {
-    return deploy::StageOption{
-        c.pass_cycles + search::crossing_cycles(s, parts[part], detail::part_search_options(config, setting),
-                                                config.wafer, config.cost.params),
-        c.bottleneck_stage_cycles};
+    const auto x = search::part_crossings(s, parts[part], detail::part_search_options(config, setting), config.wafer,
+                                          config.cost.params);
+    return deploy::StageOption{c.pass_cycles + x.in_leg_cycles + x.out_leg_cycles, c.bottleneck_stage_cycles,
+                               x.in_leg_cycles, x.out_leg_cycles, x.out_link_cycles};
   }
+
 };
 
 // Full-Chip or WaferLLM on every wafer with the pipeline's split, at the micro-batch count (every
@@ -67,7 +63,6 @@ struct Joiner {
 // the parts that make the joined pipeline fastest (deploy::pick_parts), whichever joins faster.
 std::optional<Schedule> pipeline_baseline(const Joiner& j, const std::string& name, std::string& na_reason) {
   const std::vector<std::int64_t> sides = waferllm_sides(j.config);
-  const std::vector<std::int64_t> copies = j.copies();
   std::optional<Schedule> best;
   double best_tokens_per_s = 0;
   std::string why;  // the first part that could not be placed, and why
@@ -117,7 +112,7 @@ std::optional<Schedule> pipeline_baseline(const Joiner& j, const std::string& na
       fastest.push_back(part_best);
     }
     if (fastest.size() != j.parts.size()) continue;
-    const auto joint = deploy::pick_parts(options, copies, [&](double pass, double stage) {
+    const auto joint = deploy::pick_parts(options, j.plan.part_of, j.decode, [&](double pass, double stage) {
       return 1.0 / cost::pipeline(pass, stage, mb, 1, j.setting.shape.concurrent_requests, j.config.wafer.clock_hz,
                                   j.decode, j.setting.shape.input_tokens)
                        .tokens_per_s;
@@ -188,15 +183,14 @@ SettingResult finish_pipeline(const config::Config& config, const config::Settin
   // - the parts that make the joined pipeline fastest, and those that give it the lowest latency,
   //   under cost::pipeline's rule (deploy::pick_parts; a part's fastest alone can pace the pipeline
   //   worse than another). A part's pass there carries the on-wafer legs of its crossings
-  //   (SearchCandidate::crossing_cycles), which depend on where its first and last leaves lie; the
-  //   links' own time is the same for every choice;
+  //   (SearchCandidate::crossing_in_cycles and crossing_out_cycles), which depend on where its first
+  //   and last leaves lie, and a link that outlasts every stage paces the pipeline;
   // - each part's fastest alone, and its lowest latency alone (ties to the other objective, then PEs):
-  //   the rule still leaves out a link that paces the pipeline, both legs of one crossing slower
-  //   than the link, and a re-layout where a wafer's input arrives in another layout.
+  //   the rule still leaves out both legs of one crossing slower than the link (it charges both) and
+  //   a re-layout where a wafer's input arrives in another layout.
   // The parts were searched with search::stage_objectives, crossing legs in the pass, and only a
   // part's front under them is offered: incumbents prune only what a found schedule strictly
   // dominates, so whatever order they arrive in, nothing on it.
-  const std::vector<std::int64_t> copies = j.copies();
   const search::ObjectiveSet part_objectives = detail::part_search_options(config, setting).objectives;
   const auto alone = [&](const search::SearchCandidate& c) {  // a part's own pipeline
     return cost::pipeline(c.pass_cycles, c.stage_cycles, c.microbatches, c.prompt_chunks,
@@ -225,12 +219,14 @@ SettingResult finish_pipeline(const config::Config& config, const config::Settin
         for (const std::size_t i : on_front) {
           fronts[p].push_back(&candidates[p][i]);
           const auto& c = candidates[p][i];
-          stage_options[p].push_back(deploy::StageOption{c.pass_cycles + c.crossing_cycles, c.stage_cycles});
+          stage_options[p].push_back(deploy::StageOption{c.pass_cycles + c.crossing_in_cycles + c.crossing_out_cycles,
+                                                         c.stage_cycles, c.crossing_in_cycles, c.crossing_out_cycles,
+                                                         c.link_out_cycles});
         }
       }
       std::vector<Picked> choices;
       for (const bool by_latency : {false, true}) {
-        const auto chosen = deploy::pick_parts(stage_options, copies, [&](double pass, double stage) {
+        const auto chosen = deploy::pick_parts(stage_options, plan.part_of, j.decode, [&](double pass, double stage) {
           const auto c = cost::pipeline(pass, stage, mb, pc, setting.shape.concurrent_requests, config.wafer.clock_hz,
                                         j.decode, setting.shape.input_tokens);
           return by_latency ? c.latency_s : 1.0 / c.tokens_per_s;

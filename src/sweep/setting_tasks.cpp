@@ -30,6 +30,7 @@ search::SearchOptions part_search_options(const config::Config& config, const co
     options.objectives = search::ObjectiveSet{};
     options.io_edge = config.cluster.io_edge;
     options.link_bytes_per_s = config.cluster.link_bytes_per_s;
+    options.link_latency_s = config.cluster.link_latency_s;
   }
   return options;
 }

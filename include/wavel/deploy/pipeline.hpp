@@ -62,21 +62,28 @@ meshir::Schedule join_stages(const PipelinePlan& plan, const std::vector<const m
                              const std::vector<const workload::Workload*>& parts, const wafer::ClusterParams& cluster,
                              std::int64_t layers_total, bool decode, const std::string& name);
 
-/// One schedule a part may run: its pass (cost::evaluate's, plus the on-wafer legs of its crossings
-/// to the wafers around it: search::crossing_cycles) and its slowest stage, in cycles.
+/// One schedule a part may run, in cycles: its pass (cost::evaluate's plus the on-wafer legs of its
+/// crossings to the wafers around it, search::part_crossings) and its slowest stage; the legs of
+/// its crossing in and out apart, and the link's own time (latency and bytes) for the crossing out.
 struct StageOption {
   double pass_cycles = 0;
   double stage_cycles = 0;
+  double in_leg_cycles = 0;
+  double out_leg_cycles = 0;
+  double out_link_cycles = 0;
 };
 
 /// For each part, the index of the option that makes the joined pipeline cheapest under `cost`, a
-/// function of the pipeline's pass (the sum over wafers of their parts' passes, part p on `copies[p]`
-/// wafers) and its slowest stage (the largest part's), nondecreasing in both: the slowest stage is
-/// tried at each option's value, and under it each part takes its shortest pass, so the answer is
-/// exact over every combination (of the links between wafers, only the legs the options carry). Ties go to the smaller slowest
-/// stage, then to the lower index. Empty if a part has no option.
+/// function of the pipeline's pass and its slowest element, nondecreasing in both. Wafer w holds
+/// part `part_of[w]`; a link joins each wafer to the next, and the last to the first where
+/// `token_return` (decode). The pass is the sum over wafers of their parts' passes plus each link's
+/// own time; the slowest element is the largest part stage or link (its own time plus the legs of
+/// the two options it joins: a link that outlasts every stage paces the pipeline). First each stage
+/// value is tried as the ceiling, each part taking its shortest pass under it: exact whenever no link
+/// paces the pick; where one does, every combination is costed (up to 2^20 of them). Ties go to the
+/// smaller slowest element, then to the lower indices. Empty if a part has no option.
 std::vector<std::size_t> pick_parts(const std::vector<std::vector<StageOption>>& options,
-                                    const std::vector<std::int64_t>& copies,
-                                    const std::function<double(double pass_cycles, double stage_cycles)>& cost);
+                                    const std::vector<std::size_t>& part_of, bool token_return,
+                                    const std::function<double(double pass_cycles, double slowest_cycles)>& cost);
 
 }  // namespace wavel::deploy

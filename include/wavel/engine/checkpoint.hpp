@@ -12,7 +12,7 @@
 namespace wavel::engine {
 
 /// The checkpoint format this build writes and reads. 9: search candidates carry their crossing
-/// legs, and pipeline parts' objectives include them; 8: search candidates carry pass and stage
+/// legs and the link's own time out, and pipeline parts' objectives include the legs; 8: search candidates carry pass and stage
 /// cycles, and pipeline parts' objectives are stage objectives; 7: slots as the job's opaque bytes;
 /// 6: input fingerprints; 5: pipeline parts and deployments; 4: results carry weight streaming;
 /// 3: finished settings in the spool file.

@@ -56,6 +56,7 @@ struct SearchOptions {
   /// crossings (detail::Crossings), which depend on where its first and last leaves lie.
   wafer::Edge io_edge = wafer::Edge::west;
   double link_bytes_per_s = 0;
+  double link_latency_s = 0;
   /// Checked between subproblems: nonzero abandons the piece with search::Cancelled (a pending
   /// SIGTERM/SIGUSR1, so a long piece cannot hold a checkpoint back). Not part of the results.
   const std::atomic<int>* stop_flag = nullptr;

@@ -145,9 +145,11 @@ struct SearchCandidate {
   double sram_headroom = 0;
   double pass_cycles = 0;                ///< from cost::evaluate: what a multi-wafer pipeline adds up
   double stage_cycles = 0;               ///< its slowest stage: what paces such a pipeline
-  /// A pipeline part's: what the on-wafer legs of its crossings add to the joined pass (detail::Crossings;
-  /// its objectives' latency includes them, pass_cycles does not)
-  double crossing_cycles = 0;
+  /// A pipeline part's crossings (part_crossings): the legs in and out (its objectives' latency
+  /// includes them, pass_cycles does not) and the link's own time for the crossing out
+  double crossing_in_cycles = 0;
+  double crossing_out_cycles = 0;
+  double link_out_cycles = 0;
   std::vector<Leaf> leaves;              ///< search candidates only
 
   template <class Self, class Visit>
@@ -159,7 +161,9 @@ struct SearchCandidate {
     v("sram_headroom", "1", r.sram_headroom);
     v("pass_cycles", "cycles", r.pass_cycles);
     v("stage_cycles", "cycles", r.stage_cycles);
-    v("crossing_cycles", "cycles", r.crossing_cycles);
+    v("crossing_in_cycles", "cycles", r.crossing_in_cycles);
+    v("crossing_out_cycles", "cycles", r.crossing_out_cycles);
+    v("link_out_cycles", "cycles", r.link_out_cycles);
     v("leaves", "", r.leaves);
   }
 };
@@ -169,8 +173,18 @@ struct PieceResult {
   SearchStats stats;
 };
 
-/// What the on-wafer legs of a pipeline part's crossings add to the joined pipeline's pass
-/// (SearchCandidate::crossing_cycles): 0 unless options.pipeline_part and `w` is a pipeline stage.
+/// A pipeline part's crossings to the wafers around it: what the on-wafer legs of the crossing in
+/// and of the crossing out add to the joined pipeline (cost::leg_cycles), and the link's own time
+/// for the crossing out (its latency and bytes at the link's bandwidth). All 0 unless
+/// options.pipeline_part and `w` is a pipeline stage; a side with no crossing is 0.
+struct PartCrossings {
+  double in_leg_cycles = 0;
+  double out_leg_cycles = 0;
+  double out_link_cycles = 0;
+};
+PartCrossings part_crossings(const meshir::Schedule& part, const workload::Workload& w, const SearchOptions& options,
+                             const wafer::WaferParams& wafer, const cost::CostParams& params);
+/// in_leg_cycles + out_leg_cycles of part_crossings: what a part's pass carries in its objectives.
 double crossing_cycles(const meshir::Schedule& part, const workload::Workload& w, const SearchOptions& options,
                        const wafer::WaferParams& wafer, const cost::CostParams& params);
 

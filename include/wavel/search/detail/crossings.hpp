@@ -24,6 +24,7 @@ struct Crossing {
 /// token ids out of the last wafer and into the first's embedding.
 struct Crossings {
   Crossing in, out;
+  double latency_cycles = 0;  ///< the link's latency (deploy::join_stages rounds it to whole ns)
   wafer::Edge io_edge = wafer::Edge::west;
   std::int64_t grid_w = 0, grid_h = 0;
 
@@ -34,8 +35,6 @@ struct Crossings {
                             const cost::CostParams& params) const;
   [[nodiscard]] double in_leg(const meshir::Rect& entry, const wafer::WaferParams& wafer, const cost::CostParams& params) const;
   [[nodiscard]] double out_leg(const meshir::Rect& exit, const wafer::WaferParams& wafer, const cost::CostParams& params) const;
-  /// legs() of a built part schedule: its first op's region's used part and its last op's used rectangle.
-  [[nodiscard]] double legs(const meshir::Schedule& part, const wafer::WaferParams& wafer, const cost::CostParams& params) const;
 };
 
 /// A part's crossings (none unless options.pipeline_part and the workload is a pipeline stage):
