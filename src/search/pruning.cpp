@@ -113,9 +113,10 @@ double Solver::reach_margin(const Rect& p, const Rect& region, int after_block) 
   const std::size_t next = static_cast<std::size_t>(after_block) + 1;
   // A pipeline part's own ends: its crossing's leg from (to) the I/O edge. Any rectangle inside the
   // region is no nearer the edge and no wider than the region, so its leg is no cheaper.
-  if (after_block < 0) return std::max(0.0, ev_.crossings.in_leg(p, ev_.wafer, ev_.params) - ev_.crossings.in_leg(region, ev_.wafer, ev_.params));
+  const auto& x = ev_.crossings;
+  if (after_block < 0) return std::max(0.0, x.in_leg(p, ev_.wafer, ev_.params) - x.in_leg(region, ev_.wafer, ev_.params));
   if (next >= ev_.blocks.size()) {
-    return std::max(0.0, ev_.crossings.out_leg(p, ev_.wafer, ev_.params) - ev_.crossings.out_leg(region, ev_.wafer, ev_.params));
+    return std::max(0.0, x.out_leg(p, ev_.wafer, ev_.params) - x.out_leg(region, ev_.wafer, ev_.params));
   }
   const std::int64_t cx = 2 * p.x + p.w, cy = 2 * p.y + p.h;
   const std::int64_t dx = std::max(std::llabs(cx - 2 * region.x), std::llabs(cx - 2 * (region.x + region.w))) / 2 + 1;
@@ -136,10 +137,9 @@ double Solver::end_margin(const Rect& p, const Rect& q, int after_block) const {
   if (p == q) return 0.0;
   // A pipeline part's own ends: the legs of its crossings. Their difference is the same wherever
   // the sub-problem lies (hops to the edge change with both ends alike), so it is exact here.
-  if (after_block < 0) return std::max(0.0, ev_.crossings.in_leg(p, ev_.wafer, ev_.params) - ev_.crossings.in_leg(q, ev_.wafer, ev_.params));
-  if (next >= ev_.blocks.size()) {
-    return std::max(0.0, ev_.crossings.out_leg(p, ev_.wafer, ev_.params) - ev_.crossings.out_leg(q, ev_.wafer, ev_.params));
-  }
+  const auto& x = ev_.crossings;
+  if (after_block < 0) return std::max(0.0, x.in_leg(p, ev_.wafer, ev_.params) - x.in_leg(q, ev_.wafer, ev_.params));
+  if (next >= ev_.blocks.size()) return std::max(0.0, x.out_leg(p, ev_.wafer, ev_.params) - x.out_leg(q, ev_.wafer, ev_.params));
   const std::int64_t moved = std::llabs((2 * p.x + p.w) - (2 * q.x + q.w)) / 2 + 1 +
                              std::llabs((2 * p.y + p.h) - (2 * q.y + q.h)) / 2 + 1;
   const double bytes = static_cast<double>(ev_.blocks[static_cast<std::size_t>(after_block)].output_bytes);
