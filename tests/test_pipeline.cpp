@@ -155,12 +155,12 @@ TEST_CASE("a part's crossing legs and the links' own time add up to the joined c
   options.pipeline_part = true;
   options.io_edge = cluster.io_edge;
   options.link_bytes_per_s = cluster.link_bytes_per_s;
-  const double legs0 = search::crossing_cycles(stages[0], parts[0], options, wafer, params);
-  const double legs1 = search::crossing_cycles(stages[1], parts[1], options, wafer, params);
+  const double legs0 = search::part_crossings(stages[0], parts[0], options, wafer, params).legs_cycles();
+  const double legs1 = search::part_crossings(stages[1], parts[1], options, wafer, params).legs_cycles();
   // East edge, alpha 1 cycle per hop, set-up 50 per leg; every leg's lanes outpace the link. Part 0:
   // the token ids land on its embedding's square, the activation leaves its last square; part 1 the
-  // other way round. Each leg's hops: from the square's east side to the grid's (755 PEs wide).
-  const auto hops = [](const meshir::Rect& r) { return 755.0 - static_cast<double>(r.x + r.w); };
+  // other way round. Each leg's hops: from the square's east side to the grid's.
+  const auto hops = [&](const meshir::Rect& r) { return static_cast<double>(wafer.grid_w_pes - (r.x + r.w)); };
   const auto entry = [](const meshir::Schedule& s) { return meshir::used_part(s, s.ops.front().region); };
   CHECK(legs0 == doctest::Approx(100.0 + hops(entry(stages[0])) + hops(stages[0].ops.back().used)).epsilon(1e-12));
   CHECK(legs1 == doctest::Approx(100.0 + hops(entry(stages[1])) + hops(stages[1].ops.back().used)).epsilon(1e-12));
@@ -183,7 +183,7 @@ TEST_CASE("a part's crossing legs and the links' own time add up to the joined c
   CHECK(search::part_crossings(stages[1], parts[1], options, wafer, params).out_link_cycles ==
         doctest::Approx(5500.0 + 32.0 / 150e9 * 1.1e9).epsilon(1e-12));
   // Outside a pipeline part there are no crossings.
-  CHECK(search::crossing_cycles(stages[0], parts[0], search::SearchOptions{}, wafer, params) == 0.0);
+  CHECK(search::part_crossings(stages[0], parts[0], search::SearchOptions{}, wafer, params).legs_cycles() == 0.0);
 }
 
 TEST_CASE("two micro-batches keep both wafers busy: the slowest wafer or link sets the round") {

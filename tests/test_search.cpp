@@ -568,7 +568,7 @@ TEST_CASE("a pipeline part's front carries its crossing legs, and pruned equals 
     bool hops = false;
     for (const auto& p : pruned.front) {
       // The latency objective is the pass with both legs; each leg is at least its set-up.
-      const double legs = search::crossing_cycles(p.schedule, w, options, wafer, params);
+      const double legs = search::part_crossings(p.schedule, w, options, wafer, params).legs_cycles();
       CHECK(legs >= 2 * params.shift_fixed_cycles);
       hops = hops || legs > 2 * params.shift_fixed_cycles;
       const auto c = cost::evaluate(p.schedule, wafer, params, true, 128);

@@ -404,16 +404,6 @@ OpCost exchange_cost(const meshir::Exchange& e, double bytes, const wafer::Wafer
   return movement(std::max(hi - 1, side - 1 - lo), busiest, e.lines(), wafer, p);
 }
 
-OpCost link_crossing(const OpCost& out, const OpCost& in, double link_cycles, double latency_cycles) {
-  OpCost c;
-  c.hops = out.hops + in.hops;
-  c.hop_cycles = out.hop_cycles + in.hop_cycles;
-  c.link_cycles = std::max({out.link_cycles, in.link_cycles, link_cycles});
-  c.overhead_cycles = out.overhead_cycles + in.overhead_cycles + latency_cycles;
-  finish(c);
-  return c;
-}
-
 double leg_cycles(const OpCost& leg, double link_cycles) {
   return leg.hop_cycles + leg.overhead_cycles + std::max(0.0, leg.link_cycles - link_cycles);
 }
@@ -424,11 +414,18 @@ OpCost link_crossing_cost(const meshir::Schedule& schedule, const PlacedOp& op, 
   const double bytes = static_cast<double>(op.work.input_bytes);
   const Rect to = meshir::used_part(schedule, op.to_region);
   // The bytes stream from the source PEs to the I/O edge, over the link, then from the far wafer's
-  // edge to the destination.
+  // edge to the destination: the latencies add, the slowest of the three bandwidths paces the bytes.
   const OpCost out = transfer_cost(op.used, meshir::io_rect(schedule, op.used), bytes, wafer, p);
   const OpCost in = transfer_cost(meshir::io_rect(schedule, to), to, bytes, wafer, p);
-  return link_crossing(out, in, bytes / static_cast<double>(schedule.link_bytes_per_s) * wafer.clock_hz,
-                       static_cast<double>(schedule.link_latency_ns) * 1e-9 * wafer.clock_hz);
+  const double link_s = bytes / static_cast<double>(schedule.link_bytes_per_s);
+  OpCost c;
+  c.hops = out.hops + in.hops;
+  c.hop_cycles = out.hop_cycles + in.hop_cycles;
+  c.link_cycles = std::max({out.link_cycles, in.link_cycles, link_s * wafer.clock_hz});
+  c.overhead_cycles = out.overhead_cycles + in.overhead_cycles +
+                      static_cast<double>(schedule.link_latency_ns) * 1e-9 * wafer.clock_hz;
+  finish(c);
+  return c;
 }
 
 int colours_needed(const PlacedOp& op) { return meshir::kernel_info(op.kernel).route_colours; }

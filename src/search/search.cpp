@@ -173,12 +173,9 @@ SearchCandidate scored(const meshir::Schedule& s, const workload::Workload& w, c
   cand.pass_cycles = c.pass_cycles;
   cand.stage_cycles = c.bottleneck_stage_cycles;
   if (options.pipeline_part) {
-    const PartCrossings x = part_crossings(s, w, options, wafer, params);
-    cand.crossing_in_cycles = x.in_leg_cycles;
-    cand.crossing_out_cycles = x.out_leg_cycles;
-    cand.link_out_cycles = x.out_link_cycles;
-    cand.objectives = stage_objectives(c.pass_cycles + x.in_leg_cycles + x.out_leg_cycles, c.bottleneck_stage_cycles, c.pes_used,
-                                       wafer.clock_hz);
+    cand.crossings = part_crossings(s, w, options, wafer, params);
+    cand.objectives = stage_objectives(c.pass_cycles + cand.crossings.legs_cycles(), c.bottleneck_stage_cycles,
+                                       c.pes_used, wafer.clock_hz);
   } else {
     cand.objectives = Objectives{c.tokens_per_s, c.latency_s, c.pes_used, 0};
   }
@@ -198,12 +195,6 @@ PartCrossings part_crossings(const meshir::Schedule& part, const workload::Workl
   out.out_leg_cycles = c.out_leg(part.ops.back().used, wafer, params);
   if (c.out.bytes > 0) out.out_link_cycles = c.latency_cycles + c.out.link_cycles;
   return out;
-}
-
-double crossing_cycles(const meshir::Schedule& part, const workload::Workload& w, const SearchOptions& options,
-                       const wafer::WaferParams& wafer, const cost::CostParams& params) {
-  const PartCrossings x = part_crossings(part, w, options, wafer, params);
-  return x.in_leg_cycles + x.out_leg_cycles;
 }
 
 std::vector<SearchCandidate> seed_candidates(const workload::Workload& workload, const wafer::WaferParams& wafer,

@@ -20,6 +20,13 @@ using meshir::Schedule;
 
 bool fits(const cost::ScheduleCost& c) { return c.sram_headroom >= 0.0 && c.tokens_per_s > 0.0; }
 
+// A part's schedule as the pick of parts sees it: its pass with its crossings' legs, its slowest
+// stage, and the crossings apart.
+deploy::StageOption stage_option(double pass_cycles, double stage_cycles, const search::PartCrossings& x) {
+  return deploy::StageOption{pass_cycles + x.legs_cycles(), stage_cycles, x.in_leg_cycles, x.out_leg_cycles,
+                             x.out_link_cycles};
+}
+
 // Lexicographic order, smallest best: by throughput (then latency, then PEs) or by latency (then
 // throughput, then PEs).
 std::tuple<double, double, std::int64_t> rank(double tokens_per_s, double latency_s, std::int64_t pes, bool by_latency) {
@@ -32,6 +39,7 @@ struct Joiner {
   const deploy::PipelinePlan& plan;
   const std::vector<workload::Workload>& parts;
   bool decode = false;
+  search::SearchOptions part_options;  ///< the parts' search options (detail::part_search_options)
 
   [[nodiscard]] Schedule join(const std::vector<Schedule>& per_part, const std::string& name) const {
     std::vector<const Schedule*> schedules;
@@ -46,15 +54,10 @@ struct Joiner {
   [[nodiscard]] cost::ScheduleCost evaluate(const Schedule& s) const {
     return cost::evaluate(s, config.wafer, config.cost.params, decode, setting.shape.input_tokens);
   }
-  /// A part's schedule as the pick of parts sees it: its pass with its crossings' legs, its slowest
-  /// stage, and the crossings apart.
   [[nodiscard]] deploy::StageOption option(std::size_t part, const Schedule& s, const cost::ScheduleCost& c) const {
-    const auto x = search::part_crossings(s, parts[part], detail::part_search_options(config, setting), config.wafer,
-                                          config.cost.params);
-    return deploy::StageOption{c.pass_cycles + x.in_leg_cycles + x.out_leg_cycles, c.bottleneck_stage_cycles,
-                               x.in_leg_cycles, x.out_leg_cycles, x.out_link_cycles};
+    return stage_option(c.pass_cycles, c.bottleneck_stage_cycles,
+                        search::part_crossings(s, parts[part], part_options, config.wafer, config.cost.params));
   }
-
 };
 
 // Full-Chip or WaferLLM on every wafer with the pipeline's split, at the micro-batch count (every
@@ -142,7 +145,8 @@ std::optional<Schedule> pipeline_baseline(const Joiner& j, const std::string& na
 SettingResult finish_pipeline(const config::Config& config, const config::Setting& setting,
                               const deploy::PipelinePlan& plan, const std::vector<workload::Workload>& parts,
                               const std::vector<PartResults>& results, TaskCounters& counters) {
-  const Joiner j{config, setting, plan, parts, setting.shape.phase == workload::Phase::decode};
+  const Joiner j{config, setting, plan, parts, setting.shape.phase == workload::Phase::decode,
+                 detail::part_search_options(config, setting)};
   const auto options = config.search.options();
   std::vector<SettingResult> described;
   std::vector<std::vector<search::SearchCandidate>> candidates(parts.size());
@@ -183,7 +187,7 @@ SettingResult finish_pipeline(const config::Config& config, const config::Settin
   // - the parts that make the joined pipeline fastest, and those that give it the lowest latency,
   //   under cost::pipeline's rule (deploy::pick_parts; a part's fastest alone can pace the pipeline
   //   worse than another). A part's pass there carries the on-wafer legs of its crossings
-  //   (SearchCandidate::crossing_in_cycles and crossing_out_cycles), which depend on where its first
+  //   (SearchCandidate::crossings), which depend on where its first
   //   and last leaves lie, and a link that outlasts every stage paces the pipeline;
   // - each part's fastest alone, and its lowest latency alone (ties to the other objective, then PEs):
   //   the rule still leaves out both legs of one crossing slower than the link (it charges both) and
@@ -191,7 +195,7 @@ SettingResult finish_pipeline(const config::Config& config, const config::Settin
   // The parts were searched with search::stage_objectives, crossing legs in the pass, and only a
   // part's front under them is offered: incumbents prune only what a found schedule strictly
   // dominates, so whatever order they arrive in, nothing on it.
-  const search::ObjectiveSet part_objectives = detail::part_search_options(config, setting).objectives;
+  const search::ObjectiveSet part_objectives = j.part_options.objectives;
   const auto alone = [&](const search::SearchCandidate& c) {  // a part's own pipeline
     return cost::pipeline(c.pass_cycles, c.stage_cycles, c.microbatches, c.prompt_chunks,
                           setting.shape.concurrent_requests, config.wafer.clock_hz, j.decode, setting.shape.input_tokens);
@@ -219,9 +223,7 @@ SettingResult finish_pipeline(const config::Config& config, const config::Settin
         for (const std::size_t i : on_front) {
           fronts[p].push_back(&candidates[p][i]);
           const auto& c = candidates[p][i];
-          stage_options[p].push_back(deploy::StageOption{c.pass_cycles + c.crossing_in_cycles + c.crossing_out_cycles,
-                                                         c.stage_cycles, c.crossing_in_cycles, c.crossing_out_cycles,
-                                                         c.link_out_cycles});
+          stage_options[p].push_back(stage_option(c.pass_cycles, c.stage_cycles, c.crossings));
         }
       }
       std::vector<Picked> choices;

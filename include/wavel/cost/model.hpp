@@ -94,11 +94,6 @@ OpCost transfer_cost(const meshir::Rect& from, const meshir::Rect& to, double by
 OpCost exchange_cost(const meshir::Exchange& exchange, double bytes, const wafer::WaferParams& wafer,
                      const CostParams& params);
 
-/// A crossing between wafers from its two on-wafer legs (transfer_cost from the sender's used
-/// rectangle to its I/O edge, and from the receiver's edge to its destination) and the link's own
-/// time for the bytes and its latency: the latencies add, the slowest bandwidth paces the bytes.
-OpCost link_crossing(const OpCost& out, const OpCost& in, double link_cycles, double latency_cycles);
-
 /// What one leg adds to a crossing beyond the link's own time: its hops and set-up, and its
 /// bandwidth term where that is slower than the link's (`link_cycles`). A crossing costs the link's
 /// own time plus its two legs' leg_cycles, exactly unless both legs are slower than the link.

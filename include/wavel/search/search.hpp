@@ -137,6 +137,25 @@ SearchSizeEstimate estimate_search_size(const workload::Workload& workload, cons
                                         const SearchOptions& defaults);
 
 /// A complete schedule found by a piece (rebuilt from its leaves) or a seed (rebuilt by name).
+/// A pipeline part's crossings to the wafers around it: what the on-wafer legs of the crossing in
+/// and of the crossing out add to the joined pipeline (cost::leg_cycles), and the link's own time
+/// for the crossing out (its latency and bytes at the link's bandwidth).
+struct PartCrossings {
+  double in_leg_cycles = 0;
+  double out_leg_cycles = 0;
+  double out_link_cycles = 0;
+
+  /// What a part's pass carries in its objectives.
+  [[nodiscard]] double legs_cycles() const { return in_leg_cycles + out_leg_cycles; }
+
+  template <class Self, class Visit>
+  static void fields(Self& r, Visit&& v) {
+    v("in_leg_cycles", "cycles", r.in_leg_cycles);
+    v("out_leg_cycles", "cycles", r.out_leg_cycles);
+    v("out_link_cycles", "cycles", r.out_link_cycles);
+  }
+};
+
 struct SearchCandidate {
   Objectives objectives;                 ///< from cost::evaluate; id unused
   std::string source;                    ///< "search", or "seed:<baseline>"
@@ -145,11 +164,7 @@ struct SearchCandidate {
   double sram_headroom = 0;
   double pass_cycles = 0;                ///< from cost::evaluate: what a multi-wafer pipeline adds up
   double stage_cycles = 0;               ///< its slowest stage: what paces such a pipeline
-  /// A pipeline part's crossings (part_crossings): the legs in and out (its objectives' latency
-  /// includes them, pass_cycles does not) and the link's own time for the crossing out
-  double crossing_in_cycles = 0;
-  double crossing_out_cycles = 0;
-  double link_out_cycles = 0;
+  PartCrossings crossings;               ///< a pipeline part's (its objectives' latency includes the legs, pass_cycles not)
   std::vector<Leaf> leaves;              ///< search candidates only
 
   template <class Self, class Visit>
@@ -161,9 +176,7 @@ struct SearchCandidate {
     v("sram_headroom", "1", r.sram_headroom);
     v("pass_cycles", "cycles", r.pass_cycles);
     v("stage_cycles", "cycles", r.stage_cycles);
-    v("crossing_in_cycles", "cycles", r.crossing_in_cycles);
-    v("crossing_out_cycles", "cycles", r.crossing_out_cycles);
-    v("link_out_cycles", "cycles", r.link_out_cycles);
+    v("crossings", "", r.crossings);
     v("leaves", "", r.leaves);
   }
 };
@@ -173,20 +186,10 @@ struct PieceResult {
   SearchStats stats;
 };
 
-/// A pipeline part's crossings to the wafers around it: what the on-wafer legs of the crossing in
-/// and of the crossing out add to the joined pipeline (cost::leg_cycles), and the link's own time
-/// for the crossing out (its latency and bytes at the link's bandwidth). All 0 unless
+/// A pipeline part's schedule's crossings (see SearchCandidate::crossings): all 0 unless
 /// options.pipeline_part and `w` is a pipeline stage; a side with no crossing is 0.
-struct PartCrossings {
-  double in_leg_cycles = 0;
-  double out_leg_cycles = 0;
-  double out_link_cycles = 0;
-};
 PartCrossings part_crossings(const meshir::Schedule& part, const workload::Workload& w, const SearchOptions& options,
                              const wafer::WaferParams& wafer, const cost::CostParams& params);
-/// in_leg_cycles + out_leg_cycles of part_crossings: what a part's pass carries in its objectives.
-double crossing_cycles(const meshir::Schedule& part, const workload::Workload& w, const SearchOptions& options,
-                       const wafer::WaferParams& wafer, const cost::CostParams& params);
 
 /// Scores seed schedules; the ones that do not fit or do not verify are left out. A pipeline part's
 /// (options.pipeline_part) take stage_objectives, with their crossing legs in the pass.

@@ -1,6 +1,6 @@
 // A pipeline part's crossings to the wafers before and after it: what their on-wafer legs add to the
 // joined pipeline's pass (cost::leg_cycles), from where the part's first and last leaves lie.
-// Internal to src/search (search::crossing_cycles is the public form).
+// Internal to src/search (search::part_crossings is the public form).
 #pragma once
 
 #include <cstdint>
